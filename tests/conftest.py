@@ -1,0 +1,75 @@
+"""Shared fixtures: a synthetic parallel corpus, its tokenizer, and a tiny trained run made inside the tests."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import train
+from transformer.tokenizer import Tokenizer, train_tokenizer
+
+torch.set_num_threads(2)  # the machines this runs on have two cores
+
+ENGLISH = "the a cat dog house tree red green small big sees likes has runs sleeps near under old new".split()
+GERMAN = "der ein katze hund haus baum rot grün klein groß sieht mag hat läuft schläft nahe unter alt neu".split()
+
+
+def synthetic_pairs(count: int, seed: int) -> list[tuple[str, str]]:
+    """Word-for-word 'translations' through a fixed dictionary: a task a tiny model learns in seconds."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(count):
+        indices = [rng.randrange(len(ENGLISH)) for _ in range(rng.randint(2, 7))]
+        pairs.append((" ".join(ENGLISH[i] for i in indices) + ".", " ".join(GERMAN[i] for i in indices) + "."))
+    return pairs
+
+
+def write_corpus(prefix: Path, pairs: list[tuple[str, str]]) -> Path:
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    Path(f"{prefix}.en").write_text("".join(f"{s}\n" for s, _ in pairs), encoding="utf-8")
+    Path(f"{prefix}.de").write_text("".join(f"{t}\n" for _, t in pairs), encoding="utf-8")
+    return prefix
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("corpus")
+    return {
+        "train": write_corpus(root / "train" / "words", synthetic_pairs(3000, seed=1)),
+        "dev": write_corpus(root / "dev" / "words", synthetic_pairs(40, seed=2)),
+    }
+
+
+@pytest.fixture(scope="session")
+def tokenizer(corpus: dict[str, Path]) -> Tokenizer:
+    text = (
+        Path(f"{corpus['train']}.en").read_text().splitlines() + Path(f"{corpus['train']}.de").read_text().splitlines()
+    )
+    return train_tokenizer(text, vocab_size=320)
+
+
+@pytest.fixture(scope="session")
+def spm_path(tokenizer: Tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("spm") / "spm.model"
+    tokenizer.save(path)
+    return path
+
+
+def train_arguments(corpus: dict[str, Path], spm_path: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "--out", str(out), "--preset", "tiny", "--train", str(corpus["train"]), "--dev", str(corpus["dev"]),
+        "--spm", str(spm_path), "--batch-tokens", "256", "--warmup", "100", "--lr-scale", "0.5",
+        "--log-every", "1", "--eval-every", "0", "--dev-bleu-sentences", "10", "--progress", "lines",
+        "--threads", "1", *extra,
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def trained_checkpoint(corpus: dict[str, Path], spm_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny model trained for a few hundred steps on the synthetic corpus by the real trainer."""
+    out = tmp_path_factory.mktemp("run")
+    assert train.main(train_arguments(corpus, spm_path, out, "--max-steps", "600", "--log-every", "50")) == 0
+    return train.ckpt.run_checkpoints(out)[-1]

@@ -1,0 +1,125 @@
+"""Checkpoint folders: round trip, fp16 export, averaging, and one-line errors for broken files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import checkpoint as ckpt
+from transformer.config import preset
+from transformer.model import Transformer
+
+
+@pytest.fixture()
+def saved(tmp_path: Path, tokenizer) -> tuple[Path, Transformer]:
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", vocab_size=tokenizer.vocab_size)).eval()
+    path = ckpt.save_checkpoint(
+        tmp_path / "model", ckpt.state_dict_for_saving(model), model.config, tokenizer, {"step": 7}
+    )
+    return path, model
+
+
+def outputs(model: Transformer) -> torch.Tensor:
+    source = torch.tensor([[5, 6, 7, 3]])
+    target = torch.tensor([[2, 8, 9]])
+    return model(source, target).logits
+
+
+def test_round_trip_gives_the_same_model(saved):
+    path, model = saved
+    loaded = ckpt.load_checkpoint(path)
+    assert loaded.meta == {"step": 7}
+    assert loaded.config == model.config
+    assert torch.equal(outputs(loaded.model), outputs(model))
+    assert sorted(p.name for p in path.iterdir()) == ["config.json", "meta.json", "model.safetensors", "spm.model"]
+
+
+def test_fp16_export_is_half_the_size_and_close(saved, tmp_path: Path):
+    path, model = saved
+    exported = ckpt.export(path, tmp_path / "shipped")
+    size = (exported / ckpt.MODEL_FILE).stat().st_size
+    assert size < 0.55 * (path / ckpt.MODEL_FILE).stat().st_size
+    loaded = ckpt.load_checkpoint(exported)
+    assert loaded.meta["weights_dtype"] == "float16"
+    assert torch.allclose(outputs(loaded.model), outputs(model), atol=2e-2)
+
+
+def test_averaging_is_the_element_wise_mean(saved, tmp_path: Path, tokenizer):
+    path, model = saved
+    torch.manual_seed(1)
+    other = Transformer(model.config)
+    other_path = ckpt.save_checkpoint(
+        tmp_path / "other", ckpt.state_dict_for_saving(other), model.config, tokenizer, {}
+    )
+    averaged = ckpt.load_checkpoint(ckpt.export(path, tmp_path / "avg", [path, other_path], fp16=False))
+    expected = (
+        model.encoder_layers[0].feed_forward.inner.weight + other.encoder_layers[0].feed_forward.inner.weight
+    ) / 2
+    assert torch.allclose(averaged.model.encoder_layers[0].feed_forward.inner.weight, expected, atol=1e-7)
+
+
+def test_truncated_weights_give_a_one_line_error(saved, capsys):
+    path, _ = saved
+    data = (path / ckpt.MODEL_FILE).read_bytes()
+    (path / ckpt.MODEL_FILE).write_bytes(data[: len(data) // 2])
+    with pytest.raises(ckpt.CheckpointError, match=r"model\.safetensors: not a readable safetensors file"):
+        ckpt.load_checkpoint(path)
+    assert ckpt.main(["info", str(path)]) == 1
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "model.safetensors" in error and "Traceback" not in error
+
+
+def test_garbage_header_gives_the_error(saved):
+    path, _ = saved
+    (path / ckpt.MODEL_FILE).write_bytes(b"\xff" * 64)
+    with pytest.raises(ckpt.CheckpointError, match="model.safetensors"):
+        ckpt.load_checkpoint(path)
+
+
+@pytest.mark.parametrize("name", [ckpt.MODEL_FILE, ckpt.CONFIG_FILE, ckpt.TOKENIZER_FILE])
+def test_missing_file_is_named(saved, name):
+    path, _ = saved
+    (path / name).unlink()
+    with pytest.raises(ckpt.CheckpointError, match=rf"{name}: .*(missing|not found)"):
+        ckpt.load_checkpoint(path)
+
+
+def test_config_that_does_not_match_the_weights_is_named(saved):
+    path, model = saved
+    (path / ckpt.CONFIG_FILE).write_text(model.config.replace(d_ff=128).to_json())
+    with pytest.raises(ckpt.CheckpointError, match=r"tensor .*inner.weight has shape \(64, 32\) but config.json"):
+        ckpt.load_checkpoint(path)
+
+
+def test_corrupt_config_json_is_named(saved):
+    path, _ = saved
+    (path / ckpt.CONFIG_FILE).write_text("{ not json")
+    with pytest.raises(ckpt.CheckpointError, match="config.json: not valid JSON"):
+        ckpt.load_checkpoint(path)
+
+
+def test_unknown_checkpoint_name_lists_what_exists(tmp_path):
+    with pytest.raises(ckpt.CheckpointError, match="no-such-model: no such checkpoint folder"):
+        ckpt.load_checkpoint("no-such-model")
+
+
+def test_saving_over_an_existing_checkpoint_replaces_it_whole(saved, tokenizer):
+    path, model = saved
+    ckpt.save_checkpoint(path, ckpt.state_dict_for_saving(model), model.config, tokenizer, {"step": 8})
+    assert ckpt.load_checkpoint(path).meta == {"step": 8}
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(saved, tokenizer, monkeypatch):
+    path, model = saved
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(ckpt, "write_json", crash)
+    with pytest.raises(OSError):
+        ckpt.save_checkpoint(path, ckpt.state_dict_for_saving(model), model.config, tokenizer, {"step": 9})
+    assert ckpt.load_checkpoint(path).meta == {"step": 7}

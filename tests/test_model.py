@@ -1,0 +1,188 @@
+"""The model against the paper's formulas and against torch.nn reference modules."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from transformer.config import ModelConfig, preset
+from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+
+PAD = 0
+
+
+def tiny_model(seed: int = 0, **overrides) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(preset("tiny", **overrides)).eval()
+
+
+def random_ids(batch: int, length: int, vocab: int = 64, seed: int = 1) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randint(4, vocab, (batch, length), generator=generator)
+
+
+def test_causal_mask_hides_the_future():
+    model = tiny_model()
+    source = random_ids(2, 7)
+    target = random_ids(2, 9, seed=2)
+    changed = target.clone()
+    changed[:, 5:] = random_ids(2, 4, seed=3)
+    before = model(source, target).logits
+    after = model(source, changed).logits
+    assert torch.allclose(before[:, :5], after[:, :5], atol=1e-6)
+    assert not torch.allclose(before[:, 5:], after[:, 5:], atol=1e-3)
+
+
+def test_attention_rows_sum_to_one_and_ignore_padding():
+    model = tiny_model()
+    source = random_ids(2, 8)
+    source[0, 5:] = PAD
+    target = random_ids(2, 6, seed=4)
+    target[1, 4:] = PAD
+    out = model(source, target, need_weights=True)
+    config = model.config
+    assert out.encoder_attention.shape == (2, config.encoder_layers, config.num_heads, 8, 8)
+    assert out.decoder_attention.shape == (2, config.decoder_layers, config.num_heads, 6, 6)
+    assert out.cross_attention.shape == (2, config.decoder_layers, config.num_heads, 6, 8)
+    for weights in (out.encoder_attention, out.decoder_attention, out.cross_attention):
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:-1]), atol=1e-5)
+    assert out.encoder_attention[0, ..., 5:].abs().max() == 0
+    assert out.cross_attention[0, ..., 5:].abs().max() == 0
+    # Decoder self-attention: nothing above the diagonal (the future), nothing on target padding from real tokens.
+    future = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    assert out.decoder_attention[..., future].abs().max() == 0
+    assert out.decoder_attention[1, :, :, :4, 4:].abs().max() == 0
+
+
+def test_fused_and_explicit_attention_give_the_same_outputs():
+    model = tiny_model()
+    source = random_ids(3, 10)
+    source[1, 6:] = PAD
+    target = random_ids(3, 7, seed=5)
+    target[2, 3:] = PAD
+    fused = model(source, target, need_weights=False)
+    explicit = model(source, target, need_weights=True)
+    assert fused.encoder_attention is None
+    assert torch.allclose(fused.logits, explicit.logits, atol=1e-5)
+
+
+def test_positional_encoding_matches_the_formula():
+    d_model = 16
+    encoding = sinusoidal_positional_encoding(50, d_model)
+    for position in (0, 1, 7, 49):
+        for i in range(d_model // 2):
+            angle = position / 10000 ** (2 * i / d_model)
+            assert encoding[position, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert encoding[position, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_positional_encoding_of_an_offset_is_a_linear_function():
+    """§3.5: for any fixed k, PE(pos + k) = M_k · PE(pos) with M_k independent of pos (a block rotation)."""
+    d_model, offset = 32, 5
+    encoding = sinusoidal_positional_encoding(120, d_model).double()
+    rotation = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i in range(d_model // 2):
+        theta = offset / 10000 ** (2 * i / d_model)
+        c, s = math.cos(theta), math.sin(theta)
+        # sin(a + θ) = sin a cos θ + cos a sin θ; cos(a + θ) = cos a cos θ − sin a sin θ
+        rotation[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
+    predicted = encoding[:-offset] @ rotation.T
+    assert torch.allclose(predicted, encoding[offset:], atol=1e-5)
+    # And a least-squares fit of that map on the even positions predicts the odd ones.
+    inputs, outputs = encoding[:-offset], encoding[offset:]
+    fitted = torch.linalg.lstsq(inputs[0::2], outputs[0::2]).solution
+    assert torch.allclose(inputs[1::2] @ fitted, outputs[1::2], atol=1e-4)
+
+
+def test_multi_head_attention_matches_torch_reference():
+    d_model, heads = 32, 4
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(d_model, heads).eval()
+    reference = nn.MultiheadAttention(d_model, heads, batch_first=True).eval()
+    with torch.no_grad():
+        reference.in_proj_weight.copy_(torch.cat([ours.query.weight, ours.key.weight, ours.value.weight]))
+        reference.in_proj_bias.copy_(torch.cat([ours.query.bias, ours.key.bias, ours.value.bias]))
+        reference.out_proj.weight.copy_(ours.output.weight)
+        reference.out_proj.bias.copy_(ours.output.bias)
+    query = torch.randn(2, 5, d_model)
+    memory = torch.randn(2, 7, d_model)
+    padding = torch.zeros(2, 7, dtype=torch.bool)
+    padding[1, 4:] = True
+    expected, expected_weights = reference(
+        query, memory, memory, key_padding_mask=padding, need_weights=True, average_attn_weights=False
+    )
+    for need_weights in (False, True):
+        got, weights = ours(query, memory, mask=~padding[:, None, None, :], need_weights=need_weights)
+        assert torch.allclose(got, expected, atol=1e-5)
+    assert torch.allclose(weights, expected_weights, atol=1e-6)
+
+
+def test_embeddings_are_shared_and_scaled():
+    model = tiny_model(vocab_size=100)
+    config = model.config
+    ids = random_ids(1, 4)
+    expected = model.embedding.weight[ids] * math.sqrt(config.d_model) + model.positional_encoding[:4]
+    assert torch.allclose(model.embed(ids), expected)
+    hidden = torch.randn(1, 3, config.d_model)
+    assert torch.allclose(model.project(hidden), hidden @ model.embedding.weight.T, atol=1e-6)
+    matrices = [p for p in model.parameters() if p.shape == (config.vocab_size, config.d_model)]
+    assert len(matrices) == 1, "source, target and output must share one embedding matrix"
+
+
+def test_sub_layers_are_post_norm():
+    """Each layer's output is LayerNorm's output: zero mean and unit variance per position (gain 1, bias 0)."""
+    model = tiny_model()
+    memory, _ = model.encode(random_ids(2, 6))
+    assert torch.allclose(memory.mean(-1), torch.zeros(2, 6), atol=1e-5)
+    assert torch.allclose(memory.var(-1, unbiased=False), torch.ones(2, 6), atol=1e-3)
+
+
+def test_dropout_is_active_only_in_training():
+    model = tiny_model(dropout=0.5)
+    source, target = random_ids(2, 6), random_ids(2, 5, seed=7)
+    model.train()
+    assert not torch.allclose(model(source, target).logits, model(source, target).logits)
+    model.eval()
+    assert torch.equal(model(source, target).logits, model(source, target).logits)
+
+
+def test_base_preset_has_the_papers_parameter_count():
+    model = Transformer(preset("base", vocab_size=37000))
+    assert model.num_parameters() == pytest.approx(65e6, rel=0.05)
+
+
+def test_big_preset_has_the_papers_parameter_count():
+    config = preset("big", vocab_size=37000)
+    assert (config.d_model, config.d_ff, config.num_heads, config.dropout) == (1024, 4096, 16, 0.3)
+    assert Transformer(config).num_parameters() == pytest.approx(213e6, rel=0.05)
+
+
+def test_too_long_input_is_refused_with_a_clear_message():
+    model = tiny_model()
+    with pytest.raises(ValueError, match="exceeds the model's 256 positions"):
+        model.encode(random_ids(1, 300))
+
+
+@pytest.mark.parametrize("name", ["tiny", "small", "base", "big"])
+def test_presets_round_trip_through_json(name):
+    config = preset(name)
+    assert ModelConfig.from_json(config.to_json()) == config
+
+
+def test_invalid_configs_are_refused():
+    with pytest.raises(ValueError, match="not divisible"):
+        ModelConfig(d_model=30, num_heads=4)
+    with pytest.raises(ValueError, match="unknown model config keys: colour"):
+        ModelConfig.from_dict({"colour": "red"})
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset("huge")
+
+
+def test_small_preset_is_the_papers_depth_and_heads():
+    config = preset("small")
+    assert (config.encoder_layers, config.decoder_layers, config.num_heads, config.d_model, config.d_ff) == (
+        6, 6, 8, 256, 1024,
+    )  # fmt: skip

@@ -1,0 +1,44 @@
+"""The joint SentencePiece vocabulary: special ids, byte fallback for any Unicode input, word grouping."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+
+
+def test_special_ids_are_fixed(tokenizer: Tokenizer):
+    assert tokenizer.pieces([PAD_ID, UNK_ID, BOS_ID, EOS_ID]) == ["<pad>", "<unk>", "<s>", "</s>"]
+    assert tokenizer.vocab_size == 320
+
+
+@pytest.mark.parametrize(
+    "text", ["the cat sees the dog.", "Grüße 😀 aus Köln", "한국어 문장입니다", "中文句子", "</script>"]
+)
+def test_any_script_round_trips_through_byte_fallback(tokenizer: Tokenizer, text: str):
+    ids = tokenizer.encode(text)
+    assert UNK_ID not in ids
+    assert tokenizer.decode(ids) == text
+
+
+def test_control_characters_encode_without_error(tokenizer: Tokenizer):
+    text = "tab\tbell\x07 nul\x00 end"
+    ids = tokenizer.encode(text)
+    assert UNK_ID not in ids
+    decoded = tokenizer.decode(ids)
+    # NFKC normalisation turns the tab into a space and drops the bell; every visible character survives.
+    assert [c for c in decoded if c.isprintable() and not c.isspace()] == list("tabbellnulend")
+
+
+def test_word_groups_follow_word_starts_and_specials(tokenizer: Tokenizer):
+    pieces = ["<s>", "▁Gr", "üße", "▁aus", "▁K", "öl", "n", "</s>", "<pad>"]
+    assert Tokenizer.word_groups(pieces) == [[0], [1, 2], [3], [4, 5, 6], [7], [8]]
+
+
+def test_loading_a_broken_model_names_the_file(tmp_path):
+    broken = tmp_path / "spm.model"
+    broken.write_bytes(b"not a sentencepiece model")
+    with pytest.raises(ValueError, match="spm.model: not a valid SentencePiece model"):
+        Tokenizer.load(broken)
+    with pytest.raises(FileNotFoundError, match="missing.model: SentencePiece model not found"):
+        Tokenizer.load(tmp_path / "missing.model")

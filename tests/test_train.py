@@ -1,0 +1,171 @@
+"""The trainer end to end on a synthetic corpus: learning, exact resumption, signals, torchrun, and the CLIs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import train_arguments
+from transformer import checkpoint as ckpt
+from transformer import evaluate, train
+from transformer import translate as translate_cli
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def records(run: Path, kind: str = "train") -> list[dict]:
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_learning_rate_follows_the_paper():
+    d_model, warmup = 512, 4000
+    assert train.learning_rate(warmup, d_model, warmup) == pytest.approx(d_model**-0.5 * warmup**-0.5)
+    assert train.learning_rate(100, d_model, warmup) == pytest.approx(d_model**-0.5 * 100 * warmup**-1.5)
+    assert train.learning_rate(16000, d_model, warmup) == pytest.approx(d_model**-0.5 * 16000**-0.5)
+    assert train.learning_rate(16000, d_model, warmup, scale=2) == pytest.approx(2 * d_model**-0.5 * 16000**-0.5)
+
+
+def test_label_smoothed_loss_matches_torch(tokenizer):
+    import torch
+
+    logits = torch.randn(2, 5, 11)
+    target = torch.tensor([[3, 4, 5, 0, 0], [6, 7, 8, 9, 10]])
+    loss, nll = train.sequence_losses(logits, target, 0.1)
+    expected = torch.nn.functional.cross_entropy(
+        logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1, reduction="sum"
+    )
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert nll.item() == pytest.approx(
+        torch.nn.functional.cross_entropy(logits.view(-1, 11), target.view(-1), ignore_index=0, reduction="sum").item()
+    )
+
+
+def test_training_learns_and_logs_what_the_app_plots(trained_checkpoint: Path):
+    run = trained_checkpoint.parents[1]
+    steps = records(run)
+    assert steps[-1]["loss"] < 0.5 * steps[0]["loss"]
+    for key in ("step", "loss", "lr", "tokens_per_second", "train_hours", "wall_seconds"):
+        assert key in steps[-1]
+    dev = records(run, "dev")[-1]
+    assert dev["step"] == 600 and dev["dev_bleu"] > 30 and dev["dev_loss"] < steps[0]["loss"]
+    meta = json.loads((trained_checkpoint / ckpt.META_FILE).read_text())
+    assert meta["step"] == 600 and meta["tokens_seen"] > 0
+
+
+def test_interrupted_and_resumed_run_reproduces_the_losses(corpus, spm_path, tmp_path: Path):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    assert train.main(train_arguments(corpus, spm_path, straight, "--max-steps", "12")) == 0
+    assert train.main(train_arguments(corpus, spm_path, split, "--max-steps", "5")) == 0
+    assert train.main(train_arguments(corpus, spm_path, split, "--max-steps", "12", "--resume")) == 0
+    expected = [(r["step"], r["loss"]) for r in records(straight)]
+    resumed = [(r["step"], r["loss"]) for r in records(split)]
+    assert [s for s, _ in resumed] == list(range(1, 13))
+    assert resumed == pytest.approx(expected, rel=1e-6)
+
+
+def test_an_existing_run_needs_resume(corpus, spm_path, tmp_path: Path, capsys):
+    run = tmp_path / "run"
+    assert train.main(train_arguments(corpus, spm_path, run, "--max-steps", "2")) == 0
+    with pytest.raises(SystemExit, match="pass --resume"):
+        train.main(train_arguments(corpus, spm_path, run, "--max-steps", "4"))
+    with pytest.raises(SystemExit, match="holds no checkpoint"):
+        train.main(train_arguments(corpus, spm_path, tmp_path / "empty", "--resume"))
+
+
+def test_checkpoints_rotate_and_snapshots_stay(corpus, spm_path, tmp_path: Path):
+    run = tmp_path / "run"
+    arguments = ("--max-steps", "10", "--save-every-steps", "2", "--keep-last", "3", "--snapshot-steps", "1,4")
+    assert train.main(train_arguments(corpus, spm_path, run, *arguments)) == 0
+    assert [p.name for p in ckpt.run_checkpoints(run)] == ["step-0000006", "step-0000008", "step-0000010"]
+    snapshots = sorted(p.name for p in (run / "snapshots").iterdir())
+    assert snapshots == ["step-0000001", "step-0000004"]
+    assert ckpt.load_checkpoint(run / "snapshots" / "step-0000004").model.embedding.weight.dtype.is_floating_point
+    averaged = tmp_path / "averaged"
+    assert ckpt.main(["average", str(run), "--last", "3", "--out", str(averaged), "--fp16"]) == 0
+    assert json.loads((averaged / ckpt.META_FILE).read_text())["averaged_checkpoints"] == [
+        "step-0000006", "step-0000008", "step-0000010",
+    ]  # fmt: skip
+
+
+def trainer_command(corpus, spm_path, out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "transformer.train", *train_arguments(corpus, spm_path, out, *extra)]
+
+
+def test_sigterm_saves_a_checkpoint_before_exiting(corpus, spm_path, tmp_path: Path):
+    run = tmp_path / "run"
+    process = subprocess.Popen(
+        trainer_command(corpus, spm_path, run, "--max-steps", "100000"),
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((run / "metrics.jsonl").is_file() and len(records(run)) >= 3):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 0, output
+    saved = ckpt.run_checkpoints(run)
+    assert len(saved) == 1
+    step = json.loads((saved[0] / ckpt.META_FILE).read_text())["step"]
+    assert step >= 3 and f"interrupted at step {step}" in output and "--resume" in output
+
+
+def test_two_process_torchrun_trains_a_loadable_checkpoint(corpus, spm_path, tmp_path: Path):
+    run = tmp_path / "ddp"
+    command = [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+        "-m", "transformer.train", *train_arguments(corpus, spm_path, run, "--max-steps", "6"),
+    ]  # fmt: skip
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=600, env=environment)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 process(es)" in result.stdout
+    loaded = ckpt.load_checkpoint(ckpt.run_checkpoints(run)[-1])
+    assert loaded.meta["step"] == 6 and loaded.meta["processes"] == 2
+    assert [r["step"] for r in records(run)] == list(range(1, 7))
+
+
+def test_translate_cli_keeps_lines_aligned(trained_checkpoint: Path, monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("the cat sees the dog.\n\nthe red house.\n"))
+    assert translate_cli.main(["--checkpoint", str(trained_checkpoint), "--beam", "2"]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert len(lines) == 4 and lines[1] == "" and lines[3] == ""
+    assert "katze" in lines[0] and "haus" in lines[2]
+
+
+def test_evaluate_cli_reports_bleu_and_chrf_as_json(trained_checkpoint: Path, corpus, capsys):
+    arguments = [
+        "--checkpoint",
+        str(trained_checkpoint),
+        "--src",
+        f"{corpus['dev']}.en",
+        "--ref",
+        f"{corpus['dev']}.de",
+    ]
+    assert evaluate.main([*arguments, "--limit", "20", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sentences"] == 20 and result["beam"] == 4
+    assert 30 < result["bleu"] <= 100 and 0 < result["chrf"] <= 100
+    assert result["bleu_signature"].startswith("nrefs:1|") and "tok:13a" in result["bleu_signature"]
+    assert result["chrf_signature"].startswith("nrefs:1|") and "nc:6" in result["chrf_signature"]
+
+
+def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tmp_path: Path, capsys):
+    broken = tmp_path / "broken"
+    ckpt.export(trained_checkpoint, broken)
+    (broken / ckpt.MODEL_FILE).write_bytes(b"")
+    assert translate_cli.main(["--checkpoint", str(broken)]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and error.count("\n") == 1 and "model.safetensors" in error

@@ -1,0 +1,301 @@
+"""Checkpoint folders: weights as safetensors, never pickles, so loading a checkpoint cannot execute code.
+
+A checkpoint is a folder holding
+
+- ``model.safetensors`` — the weights (fp32 while training, fp16 when exported for shipping);
+- ``config.json`` — the :class:`~transformer.config.ModelConfig`;
+- ``spm.model`` — the SentencePiece vocabulary;
+- ``meta.json`` — what it is: step, training time, data, scores;
+- during training also ``training_state.safetensors`` and ``trainer.json`` (optimizer moments, random state, data
+  position) so a run resumes exactly where it stopped.
+
+Folders are written under a temporary name and renamed into place, so an interrupted write never leaves a broken
+checkpoint. Every problem on loading is raised as :class:`CheckpointError` with a one-line message naming the file.
+
+Command line: ``python -m transformer.checkpoint average RUN_OR_CHECKPOINTS… --last K --out DIR [--fp16]`` averages
+checkpoints (§6.1), ``… export CHECKPOINT --out DIR`` writes an fp16 copy for shipping, ``… info CHECKPOINT`` prints
+what a checkpoint holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from transformer.config import ModelConfig
+from transformer.model import Transformer
+from transformer.tokenizer import Tokenizer
+
+MODEL_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+TOKENIZER_FILE = "spm.model"
+META_FILE = "meta.json"
+STATE_FILE = "training_state.safetensors"
+TRAINER_FILE = "trainer.json"
+
+REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+DEFAULT_CHECKPOINT_NAME = "en-de-small"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, truncated or does not match its configuration."""
+
+
+@dataclass
+class LoadedCheckpoint:
+    path: Path
+    model: Transformer
+    tokenizer: Tokenizer
+    config: ModelConfig
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a file through a temporary sibling and an atomic rename."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_atomically(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: file is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+
+
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file is missing")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CheckpointError(f"{path}: not a readable safetensors file, perhaps truncated ({message})") from None
+
+
+def state_dict_for_saving(model: torch.nn.Module, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    """Contiguous CPU copies of the model's parameters (one tensor for the shared embedding)."""
+    model = getattr(model, "module", model)  # unwrap DistributedDataParallel
+    state = {}
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().to("cpu")
+        if dtype is not None and tensor.is_floating_point():
+            tensor = tensor.to(dtype)
+        state[name] = tensor.contiguous().clone()
+    return state
+
+
+def save_checkpoint(
+    path: str | Path,
+    weights: Mapping[str, torch.Tensor],
+    config: ModelConfig,
+    tokenizer: Tokenizer,
+    meta: Mapping[str, Any],
+    training_state: Mapping[str, torch.Tensor] | None = None,
+    trainer: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a complete checkpoint folder at ``path``, replacing any folder there only once the new one is whole."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    if temporary.exists():
+        shutil.rmtree(temporary)
+    temporary.mkdir()
+    save_file(dict(weights), temporary / MODEL_FILE, metadata={"format": "pt"})
+    config.save(temporary / CONFIG_FILE)
+    tokenizer.save(temporary / TOKENIZER_FILE)
+    write_json(temporary / META_FILE, dict(meta))
+    if training_state is not None:
+        save_file(dict(training_state), temporary / STATE_FILE)
+    if trainer is not None:
+        write_json(temporary / TRAINER_FILE, dict(trainer))
+    for written in temporary.iterdir():
+        with open(written, "rb") as handle:
+            os.fsync(handle.fileno())
+    if path.exists():
+        retired = path.with_name(f".{path.name}.old-{os.getpid()}")
+        os.replace(path, retired)
+        os.replace(temporary, path)
+        shutil.rmtree(retired)
+    else:
+        os.replace(temporary, path)
+    return path
+
+
+def check_weights(path: Path, weights: Mapping[str, torch.Tensor], model: Transformer) -> None:
+    expected = model.state_dict()
+    missing = sorted(set(expected) - set(weights))
+    unexpected = sorted(set(weights) - set(expected))
+    if missing or unexpected:
+        parts = []
+        if missing:
+            parts.append(f"missing {len(missing)} tensors (e.g. {missing[0]})")
+        if unexpected:
+            parts.append(f"{len(unexpected)} unexpected tensors (e.g. {unexpected[0]})")
+        raise CheckpointError(f"{path / MODEL_FILE}: does not match {CONFIG_FILE}: {'; '.join(parts)}")
+    for name, tensor in expected.items():
+        if tuple(weights[name].shape) != tuple(tensor.shape):
+            raise CheckpointError(
+                f"{path / MODEL_FILE}: tensor {name} has shape {tuple(weights[name].shape)} but {CONFIG_FILE} "
+                f"implies {tuple(tensor.shape)}"
+            )
+        if not weights[name].is_floating_point() or not torch.isfinite(weights[name]).all():
+            raise CheckpointError(f"{path / MODEL_FILE}: tensor {name} holds non-finite or non-float values")
+
+
+def resolve(name_or_path: str | Path | None = None) -> Path:
+    """A checkpoint folder from a path, or from a name under the repository's ``checkpoints/``."""
+    if name_or_path is None:
+        name_or_path = os.environ.get("TRANSFORMER_CHECKPOINT", DEFAULT_CHECKPOINT_NAME)
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path
+    if (REPOSITORY_CHECKPOINTS / path).is_dir():
+        return REPOSITORY_CHECKPOINTS / path
+    available = ", ".join(p.name for p in list_checkpoints()) or "none"
+    raise CheckpointError(
+        f"{name_or_path}: no such checkpoint folder (available in {REPOSITORY_CHECKPOINTS}: {available})"
+    )
+
+
+def list_checkpoints(root: str | Path = REPOSITORY_CHECKPOINTS) -> list[Path]:
+    """Every folder under ``root`` that looks like a checkpoint (holds a config.json)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG_FILE).is_file())
+
+
+def load_config(path: Path) -> ModelConfig:
+    try:
+        return ModelConfig.from_dict(read_json(path / CONFIG_FILE))
+    except (TypeError, ValueError) as error:
+        if isinstance(error, CheckpointError):
+            raise
+        raise CheckpointError(f"{path / CONFIG_FILE}: invalid model configuration ({error})") from None
+
+
+def load_checkpoint(
+    name_or_path: str | Path | None = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> LoadedCheckpoint:
+    """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``)."""
+    path = resolve(name_or_path)
+    config = load_config(path)
+    try:
+        tokenizer = Tokenizer.load(path / TOKENIZER_FILE)
+    except (FileNotFoundError, ValueError) as error:
+        raise CheckpointError(str(error)) from None
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(
+            f"{path / TOKENIZER_FILE}: has {tokenizer.vocab_size} pieces but {CONFIG_FILE} says vocab_size="
+            f"{config.vocab_size}"
+        )
+    weights = read_tensors(path / MODEL_FILE)
+    model = Transformer(config)
+    check_weights(path, weights, model)
+    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items()})
+    meta = read_json(path / META_FILE) if (path / META_FILE).is_file() else {}
+    return LoadedCheckpoint(path, model.to(device=device, dtype=dtype).eval(), tokenizer, config, meta)
+
+
+def average_weights(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
+    """Element-wise mean of the weights of several checkpoints of the same model (§6.1)."""
+    if not paths:
+        raise CheckpointError("no checkpoints to average")
+    total: dict[str, torch.Tensor] = {}
+    for path in paths:
+        weights = read_tensors(Path(path) / MODEL_FILE)
+        if total and set(weights) != set(total):
+            raise CheckpointError(f"{path / MODEL_FILE}: holds different tensors from {paths[0] / MODEL_FILE}")
+        for name, tensor in weights.items():
+            total[name] = total.get(name, 0) + tensor.double()
+    return {name: (tensor / len(paths)).float() for name, tensor in total.items()}
+
+
+def run_checkpoints(run_directory: Path) -> list[Path]:
+    """The rotating checkpoints of a training run, oldest first."""
+    folder = run_directory / "checkpoints"
+    found = [p for p in folder.glob("step-*") if p.is_dir() and (p / MODEL_FILE).is_file()] if folder.is_dir() else []
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]))
+
+
+def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16: bool = True) -> Path:
+    """Write a shippable checkpoint (no optimizer state): ``source``'s, or the average of ``paths_to_average``."""
+    config = load_config(source)
+    try:
+        tokenizer = Tokenizer.load(source / TOKENIZER_FILE)
+    except (FileNotFoundError, ValueError) as error:
+        raise CheckpointError(str(error)) from None
+    weights = average_weights(paths_to_average) if paths_to_average else read_tensors(source / MODEL_FILE)
+    model = Transformer(config)
+    check_weights(source, weights, model)
+    dtype = torch.float16 if fp16 else torch.float32
+    weights = {name: tensor.to(dtype).contiguous() for name, tensor in weights.items()}
+    meta = read_json(source / META_FILE) if (source / META_FILE).is_file() else {}
+    meta["weights_dtype"] = str(dtype).removeprefix("torch.")
+    if paths_to_average:
+        meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
+    return save_checkpoint(out, weights, config, tokenizer, meta)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.checkpoint", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    average = commands.add_parser("average", help="average checkpoints (§6.1) into one shippable checkpoint")
+    average.add_argument("inputs", nargs="+", type=Path, help="a training run folder, or checkpoint folders")
+    average.add_argument("--last", type=int, default=5, help="with a run folder: average its last K checkpoints")
+    average.add_argument("--out", type=Path, required=True)
+    average.add_argument("--fp16", action="store_true", help="store the averaged weights as float16")
+    exporter = commands.add_parser("export", help="copy a checkpoint without optimizer state, as fp16 by default")
+    exporter.add_argument("checkpoint", type=Path)
+    exporter.add_argument("--out", type=Path, required=True)
+    exporter.add_argument("--fp32", action="store_true", help="keep float32 weights")
+    info = commands.add_parser("info", help="print a checkpoint's configuration and metadata")
+    info.add_argument("checkpoint")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "average":
+            if len(args.inputs) == 1 and (args.inputs[0] / "checkpoints").is_dir():
+                paths = run_checkpoints(args.inputs[0])[-args.last :]
+            else:
+                paths = list(args.inputs)
+            written = export(paths[-1], args.out, paths, fp16=args.fp16) if paths else None
+            if written is None:
+                raise CheckpointError(f"{args.inputs[0]}: no checkpoints found")
+            print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}) into {written}")
+        elif args.command == "export":
+            print(f"wrote {export(args.checkpoint, args.out, fp16=not args.fp32)}")
+        else:
+            loaded = load_checkpoint(args.checkpoint)
+            print(f"{loaded.path}: {loaded.model.num_parameters():,} parameters")
+            print(loaded.config.to_json(), end="")
+            print(json.dumps(loaded.meta, indent=2, sort_keys=True))
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Model configuration and the named presets.
+
+A :class:`ModelConfig` fully describes the network's shape (§3 of the paper); it round-trips through JSON so a
+checkpoint folder's ``config.json`` rebuilds exactly the model that wrote it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Shape and regularisation of the encoder–decoder Transformer.
+
+    The defaults are the ``small`` preset: the paper's depth (N=6) and head count (h=8) at a quarter of its width,
+    so that it trains on a CPU and its attention figures compare layer for layer with the paper's.
+    """
+
+    vocab_size: int = 8000
+    d_model: int = 256
+    num_heads: int = 8
+    d_ff: int = 1024
+    encoder_layers: int = 6
+    decoder_layers: int = 6
+    dropout: float = 0.1  # §5.4: sub-layer outputs and embedding + PE sums
+    attention_dropout: float = 0.0  # on the attention probabilities; the paper does not use it
+    max_positions: int = 1024  # rows of the precomputed sinusoid table
+    pad_id: int = 0
+    unk_id: int = 1
+    bos_id: int = 2
+    eos_id: int = 3
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
+        if self.d_model % 2:
+            raise ValueError(f"d_model={self.d_model} must be even for the sinusoidal positional encoding")
+        for name in ("vocab_size", "num_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
+            raise ValueError("dropout rates must lie in [0, 1)")
+
+    @property
+    def head_dim(self) -> int:
+        """d_k = d_v = d_model / h (§3.2.2)."""
+        return self.d_model // self.num_heads
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown model config keys: {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelConfig:
+        return cls.from_dict(json.loads(text))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json(), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> ModelConfig:
+        return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+PRESETS: dict[str, ModelConfig] = {
+    # A few thousand parameters' worth of model for unit tests and the synthetic tasks.
+    "tiny": ModelConfig(
+        vocab_size=64, d_model=32, num_heads=4, d_ff=64, encoder_layers=2, decoder_layers=2, max_positions=256
+    ),
+    # The CPU default: the paper's N=6, h=8 at d_model=256.
+    "small": ModelConfig(),
+    # Table 3, rows "base" and "big" (vocabulary ~37k shared BPE for EN-DE).
+    "base": ModelConfig(vocab_size=37000, d_model=512, num_heads=8, d_ff=2048),
+    "big": ModelConfig(vocab_size=37000, d_model=1024, num_heads=16, d_ff=4096, dropout=0.3),
+}
+
+
+def preset(name: str, **overrides: Any) -> ModelConfig:
+    """Return the named preset, optionally with some fields replaced (e.g. ``vocab_size``)."""
+    try:
+        config = PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+    return config.replace(**overrides) if overrides else config

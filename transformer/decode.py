@@ -1,0 +1,167 @@
+"""Greedy and beam-search decoding with cached keys and values (§6.1).
+
+Beam search follows the paper's settings by default: beam size 4, length penalty α = 0.6 (Wu et al. 2016:
+lp(Y) = ((5 + |Y|) / 6)^α, scores are log P(Y|X) / lp(Y)), maximum output length = input length + 50. A sentence's
+search ends once it holds ``beam_size`` finished hypotheses, so beam size 1 is exactly greedy decoding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from transformer.data import pad
+from transformer.model import DecoderCache, Transformer
+from transformer.tokenizer import EOS_ID, Tokenizer
+
+EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50
+
+
+def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
+    """GNMT length penalty ((5 + length) / 6)^α; α = 0 turns it off."""
+    return ((5 + length) / 6) ** alpha
+
+
+def output_limits(model: Transformer, source: Tensor) -> Tensor:
+    """Per-sentence maximum number of generated tokens (</s> included): source length + 50, within the model's reach."""
+    source_lengths = (source != model.config.pad_id).sum(dim=1)
+    return (source_lengths + EXTRA_OUTPUT_TOKENS).clamp(max=model.config.max_positions - 1)
+
+
+@torch.no_grad()
+def greedy_decode(model: Transformer, source: Tensor) -> list[list[int]]:
+    """Pick the most probable token at each step. source (B, S) → B token lists without <s>/</s>."""
+    config = model.config
+    batch = source.size(0)
+    memory, _ = model.encode(source)
+    source_mask = model.source_mask(source)
+    limits = output_limits(model, source)
+    cache = DecoderCache(config.decoder_layers)
+    last = torch.full((batch, 1), config.bos_id, dtype=torch.long, device=source.device)
+    finished = torch.zeros(batch, dtype=torch.bool, device=source.device)
+    outputs: list[list[int]] = [[] for _ in range(batch)]
+    for step in range(1, int(limits.max()) + 1):
+        hidden, _, _ = model.decode(last, memory, source_mask, cache=cache)
+        logits = model.project(hidden[:, -1])  # (B, V)
+        tokens = logits.argmax(dim=-1)
+        tokens = torch.where(step >= limits, torch.full_like(tokens, config.eos_id), tokens)
+        for row in (~finished).nonzero().flatten().tolist():
+            if tokens[row] != config.eos_id:
+                outputs[row].append(int(tokens[row]))
+        finished |= tokens == config.eos_id
+        if finished.all():
+            break
+        last = tokens.unsqueeze(1)
+    return outputs
+
+
+@torch.no_grad()
+def beam_search(model: Transformer, source: Tensor, beam_size: int = 4, alpha: float = 0.6) -> list[list[int]]:
+    """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>."""
+    if beam_size < 1:
+        raise ValueError("beam_size must be at least 1")
+    config = model.config
+    batch, beams = source.size(0), beam_size
+    device = source.device
+    memory, _ = model.encode(source)
+    memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D)
+    source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
+    limits = output_limits(model, source)  # (B,)
+    cache = DecoderCache(config.decoder_layers)
+    sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
+    scores = torch.full((batch, beams), float("-inf"), device=device)
+    scores[:, 0] = 0.0  # all beams start identical: expand only the first
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
+    done = torch.zeros(batch, dtype=torch.bool, device=device)
+    batch_offsets = (torch.arange(batch, device=device) * beams).unsqueeze(1)  # (B, 1)
+
+    for step in range(1, int(limits.max()) + 1):
+        hidden, _, _ = model.decode(sequences[:, -1:], memory, source_mask, cache=cache)
+        log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)  # (B·K, V)
+        vocab = log_probs.size(-1)
+        at_limit = (step >= limits).repeat_interleave(beams)
+        if at_limit.any():  # a hypothesis that reached the length limit must end here
+            forced = torch.full_like(log_probs[at_limit], float("-inf"))
+            forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]
+            log_probs[at_limit] = forced
+        candidates = (scores.view(-1, 1) + log_probs).view(batch, beams * vocab)
+        top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (B, 2K): at least K of them do not end
+        origins = top_indices // vocab
+        tokens = top_indices % vocab
+        ends = tokens == config.eos_id
+
+        penalty = length_penalty(step, alpha)
+        for sentence, rank in (ends[:, :beams] & ~done.unsqueeze(1)).nonzero().tolist():
+            if top_scores[sentence, rank] == float("-inf"):
+                continue
+            origin = sentence * beams + int(origins[sentence, rank])
+            hypothesis = sequences[origin, 1:].tolist()
+            finished[sentence].append((float(top_scores[sentence, rank]) / penalty, hypothesis))
+        for sentence in range(batch):
+            if not done[sentence] and (len(finished[sentence]) >= beams or step >= limits[sentence]):
+                done[sentence] = True
+        if done.all():
+            break
+
+        alive_scores = top_scores.masked_fill(ends, float("-inf"))
+        alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (B, K), in order of score
+        rows = (origins.gather(1, alive_ranks) + batch_offsets).view(-1)  # (B·K,)
+        next_tokens = tokens.gather(1, alive_ranks).view(-1, 1)
+        scores = alive_scores.masked_fill(done.unsqueeze(1), float("-inf"))
+        sequences = torch.cat([sequences.index_select(0, rows), next_tokens], dim=1)
+        cache.reorder(rows)
+
+    best = []
+    for sentence in range(batch):
+        if finished[sentence]:
+            best.append(max(finished[sentence], key=lambda item: item[0])[1])
+        else:  # unreachable with a positive limit; kept so a caller always gets a list
+            best.append([])
+    return best
+
+
+@dataclass
+class EncodedSource:
+    ids: list[int]
+    truncated: bool
+
+
+def encode_source(tokenizer: Tokenizer, text: str, max_tokens: int) -> EncodedSource:
+    """Source ids ending with </s>, cut to ``max_tokens`` (</s> included) if the text is longer."""
+    ids = tokenizer.encode(text)
+    truncated = len(ids) + 1 > max_tokens
+    return EncodedSource([*ids[: max_tokens - 1], EOS_ID], truncated)
+
+
+def max_source_tokens(model: Transformer) -> int:
+    """Longest source (</s> included) whose output limit still fits the model's positions."""
+    return max(1, model.config.max_positions - 1 - EXTRA_OUTPUT_TOKENS)
+
+
+@torch.no_grad()
+def translate(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+) -> list[str]:
+    """Translate many sentences, batched by similar length; results come back in input order."""
+    model.eval()
+    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
+    encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    device = next(model.parameters()).device
+    results: list[str] = [""] * len(encoded)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        source = pad([encoded[i] for i in chunk]).to(device)
+        outputs = greedy_decode(model, source) if beam_size == 1 else beam_search(model, source, beam_size, alpha)
+        for index, output in zip(chunk, outputs, strict=True):
+            results[index] = tokenizer.decode(output)
+    return results

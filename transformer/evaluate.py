@@ -1,0 +1,82 @@
+"""sacreBLEU BLEU and chrF of a checkpoint on a test set.
+
+    python -m transformer.evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
+
+Prints both scores with their sacreBLEU signatures, or with ``--json`` one JSON object (keys ``bleu``, ``chrf``,
+``sentences``, the signatures, the decoding settings and the time taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import sacrebleu
+import torch
+
+from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.data import read_parallel
+from transformer.decode import translate
+from transformer.translate import add_decoding_arguments
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n\n")[0])
+    add_decoding_arguments(parser)
+    parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line (plain or .gz)")
+    parser.add_argument("--ref", type=Path, required=True, help="reference translations, line-aligned with --src")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
+    parser.add_argument("--output", type=Path, default=None, help="also write the translations to this file")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    if args.beam < 1:
+        parser.error("--beam must be at least 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        loaded = load_checkpoint(args.checkpoint)
+        pairs = read_parallel(args.src, args.ref)
+    except (CheckpointError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.limit is not None:
+        pairs = pairs[: args.limit]
+    started = time.time()
+    hypotheses = translate(
+        loaded.model, loaded.tokenizer, [s for s, _ in pairs], args.beam, args.alpha, args.batch_size
+    )
+    seconds = time.time() - started
+    references = [[t for _, t in pairs]]
+    bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
+    bleu = bleu_metric.corpus_score(hypotheses, references)
+    chrf = chrf_metric.corpus_score(hypotheses, references)
+    if args.output:
+        args.output.write_text("".join(f"{h}\n" for h in hypotheses), encoding="utf-8")
+    result = {
+        "checkpoint": str(loaded.path),
+        "src": str(args.src),
+        "ref": str(args.ref),
+        "sentences": len(pairs),
+        "beam": args.beam,
+        "alpha": args.alpha,
+        "bleu": round(bleu.score, 2),
+        "chrf": round(chrf.score, 2),
+        "bleu_signature": str(bleu_metric.get_signature()),
+        "chrf_signature": str(chrf_metric.get_signature()),
+        "seconds": round(seconds, 1),
+    }
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(f"BLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
+        print(f"chrF {result['chrf']:.2f}  ({result['chrf_signature']})")
+        print(f"{len(pairs)} sentences, beam {args.beam}, {seconds:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

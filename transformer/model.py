@@ -1,0 +1,309 @@
+"""The encoder–decoder Transformer of "Attention Is All You Need" (Vaswani et al., 2017), §3.
+
+Every module cites the part of the paper it implements. Attention probabilities of every head can be requested from
+each attention kind (encoder self-attention, decoder masked self-attention, encoder–decoder cross-attention); when
+they are not requested, attention runs through PyTorch's fused ``scaled_dot_product_attention``.
+
+Shapes: B batch, S source length, T target length, D d_model, H heads, K head width (d_k = d_v), L layers.
+Masks are boolean and broadcastable to (B, H, T_query, T_key); True means "may attend".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from transformer.config import ModelConfig
+
+
+def sinusoidal_positional_encoding(num_positions: int, d_model: int) -> Tensor:
+    """§3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."""
+    position = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (D/2,)
+    angle = position / torch.pow(10000.0, two_i / d_model)  # (P, D/2)
+    encoding = torch.empty(num_positions, d_model, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angle)
+    encoding[:, 1::2] = torch.cos(angle)
+    return encoding.float()
+
+
+def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None) -> Tensor:
+    """softmax(Q Kᵀ / √d_k) of §3.2.1, Eq. 1, with masked positions set to -inf before the softmax.
+
+    query (..., Tq, K), key (..., Tk, K) → (..., Tq, Tk), computed in float32 whatever the input precision.
+    """
+    scores = query.float() @ key.float().transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1)
+
+
+class MultiHeadAttention(nn.Module):
+    """§3.2.2: MultiHead(Q, K, V) = Concat(head_1, …, head_h) Wᴼ with head_i = Attention(Q W_iQ, K W_iK, V W_iV).
+
+    The h per-head projections are stored side by side in one (D, D) matrix each for Q, K and V.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, attention_dropout: float = 0.0) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = d_model // num_heads
+        self.attention_dropout = attention_dropout
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.output = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, K)
+
+    def project_key_value(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        return self.split_heads(self.key(x)), self.split_heads(self.value(x))
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: dict[str, Tensor] | None = None,
+        cache_kind: str = "self",
+    ) -> tuple[Tensor, Tensor | None]:
+        """query (B, Tq, D); key_value (B, Tk, D), or None for self-attention.
+
+        ``cache`` enables incremental decoding: for ``cache_kind="self"`` the new keys/values are appended to the
+        cached ones; for ``cache_kind="cross"`` the projected encoder memory is computed once and then reused.
+        Returns the output (B, Tq, D) and, if ``need_weights``, the probabilities (B, H, Tq, Tk).
+        """
+        q = self.split_heads(self.query(query))  # (B, H, Tq, K)
+        if cache is not None and cache_kind == "cross" and "key" in cache:
+            k, v = cache["key"], cache["value"]
+        else:
+            k, v = self.project_key_value(query if key_value is None else key_value)  # (B, H, Tk, K)
+            if cache is not None:
+                if cache_kind == "self" and "key" in cache:
+                    k = torch.cat([cache["key"], k], dim=2)
+                    v = torch.cat([cache["value"], v], dim=2)
+                cache["key"], cache["value"] = k, v
+
+        dropout_p = self.attention_dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            weights = attention_probabilities(q, k, mask)  # (B, H, Tq, Tk)
+            attended = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v  # (B, H, Tq, K)
+        else:
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        batch, _, length, _ = attended.shape
+        attended = attended.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)  # (B, Tq, D)
+        return self.output(attended), weights
+
+
+class PositionwiseFeedForward(nn.Module):
+    """§3.3, Eq. 2: FFN(x) = max(0, x W1 + b1) W2 + b2."""
+
+    def __init__(self, d_model: int, d_ff: int) -> None:
+        super().__init__()
+        self.inner = nn.Linear(d_model, d_ff)
+        self.outer = nn.Linear(d_ff, d_model)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.outer(torch.relu(self.inner(x)))
+
+
+class EncoderLayer(nn.Module):
+    """§3.1: self-attention then FFN, each as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, §5.4 dropout)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
+        self.self_attention_norm = nn.LayerNorm(config.d_model)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward_norm = nn.LayerNorm(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        attended, weights = self.self_attention(x, mask=mask, need_weights=need_weights)
+        x = self.self_attention_norm(x + self.dropout(attended))
+        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
+        return x, weights
+
+
+class DecoderLayer(nn.Module):
+    """§3.1: masked self-attention, encoder–decoder attention, FFN; each sub-layer post-norm with residual."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
+        self.self_attention_norm = nn.LayerNorm(config.d_model)
+        self.cross_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
+        self.cross_attention_norm = nn.LayerNorm(config.d_model)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward_norm = nn.LayerNorm(config.d_model)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self,
+        x: Tensor,
+        memory: Tensor,
+        self_mask: Tensor | None,
+        memory_mask: Tensor,
+        need_weights: bool = False,
+        cache: dict[str, dict[str, Tensor]] | None = None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        attended, self_weights = self.self_attention(
+            x,
+            mask=self_mask,
+            need_weights=need_weights,
+            cache=None if cache is None else cache["self"],
+            cache_kind="self",
+        )
+        x = self.self_attention_norm(x + self.dropout(attended))
+        attended, cross_weights = self.cross_attention(
+            x,
+            memory,
+            mask=memory_mask,
+            need_weights=need_weights,
+            cache=None if cache is None else cache["cross"],
+            cache_kind="cross",
+        )
+        x = self.cross_attention_norm(x + self.dropout(attended))
+        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
+        return x, self_weights, cross_weights
+
+
+@dataclass
+class Seq2SeqOutput:
+    """Logits (B, T, V) and, when requested, attention probabilities shaped (B, L, H, T_query, T_key)."""
+
+    logits: Tensor
+    encoder_attention: Tensor | None = None
+    decoder_attention: Tensor | None = None
+    cross_attention: Tensor | None = None
+
+
+class DecoderCache:
+    """Keys and values of every decoder layer for incremental (one token at a time) decoding."""
+
+    def __init__(self, num_layers: int) -> None:
+        self.layers: list[dict[str, dict[str, Tensor]]] = [{"self": {}, "cross": {}} for _ in range(num_layers)]
+
+    @property
+    def length(self) -> int:
+        """Number of target positions already decoded."""
+        self_cache = self.layers[0]["self"]
+        return self_cache["key"].size(2) if "key" in self_cache else 0
+
+    def reorder(self, indices: Tensor) -> None:
+        """Keep rows ``indices`` of the batch (beam search); cross-attention keys are shared by a sentence's beams."""
+        for layer in self.layers:
+            for name in ("key", "value"):
+                layer["self"][name] = layer["self"][name].index_select(0, indices)
+
+
+class Transformer(nn.Module):
+    """The encoder–decoder Transformer with one embedding matrix shared by source, target and output (§3.4)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_id)
+        self.register_buffer(
+            "positional_encoding",
+            sinusoidal_positional_encoding(config.max_positions, config.d_model),
+            persistent=False,
+        )
+        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+        # With the √d_model scale (§3.4) an embedding std of d_model^-0.5 gives unit-variance inputs, and the same
+        # matrix used as the output projection starts with logits of unit scale.
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=self.config.d_model**-0.5)
+        with torch.no_grad():
+            self.embedding.weight[self.config.pad_id].zero_()
+
+    def embed(self, ids: Tensor, offset: int = 0) -> Tensor:
+        """§3.4–3.5: Embedding(ids)·√d_model + PE, then dropout (§5.4). ids (B, T) → (B, T, D)."""
+        length = ids.size(1)
+        if offset + length > self.config.max_positions:
+            raise ValueError(
+                f"sequence of {offset + length} tokens exceeds the model's {self.config.max_positions} positions"
+            )
+        x = self.embedding(ids) * math.sqrt(self.config.d_model)
+        x = x + self.positional_encoding[offset : offset + length].to(x.dtype)
+        return self.embedding_dropout(x)
+
+    def source_mask(self, source: Tensor) -> Tensor:
+        """(B, S) → (B, 1, 1, S): no query attends to source padding."""
+        return (source != self.config.pad_id)[:, None, None, :]
+
+    def target_mask(self, target: Tensor) -> Tensor:
+        """(B, T) → (B, 1, T, T): position i attends to positions ≤ i that are not padding (§3.2.3)."""
+        length = target.size(1)
+        causal = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()
+        return causal[None, None] & (target != self.config.pad_id)[:, None, None, :]
+
+    def encode(self, source: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        """source (B, S) → memory (B, S, D) and, if requested, self-attention (B, L, H, S, S)."""
+        mask = self.source_mask(source)
+        x = self.embed(source)
+        weights = []
+        for layer in self.encoder_layers:
+            x, layer_weights = layer(x, mask, need_weights)
+            weights.append(layer_weights)
+        return x, torch.stack(weights, dim=1) if need_weights else None
+
+    def decode(
+        self,
+        target: Tensor,
+        memory: Tensor,
+        source_mask: Tensor,
+        need_weights: bool = False,
+        cache: DecoderCache | None = None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """Decoder stack over the (right-shifted) target (B, T) → hidden states (B, T, D).
+
+        With a ``cache``, ``target`` holds only the new positions and attends to the cached ones; no causal mask is
+        needed then because every cached position precedes the new one. Also returns, if requested, the decoder
+        self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S).
+        """
+        offset = 0 if cache is None else cache.length
+        self_mask = self.target_mask(target) if cache is None or target.size(1) > 1 else None
+        if cache is not None and self_mask is not None and offset:
+            raise ValueError("incremental decoding adds one position at a time after the first step")
+        x = self.embed(target, offset)
+        self_weights, cross_weights = [], []
+        for index, layer in enumerate(self.decoder_layers):
+            layer_cache = None if cache is None else cache.layers[index]
+            x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights, layer_cache)
+            self_weights.append(layer_self)
+            cross_weights.append(layer_cross)
+        if not need_weights:
+            return x, None, None
+        return x, torch.stack(self_weights, dim=1), torch.stack(cross_weights, dim=1)
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """Pre-softmax linear transformation sharing the embedding matrix (§3.4). (…, D) → (…, V)."""
+        return F.linear(hidden, self.embedding.weight)
+
+    def forward(self, source: Tensor, target_input: Tensor, need_weights: bool = False) -> Seq2SeqOutput:
+        """Teacher-forced pass: source (B, S), right-shifted target (B, T) → logits (B, T, V) and attention."""
+        memory, encoder_attention = self.encode(source, need_weights)
+        hidden, decoder_attention, cross_attention = self.decode(
+            target_input, memory, self.source_mask(source), need_weights
+        )
+        return Seq2SeqOutput(self.project(hidden), encoder_attention, decoder_attention, cross_attention)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

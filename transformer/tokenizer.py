@@ -1,0 +1,112 @@
+"""The joint English+German SentencePiece vocabulary (§5.1 uses one shared source–target vocabulary).
+
+Byte fallback is on, so any Unicode input — emoji, CJK, control characters — encodes without an unknown piece and
+decodes back without error. Ids 0–3 are fixed: <pad>, <unk>, <s> (bos), </s> (eos).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+WORD_START = "▁"  # SentencePiece's marker for a piece that begins a word
+
+
+class Tokenizer:
+    """A loaded SentencePiece model with the project's special-token conventions."""
+
+    def __init__(self, model_proto: bytes) -> None:
+        self.model_proto = model_proto
+        self.processor = spm.SentencePieceProcessor(model_proto=model_proto)
+        ids = (self.processor.pad_id(), self.processor.unk_id(), self.processor.bos_id(), self.processor.eos_id())
+        if ids != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
+            raise ValueError(f"SentencePiece model has special ids {ids}, expected (0, 1, 2, 3) for pad/unk/bos/eos")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Tokenizer:
+        path = Path(path)
+        try:
+            proto = path.read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: SentencePiece model not found") from None
+        try:
+            return cls(proto)
+        except (RuntimeError, OSError) as error:
+            raise ValueError(f"{path}: not a valid SentencePiece model ({error})") from None
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_bytes(self.model_proto)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.processor.get_piece_size()
+
+    def encode(self, text: str) -> list[int]:
+        """Text → piece ids, without <s> or </s>."""
+        return self.processor.encode(text)
+
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
+        return self.processor.encode(list(texts))
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Piece ids → text; special ids are dropped."""
+        return self.processor.decode([i for i in ids if i > EOS_ID])
+
+    def pieces(self, ids: Iterable[int]) -> list[str]:
+        """The pieces as the model sees them, specials spelled <s>, </s> and <pad>."""
+        return [self.processor.id_to_piece(int(i)) for i in ids]
+
+    @staticmethod
+    def word_groups(pieces: Sequence[str]) -> list[list[int]]:
+        """Group piece positions into words: a new word starts at a piece with the ▁ marker or at a special token."""
+        groups: list[list[int]] = []
+        previous_special = True
+        for position, piece in enumerate(pieces):
+            special = piece.startswith("<") and piece.endswith(">") and len(piece) > 2
+            if special or previous_special or piece.startswith(WORD_START):
+                groups.append([position])
+            else:
+                groups[-1].append(position)
+            previous_special = special
+        return groups
+
+
+def train_tokenizer(
+    sentences: Iterable[str],
+    vocab_size: int = 8000,
+    max_sentences: int = 1_000_000,
+    seed: int = 1,
+) -> Tokenizer:
+    """Train a joint unigram SentencePiece model on the given (English and German) sentences."""
+    pool = [s for s in sentences if s.strip()]
+    if not pool:
+        raise ValueError("no sentences to train the tokenizer on")
+    if len(pool) > max_sentences:
+        pool = random.Random(seed).sample(pool, max_sentences)
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(pool),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        byte_fallback=True,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        pad_piece="<pad>",
+        unk_piece="<unk>",
+        bos_piece="<s>",
+        eos_piece="</s>",
+        input_sentence_size=max_sentences,
+        shuffle_input_sentence=False,
+        num_threads=2,
+        minloglevel=2,
+    )
+    return Tokenizer(model.getvalue())

@@ -1,0 +1,59 @@
+"""Translate standard input to standard output, one sentence per line.
+
+    echo "The children are playing in the park." | python -m transformer.translate [--checkpoint DIR] [--beam 4]
+
+Empty lines stay empty; lines longer than the model's reach are cut, with a warning on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import torch
+
+from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.decode import encode_source, max_source_tokens, translate
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy decoding")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length penalty α")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
+    add_decoding_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.beam < 1:
+        parser.error("--beam must be at least 1")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        loaded = load_checkpoint(args.checkpoint)
+    except CheckpointError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    limit = max_source_tokens(loaded.model)
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and encode_source(loaded.tokenizer, line, limit).truncated:
+            print(f"warning: line {number} is longer than {limit} tokens and was cut", file=sys.stderr)
+    indices = [i for i, line in enumerate(lines) if line.strip()]
+    outputs = translate(
+        loaded.model, loaded.tokenizer, [lines[i] for i in indices], args.beam, args.alpha, args.batch_size
+    )
+    results = [""] * len(lines)
+    for index, output in zip(indices, outputs, strict=True):
+        results[index] = output
+    for result in results:
+        print(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
