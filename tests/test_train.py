@@ -168,3 +168,12 @@ def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tm
     assert translate_cli.main(["--checkpoint", str(broken)]) == 1
     error = capsys.readouterr().err
     assert error.startswith("error: ") and error.count("\n") == 1 and "model.safetensors" in error
+
+
+def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path, corpus, spm_path, tmp_path: Path):
+    shipped = ckpt.export(trained_checkpoint, tmp_path / "shipped")
+    run = tmp_path / "fine-tune"
+    arguments = train_arguments(corpus, spm_path, run, "--max-steps", "3", "--init-from", str(shipped))
+    assert train.main(arguments) == 0
+    # A model starting from trained weights begins far below a fresh model's loss (≈ ln of the vocabulary).
+    assert records(run)[0]["loss"] < 0.5 * records(trained_checkpoint.parents[1])[0]["loss"]

@@ -68,7 +68,7 @@ SAMPLE_SENTENCES = [
 # Arguments that describe the run itself; the others (length, logging, saving) may change when resuming.
 RUN_DEFINING = {
     "preset", "train", "dev", "src_lang", "tgt_lang", "spm", "vocab_size", "max_tokens", "batch_tokens", "accumulate",
-    "lr_scale", "warmup", "label_smoothing", "clip_norm", "dropout", "attention_dropout", "seed",
+    "lr_scale", "warmup", "label_smoothing", "clip_norm", "dropout", "attention_dropout", "seed", "init_from",
 }  # fmt: skip
 
 
@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--accumulate", type=int, default=1, help="batches per optimizer step")
     model = parser.add_argument_group("model and optimisation")
     model.add_argument("--preset", default="small", help="tiny, small, base or big")
+    model.add_argument(
+        "--init-from", type=Path, default=None, help="start from this checkpoint's weights and vocabulary (fine-tune)"
+    )
     model.add_argument("--dropout", type=float, default=None, help="override the preset's dropout")
     model.add_argument("--attention-dropout", type=float, default=None, help="override the preset's")
     model.add_argument("--lr-scale", type=float, default=1.0, help="multiplies the paper's learning-rate schedule")
@@ -280,6 +283,8 @@ class Trainer:
         self.train_seconds = 0.0
         if resume_from is not None:
             self.load_state(resume_from)
+        elif args.init_from is not None:
+            self.load_initial_weights(args.init_from)
         self.log.truncate_after(self.step)
         self.wrapped: nn.Module = self.model
         if self.dist.enabled:
@@ -323,7 +328,7 @@ class Trainer:
                     f"warning: --{name.replace('_', '-')} is fixed by the run; using {saved[name]!r}", file=sys.stderr
                 )
             value = saved[name]
-            if name in ("dev", "spm") and value is not None:
+            if name in ("dev", "spm", "init_from") and value is not None:
                 value = Path(value)
             setattr(self.args, name, value)
         return candidate
@@ -332,7 +337,9 @@ class Trainer:
         path = self.run / ckpt.TOKENIZER_FILE
         if resume_from is not None:
             return Tokenizer.load(resume_from / ckpt.TOKENIZER_FILE)
-        if self.args.spm is not None:
+        if self.args.init_from is not None:
+            tokenizer = Tokenizer.load(self.args.init_from / ckpt.TOKENIZER_FILE)
+        elif self.args.spm is not None:
             tokenizer = Tokenizer.load(self.args.spm)
         elif self.dist.main:
             sentences = []
@@ -354,6 +361,15 @@ class Trainer:
             self.say(f"{spec.prefix.name}: {len(encoded):,} of {len(pairs):,} pairs kept, ×{spec.upsample}")
             examples.extend(encoded * spec.upsample)
         return examples
+
+    def load_initial_weights(self, path: Path) -> None:
+        """Weights of another checkpoint of the same shape; optimizer, schedule and data start afresh."""
+        if ckpt.load_config(path) != self.config:
+            raise ckpt.CheckpointError(f"{path / ckpt.CONFIG_FILE}: does not match --preset {self.args.preset}")
+        weights = ckpt.read_tensors(path / ckpt.MODEL_FILE)
+        ckpt.check_weights(path, weights, self.model)
+        self.model.load_state_dict({name: tensor.float() for name, tensor in weights.items()})
+        self.say(f"initialised from {path}")
 
     def load_state(self, path: Path) -> None:
         weights = ckpt.read_tensors(path / ckpt.MODEL_FILE)
