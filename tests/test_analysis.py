@@ -1,0 +1,83 @@
+"""AttentionMaps: recorded from a real translation, merged to words, stripped of special tokens."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer.analysis import (
+    AttentionMaps,
+    encoder_attention,
+    merge_matrix,
+    merged_view,
+    translate_with_attention,
+    without_specials,
+)
+from transformer.checkpoint import load_checkpoint
+
+
+@pytest.fixture(scope="module")
+def translation(trained_checkpoint: Path):
+    loaded = load_checkpoint(trained_checkpoint)
+    return loaded, translate_with_attention(loaded.model, loaded.tokenizer, "the small cat sees the big dog.")
+
+
+def test_translation_records_every_head_with_matching_tokens(translation):
+    loaded, result = translation
+    maps = result.maps
+    config = loaded.config
+    source, target = len(maps.source_tokens), len(maps.target_tokens)
+    assert "katze" in result.translation
+    assert maps.source_tokens[-1] == "</s>" and maps.target_tokens[0] == "<s>" and maps.predicted_tokens[-1] == "</s>"
+    assert maps.encoder.shape == (config.encoder_layers, config.num_heads, source, source)
+    assert maps.decoder.shape == (config.decoder_layers, config.num_heads, target, target)
+    assert maps.cross.shape == (config.decoder_layers, config.num_heads, target, source)
+    for kind in ("encoder", "decoder", "cross"):
+        assert np.allclose(maps.weights(kind).sum(-1), 1, atol=1e-5)
+    assert np.triu(maps.decoder, k=1).max() == 0
+    assert maps.matrix("cross", None, None).shape == (target, source)
+    assert np.allclose(maps.matrix("encoder", 1, None), maps.encoder[1].mean(0))
+
+
+def test_merging_pieces_sums_keys_and_averages_queries():
+    matrix = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.3, 0.3, 0.4]])
+    merged = merge_matrix(matrix, [[0, 1], [2]], [[0], [1, 2]])
+    assert np.allclose(merged, [[(0.1 + 0.5) / 2, (0.9 + 0.5) / 2], [0.3, 0.7]])
+    assert np.allclose(merged.sum(-1), 1)
+
+
+def test_merged_view_joins_word_pieces(translation):
+    _, result = translation
+    maps = AttentionMaps(
+        source_tokens=["▁Gr", "üße", "▁aus", "</s>"],
+        target_tokens=["<s>", "▁Hal", "lo"],
+        predicted_tokens=["▁Hal", "lo", "</s>"],
+        encoder=np.full((1, 1, 4, 4), 0.25),
+        decoder=np.tril(np.ones((1, 1, 3, 3))) / np.arange(1, 4)[:, None],
+        cross=np.full((1, 1, 3, 4), 0.25),
+    )
+    merged = merged_view(maps)
+    assert merged.source_tokens == ["Grüße", "aus", "</s>"]
+    assert merged.target_tokens == ["<s>", "Hallo"]
+    assert merged.encoder.shape == (1, 1, 3, 3) and np.allclose(merged.encoder[0, 0, 0], [0.5, 0.25, 0.25])
+    assert merged.cross.shape == (1, 1, 2, 3)
+    whole = merged_view(result.maps)
+    assert np.allclose(whole.cross.sum(-1), 1, atol=1e-5)
+
+
+def test_hiding_special_tokens_removes_their_rows_and_columns(translation):
+    _, result = translation
+    stripped = without_specials(result.maps)
+    assert "</s>" not in stripped.source_tokens and "<s>" not in stripped.target_tokens
+    assert stripped.encoder.shape[-1] == len(stripped.source_tokens)
+    assert stripped.cross.shape[-2:] == (len(stripped.target_tokens), len(stripped.source_tokens))
+
+
+def test_paper_style_padding_gets_no_attention(trained_checkpoint: Path):
+    loaded = load_checkpoint(trained_checkpoint)
+    tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, "the cat.", pads=3)
+    assert tokens[-4:] == ["</s>", "<pad>", "<pad>", "<pad>"]
+    assert weights.shape[-1] == len(tokens)
+    assert weights[..., -3:].max() == 0

@@ -1,0 +1,197 @@
+"""What the app and the figure scripts analyse: one sentence's translation with every attention head recorded.
+
+:class:`AttentionMaps` is the object that flows from the model to every view. It holds the tokens as the model sees
+them (SentencePiece pieces) and the attention probabilities as NumPy arrays shaped [layers, heads, queries, keys]:
+
+- ``encoder``: encoder self-attention over the source, [L, H, S, S];
+- ``decoder``: decoder masked self-attention over the decoder input ``<s> y1 … yn``, [L, H, T, T];
+- ``cross``: encoder–decoder attention from the decoder input to the source, [L, H, T, S].
+
+Decoder position t reads ``target_tokens[t]`` and predicts ``predicted_tokens[t]`` (the next output piece, or
+``</s>`` at the end). Everything here is plain functions of these arrays: no Streamlit, no plotting.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from transformer.decode import beam_search, encode_source, greedy_decode, max_source_tokens
+from transformer.model import Transformer
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+KINDS = ("encoder", "decoder", "cross")
+KIND_TITLES = {
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder masked self-attention",
+    "cross": "Encoder–decoder (cross) attention",
+}
+SPECIAL_TOKENS = frozenset({"<s>", "</s>", "<pad>", "<unk>"})
+
+
+@dataclass
+class AttentionMaps:
+    source_tokens: list[str]
+    target_tokens: list[str]
+    predicted_tokens: list[str]
+    encoder: np.ndarray
+    decoder: np.ndarray
+    cross: np.ndarray
+
+    @property
+    def num_layers(self) -> int:
+        return self.encoder.shape[0]
+
+    @property
+    def num_heads(self) -> int:
+        return self.encoder.shape[1]
+
+    def weights(self, kind: str) -> np.ndarray:
+        """[L, H, queries, keys] of one attention kind."""
+        if kind not in KINDS:
+            raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(KINDS)}")
+        return getattr(self, kind)
+
+    def tokens(self, kind: str) -> tuple[list[str], list[str]]:
+        """(query tokens, key tokens) of one attention kind."""
+        if kind == "encoder":
+            return self.source_tokens, self.source_tokens
+        if kind == "decoder":
+            return self.target_tokens, self.target_tokens
+        return self.target_tokens, self.source_tokens
+
+    def matrix(self, kind: str, layer: int | None, head: int | None) -> np.ndarray:
+        """One [queries, keys] matrix; ``None`` for layer or head averages over all layers or heads."""
+        weights = self.weights(kind)
+        weights = weights.mean(axis=0) if layer is None else weights[layer]
+        return weights.mean(axis=0) if head is None else weights[head]
+
+
+@dataclass
+class Translation:
+    """A translated sentence with its attention and how it was produced."""
+
+    source_text: str
+    translation: str
+    maps: AttentionMaps
+    truncated: bool = False
+    beam_size: int = 4
+    alpha: float = 0.6
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@torch.no_grad()
+def attention_for(
+    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int]
+) -> AttentionMaps:
+    """Teacher-forced pass over a source (ending with </s>) and an output (without <s>/</s>): every head recorded."""
+    device = next(model.parameters()).device
+    source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
+    target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
+    result = model(source, target_input, need_weights=True)
+    return AttentionMaps(
+        source_tokens=tokenizer.pieces(source_ids),
+        target_tokens=tokenizer.pieces([BOS_ID, *output_ids]),
+        predicted_tokens=tokenizer.pieces([*output_ids, EOS_ID]),
+        encoder=result.encoder_attention[0].float().cpu().numpy(),
+        decoder=result.decoder_attention[0].float().cpu().numpy(),
+        cross=result.cross_attention[0].float().cpu().numpy(),
+    )
+
+
+@torch.no_grad()
+def translate_with_attention(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    text: str,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_tokens: int | None = None,
+) -> Translation:
+    """Translate one sentence (beam search, or greedy for beam 1), then record attention over the output."""
+    model.eval()
+    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
+    encoded = encode_source(tokenizer, text, limit)
+    device = next(model.parameters()).device
+    source = torch.tensor([encoded.ids], dtype=torch.long, device=device)
+    started = time.perf_counter()
+    output = greedy_decode(model, source)[0] if beam_size == 1 else beam_search(model, source, beam_size, alpha)[0]
+    decoded = time.perf_counter()
+    maps = attention_for(model, tokenizer, encoded.ids, output)
+    recorded = time.perf_counter()
+    return Translation(
+        source_text=text,
+        translation=tokenizer.decode(output),
+        maps=maps,
+        truncated=encoded.truncated,
+        beam_size=beam_size,
+        alpha=alpha,
+        seconds={"decode": decoded - started, "attention": recorded - decoded},
+    )
+
+
+@torch.no_grad()
+def encoder_attention(
+    model: Transformer, tokenizer: Tokenizer, text: str, pads: int = 0
+) -> tuple[list[str], np.ndarray]:
+    """Encoder self-attention [L, H, S, S] of a sentence, optionally followed by ``pads`` <pad> tokens as in the
+    paper's figures (padding is masked as keys, so no token attends to it; the pads' own rows are shown)."""
+    ids = [*encode_source(tokenizer, text, max_source_tokens(model) - pads).ids, *([PAD_ID] * pads)]
+    source = torch.tensor([ids], dtype=torch.long, device=next(model.parameters()).device)
+    _, weights = model.encode(source, need_weights=True)
+    return tokenizer.pieces(ids), weights[0].float().cpu().numpy()
+
+
+def word_groups(tokens: Sequence[str]) -> list[list[int]]:
+    return Tokenizer.word_groups(tokens)
+
+
+def merge_tokens(tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> list[str]:
+    """Join a word's pieces into one label, dropping SentencePiece's ▁ word marker."""
+    merged = []
+    for group in groups:
+        text = "".join(tokens[i] for i in group)
+        merged.append(text if text in SPECIAL_TOKENS else text.replace("▁", " ").strip() or "▁")
+    return merged
+
+
+def merge_matrix(matrix: np.ndarray, query_groups: Sequence[Sequence[int]], key_groups: Sequence[Sequence[int]]):
+    """Word-level attention from piece-level [..., queries, keys]: summed over a word's key pieces (so rows still sum
+    to 1) and averaged over its query pieces."""
+    keys = np.stack([matrix[..., list(group)].sum(axis=-1) for group in key_groups], axis=-1)
+    return np.stack([keys[..., list(group), :].mean(axis=-2) for group in query_groups], axis=-2)
+
+
+def merged_view(maps: AttentionMaps) -> AttentionMaps:
+    """The same maps at word level (pieces merged, see :func:`merge_matrix`)."""
+    source_groups = word_groups(maps.source_tokens)
+    target_groups = word_groups(maps.target_tokens)
+    return AttentionMaps(
+        source_tokens=merge_tokens(maps.source_tokens, source_groups),
+        target_tokens=merge_tokens(maps.target_tokens, target_groups),
+        # What the positions of each input word predicted, joined the same way.
+        predicted_tokens=merge_tokens(maps.predicted_tokens, target_groups),
+        encoder=merge_matrix(maps.encoder, source_groups, source_groups),
+        decoder=merge_matrix(maps.decoder, target_groups, target_groups),
+        cross=merge_matrix(maps.cross, target_groups, source_groups),
+    )
+
+
+def without_specials(maps: AttentionMaps) -> AttentionMaps:
+    """Drop the rows and columns of <s>, </s> and <pad> (rows then no longer sum to 1)."""
+    source_keep = [i for i, t in enumerate(maps.source_tokens) if t not in SPECIAL_TOKENS]
+    target_keep = [i for i, t in enumerate(maps.target_tokens) if t not in SPECIAL_TOKENS]
+    if not source_keep or not target_keep:
+        return maps
+    return AttentionMaps(
+        source_tokens=[maps.source_tokens[i] for i in source_keep],
+        target_tokens=[maps.target_tokens[i] for i in target_keep],
+        predicted_tokens=[maps.predicted_tokens[i] for i in target_keep],
+        encoder=maps.encoder[..., source_keep, :][..., source_keep],
+        decoder=maps.decoder[..., target_keep, :][..., target_keep],
+        cross=maps.cross[..., target_keep, :][..., source_keep],
+    )
