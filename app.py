@@ -13,7 +13,6 @@ import io
 
 import numpy as np
 import streamlit as st
-import streamlit.components.v1 as components
 
 from transformer import bertviz_view, viz
 from transformer.analysis import (
@@ -25,7 +24,12 @@ from transformer.analysis import (
     translate_with_attention,
     without_specials,
 )
-from transformer.app_state import selected_checkpoint, show_figure, sidebar_checkpoint_picker
+from transformer.app_state import (
+    selected_checkpoint,
+    show_figure,
+    sidebar_checkpoint_picker,
+    sidebar_figure_format_picker,
+)
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 
@@ -155,6 +159,7 @@ def main() -> None:
         st.toggle("Merge word pieces into words", key="merge", value=False)
         st.toggle("Show <s>, </s> and padding", key="specials", value=True)
         st.toggle("Label decoder rows by the token they predict", key="predicted", value=False)
+        sidebar_figure_format_picker()
 
     loaded = selected_checkpoint()
     if loaded is None:
@@ -284,13 +289,15 @@ def bertviz_panel(maps: AttentionMaps) -> None:
     view = left.radio("View", ["head view", "model view"], key="bertviz_view", horizontal=True)
     kind = right.selectbox("Attention", ["all", *KINDS], key="bertviz_kind",
                            format_func=lambda k: "all three" if k == "all" else KIND_LABELS[k])  # fmt: skip
-    builder = bertviz_view.head_view_html if view == "head view" else bertviz_view.model_view_html
-    document = builder(maps, None if kind == "all" else kind)
-    height = 650 if view == "head view" else 900
-    components.html(document, height=height, scrolling=True)
+    selected = None if kind == "all" else kind
+    if view == "head view":
+        document = bertviz_view.head_view_html(maps, selected)
+    else:
+        document = bertviz_view.model_view_html(maps, selected)
+    st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
     st.download_button(
         "Download this view (standalone HTML, works offline)", document,
-        file_name=f"bertviz-{view.replace(' ', '-')}-{kind}.html", mime="text/html",
+        file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
     )  # fmt: skip
     st.caption("bertviz by Jesse Vig; its scripts and libraries are served with the page, nothing is fetched online.")
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from streamlit.testing.v1 import AppTest
 
 from transformer import train
 from transformer.tokenizer import Tokenizer, train_tokenizer
@@ -73,3 +77,23 @@ def trained_checkpoint(corpus: dict[str, Path], spm_path: Path, tmp_path_factory
     out = tmp_path_factory.mktemp("run")
     assert train.main(train_arguments(corpus, spm_path, out, "--max-steps", "600", "--log-every", "50")) == 0
     return train.ckpt.run_checkpoints(out)[-1]
+
+
+def charts(app: AppTest) -> list[dict]:
+    """Each plotly chart on the page as the browser receives it: the figure and the plotly config."""
+    return [
+        {"figure": json.loads(chart.proto.spec), "config": json.loads(chart.proto.config)}
+        for chart in app.get("plotly_chart")
+    ]
+
+
+def array(value: dict | list) -> np.ndarray:
+    """A figure array, sent either as a list or as plotly's base64 typed array."""
+    if isinstance(value, list):
+        return np.asarray(value, dtype=float)
+    values = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+    return values.reshape([int(size) for size in str(value["shape"]).split(",")]) if "shape" in value else values
+
+
+def no_exceptions(app: AppTest) -> None:
+    assert not app.exception, [exception.value for exception in app.exception]

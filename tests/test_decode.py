@@ -43,7 +43,7 @@ def reversal():
             group["lr"] = learning_rate(step, model.config.d_model, warmup=200, scale=0.5)
         optimizer.step()
         optimizer.zero_grad()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     return model.eval(), losses
 
 

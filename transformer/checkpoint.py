@@ -179,9 +179,9 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
     )
 
 
-def list_checkpoints(root: str | Path = REPOSITORY_CHECKPOINTS) -> list[Path]:
-    """Every folder under ``root`` that looks like a checkpoint (holds a config.json)."""
-    root = Path(root)
+def list_checkpoints(root: str | Path | None = None) -> list[Path]:
+    """Every folder under ``root`` (default: the repository's ``checkpoints/``) that holds a config.json."""
+    root = Path(REPOSITORY_CHECKPOINTS if root is None else root)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if p.is_dir() and (p / CONFIG_FILE).is_file())

@@ -1,0 +1,150 @@
+"""The loaded model: its configuration and parameter counts, its training curves and learning-rate schedule (§5.3),
+and the scores its model card reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import streamlit as st
+
+from transformer import viz
+from transformer.app_state import (
+    selected_checkpoint,
+    show_figure,
+    sidebar_checkpoint_picker,
+    sidebar_figure_format_picker,
+)
+from transformer.checkpoint import TRAINER_FILE
+
+LOG_NAMES = ("training_log.jsonl", "metrics.jsonl")
+MODEL_CARD = "MODEL_CARD.md"
+
+
+def metrics_log(checkpoint: Path) -> Path | None:
+    """The training log next to a checkpoint: in its own folder when shipped with one, else in the run folder that
+    holds ``checkpoints/step-…`` or ``snapshots/step-…``, where the trainer writes it."""
+    folders = [checkpoint]
+    if checkpoint.parent.name in ("checkpoints", "snapshots"):
+        folders.append(checkpoint.parent.parent)
+    return next((folder / name for folder in folders for name in LOG_NAMES if (folder / name).is_file()), None)
+
+
+def trained_schedule(checkpoint: Path, meta: dict) -> tuple[int | None, float | None]:
+    """Warm-up steps and learning-rate scale the checkpoint was trained with, from meta.json or, for a checkpoint
+    still in its run folder, from the trainer state saved with it."""
+    if "warmup" in meta or "lr_scale" in meta:
+        return meta.get("warmup"), meta.get("lr_scale")
+    try:
+        arguments = json.loads((checkpoint / TRAINER_FILE).read_text(encoding="utf-8")).get("args", {})
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None, None
+    return arguments.get("warmup"), arguments.get("lr_scale")
+
+
+st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
+
+sidebar_checkpoint_picker()
+sidebar_figure_format_picker()
+loaded = selected_checkpoint()
+if loaded is None:
+    st.stop()
+config, meta = loaded.config, loaded.meta
+
+st.title("Model and training")
+st.caption(f"Checkpoint `{loaded.path}`")
+
+st.subheader("Configuration")
+columns = st.columns(6)
+columns[0].metric("Layers (encoder + decoder)", f"{config.encoder_layers} + {config.decoder_layers}")
+columns[1].metric("Heads h", config.num_heads)
+columns[2].metric("d_model", config.d_model)
+columns[3].metric("d_ff", config.d_ff)
+columns[4].metric("Vocabulary", f"{config.vocab_size:,}")
+columns[5].metric("Parameters", f"{loaded.model.num_parameters() / 1e6:.1f} M")
+left, right = st.columns([3, 2])
+with left:
+    st.markdown("**Parameters per component**")
+    st.dataframe(
+        viz.parameter_table(loaded.model),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "component": st.column_config.TextColumn("Component"),
+            "parameters": st.column_config.NumberColumn("Parameters", format="localized"),
+            "share": st.column_config.ProgressColumn("Share", format="percent", min_value=0.0, max_value=1.0),
+        },
+    )
+with right:
+    st.markdown("**config.json**")
+    st.json(config.to_dict(), expanded=False)
+    st.markdown("**meta.json**")
+    st.json(meta, expanded=False)
+
+st.subheader("Training curves")
+log = metrics_log(loaded.path)
+records = viz.read_metrics(log) if log is not None else []
+if records:
+    st.caption(f"From `{log}` ({len(records):,} records). The buttons switch the x axis to training hours.")
+    show_figure(viz.training_curves(records), key="training_curves")
+else:
+    st.info(
+        f"No training log found for this checkpoint (looked for {' or '.join(LOG_NAMES)} in its folder and its run "
+        "folder). A shipped checkpoint may come without one; `python -m transformer.train` writes `metrics.jsonl`."
+    )
+
+st.subheader("Learning-rate schedule")
+st.markdown(
+    "Adam with β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹ and a learning rate that rises linearly for the first warm-up "
+    "steps, then decays with the inverse square root of the step (§5.3); `--lr-scale` multiplies it:"
+)
+st.latex(
+    r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
+    r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
+)
+trained_warmup, trained_scale = trained_schedule(loaded.path, meta)
+if trained_warmup is None or trained_scale is None:
+    st.caption("The checkpoint does not record its schedule; the sliders start at the paper's values.")
+else:
+    st.caption(
+        f"This checkpoint was trained with warm-up {trained_warmup:,} and scale {trained_scale:g}; the sliders start "
+        "there."
+    )
+trained_warmup, trained_scale = int(trained_warmup or 4000), float(trained_scale or 1.0)
+step = meta.get("step") if isinstance(meta.get("step"), int) else None
+first, second, third = st.columns(3)
+warmup = first.slider(
+    "Warm-up steps",
+    max(1, min(100, trained_warmup)),
+    max(20_000, trained_warmup),
+    trained_warmup,
+    step=100,
+    key="lr_warmup",
+)
+scale = second.slider(
+    "Scale", min(0.05, trained_scale), max(2.0, trained_scale), trained_scale, step=0.05, key="lr_scale"
+)
+steps = third.slider(
+    "Steps shown",
+    1000,
+    300_000,
+    min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), 1000)),
+    step=1000,
+    key="lr_steps",
+)
+show_figure(viz.learning_rate_curve(config.d_model, warmup, scale, steps, current_step=step), key="learning_rate")
+
+st.subheader("Test scores")
+card = loaded.path / MODEL_CARD
+scores = meta.get("scores")
+if card.is_file():
+    with st.container(border=True):
+        st.markdown(card.read_text(encoding="utf-8", errors="replace"))
+if scores:
+    st.markdown("**Scores recorded in meta.json**")
+    st.json(scores)
+if not card.is_file() and not scores:
+    st.info(
+        f"This checkpoint has no {MODEL_CARD} and no scores in meta.json. Measure them with "
+        "`python -m transformer.evaluate --checkpoint DIR --src … --ref …`."
+    )

@@ -1,0 +1,155 @@
+"""The main page, run headless on a tiny trained checkpoint: translation, every attention view, bad input, URL state."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import array, charts, no_exceptions
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+SENTENCE = "the small cat sees the big dog."
+
+
+@pytest.fixture
+def checkpoint(trained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(trained_checkpoint))
+    return trained_checkpoint
+
+
+def start(text: str | None = SENTENCE, **query: str) -> AppTest:
+    app = AppTest.from_file(APP, default_timeout=120)
+    if text is not None:
+        app.query_params["text"] = text
+    for key, value in query.items():
+        app.query_params[key] = value
+    return app.run()
+
+
+def heatmap_z(app: AppTest) -> np.ndarray:
+    """The large per-head heatmap of the Heads tab (the first chart on the page)."""
+    return array(charts(app)[0]["figure"]["data"][0]["z"])
+
+
+def page_text(app: AppTest) -> str:
+    return "\n".join(str(element.value) for element in [*app.markdown, *app.caption, *app.warning, *app.info])
+
+
+def test_default_sentence_is_translated_with_every_view(checkpoint):
+    app = AppTest.from_file(APP, default_timeout=120).run()
+    no_exceptions(app)
+    assert app.text_area(key="text").value.startswith("The Law will never be perfect")
+    shown = charts(app)
+    assert len(shown) == 4  # heads heatmap, model-view grid, grid cell, token focus
+    titles = [chart["figure"]["layout"]["title"]["text"] for chart in shown]
+    assert "Encoder self-attention" in titles[0]
+    grid = shown[1]["figure"]
+    assert sum(trace["type"] == "heatmap" for trace in grid["data"]) == 2 * 4  # tiny: 2 layers × 4 heads
+    assert "Source tokens" in page_text(app) and "Translation" in [h.value for h in app.subheader]
+
+
+def test_translation_appears_for_the_url_sentence(checkpoint):
+    app = start()
+    no_exceptions(app)
+    assert any("katze" in element.value for element in app.markdown)
+    source_tokens = len(SENTENCE.split()) + 2  # at least one piece per word, and </s>
+    assert heatmap_z(app).shape[1] >= source_tokens - 1
+
+
+def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
+    app = start(layer="1", head="1")
+    encoder_head = heatmap_z(app)
+    app.selectbox(key="head").set_value("2").run()
+    other_head = heatmap_z(app)
+    assert encoder_head.shape == other_head.shape and not np.allclose(encoder_head, other_head, equal_nan=True)
+    app.selectbox(key="layer").set_value("2").run()
+    assert not np.allclose(heatmap_z(app), other_head, equal_nan=True)
+    app.radio(key="kind").set_value("cross").run()
+    no_exceptions(app)
+    cross = heatmap_z(app)
+    assert cross.shape[1] == encoder_head.shape[1] and cross.shape[0] != encoder_head.shape[0]
+    app.radio(key="kind").set_value("decoder").run()
+    decoder = heatmap_z(app)
+    assert np.isnan(decoder[np.triu_indices(decoder.shape[0], k=1)]).all()  # the future is masked, not zero
+    assert app.query_params["kind"] == "decoder" and app.query_params["layer"] == "2"
+
+
+def test_head_average_is_the_mean_of_the_heads(checkpoint):
+    heads = [heatmap_z(start(layer="1", head=str(h))) for h in (1, 2, 3, 4)]
+    average = heatmap_z(start(layer="1", head="avg"))
+    assert np.allclose(average, np.mean(heads, axis=0), atol=1e-5)
+
+
+@pytest.mark.parametrize("text", ["", "   \n  "])
+def test_empty_input_asks_for_a_sentence(checkpoint, text):
+    app = start(text)
+    no_exceptions(app)
+    assert any("Type an English sentence" in element.value for element in app.info)
+    assert not charts(app)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["</script><img src=x onerror=alert(1)>", "Ich 😀 liebe 한국어 und 中文!", "tab\tbell\x07 nul\x00"],
+)
+def test_hostile_and_unusual_input_renders_as_text(checkpoint, text):
+    app = start(text)
+    no_exceptions(app)
+    assert len(charts(app)) == 4
+    html = "\n".join(element.value for element in app.markdown)
+    assert "<img src=x" not in html and "</script>" not in html
+
+
+def test_long_paste_is_cut_with_a_visible_notice(checkpoint):
+    app = start("the cat sees the dog. " * 230)  # about 5,000 characters
+    no_exceptions(app)
+    warnings = " ".join(element.value for element in app.warning)
+    assert "only the first 2,000 are translated" in warnings and "longer than 96 tokens" in warnings
+    assert heatmap_z(app).shape[1] <= 96
+
+
+def test_merging_pieces_and_hiding_specials_change_the_tokens(checkpoint):
+    app = start("the sleeps.", layer="1", head="1")
+    pieces = heatmap_z(app).shape
+    app.toggle(key="specials").set_value(False).run()
+    no_exceptions(app)
+    assert heatmap_z(app).shape[1] == pieces[1] - 1  # </s> is gone
+    app.toggle(key="merge").set_value(True).run()
+    no_exceptions(app)
+    assert heatmap_z(app).shape[1] <= pieces[1] - 1
+
+
+def test_greedy_decoding_and_url_round_trip(checkpoint):
+    app = start(beam="1")
+    no_exceptions(app)
+    assert app.radio(key="search").value == "greedy"
+    assert any("greedy" in element.value for element in app.caption)
+    app.radio(key="search").set_value("beam").run()
+    assert app.query_params["beam"] == "4"
+
+
+def test_checkpoint_selector_switches_models(checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from transformer import checkpoint as ckpt
+
+    monkeypatch.setattr(ckpt, "REPOSITORY_CHECKPOINTS", tmp_path)
+    shutil.copytree(checkpoint, tmp_path / "second-model")
+    app = start()
+    picker = app.sidebar.selectbox(key="checkpoint")
+    assert picker.options[0] == str(checkpoint) and "second-model" in picker.options
+    picker.set_value("second-model").run()
+    no_exceptions(app)
+    assert any("`second-model`" in element.value for element in app.caption)
+
+
+def test_broken_checkpoint_shows_what_to_do(checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    broken = shutil.copytree(checkpoint, tmp_path / "broken")
+    (broken / "model.safetensors").write_bytes(b"\x00" * 10)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(broken))
+    app = start()
+    no_exceptions(app)
+    assert "model.safetensors" in app.error[0].value and "retrain" in app.error[0].value
+    assert not charts(app)

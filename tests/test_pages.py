@@ -1,0 +1,134 @@
+"""The Streamlit pages, run headless with a tiny trained checkpoint: what they show and how they react to widgets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import array, charts, no_exceptions
+from transformer.checkpoint import read_json, write_json
+
+PAGES = Path(__file__).resolve().parent.parent / "pages"
+POSITIONAL = "1_Positional_encoding.py"
+MODEL = "2_Model_and_training.py"
+
+
+def run_page(name: str) -> AppTest:
+    return AppTest.from_file(str(PAGES / name), default_timeout=120).run()
+
+
+@pytest.fixture
+def checkpoint(trained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(trained_checkpoint))
+    return trained_checkpoint
+
+
+@pytest.fixture
+def shipped_copy(trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The checkpoint outside its run folder (so without a training log), with a model card and recorded scores."""
+    folder = shutil.copytree(trained_checkpoint, tmp_path / "shipped")
+    (folder / "trainer.json").unlink()
+    meta = read_json(folder / "meta.json")
+    write_json(folder / "meta.json", {**meta, "warmup": 300, "lr_scale": 0.7, "scores": {"newstest2014 BLEU": 1.5}})
+    (folder / "MODEL_CARD.md").write_text("# Tiny model\n\nTranslates **word for word**.\n", encoding="utf-8")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+    return folder
+
+
+def test_positional_encoding_page_shows_every_figure_and_follows_its_controls(checkpoint: Path):
+    app = run_page(POSITIONAL)
+    no_exceptions(app)
+    assert app.sidebar.selectbox(key="checkpoint").value == str(checkpoint)
+    assert len(app.latex) >= 1
+    shown = charts(app)
+    assert len(shown) == 5
+    table = array(shown[0]["figure"]["data"][0]["z"])
+    assert table.shape == (100, 32)  # 100 positions × the tiny model's d_model
+    assert np.allclose(table[:, 0], np.sin(np.arange(100)), atol=1e-5)
+    residuals = {metric.label: float(metric.value) for metric in app.metric}
+    assert residuals["Largest held-out residual, fitted M"] < 1e-3
+
+    app.select_slider(key="pe_d_model").set_value(64).run()
+    app.slider(key="pe_positions").set_value(40).run()
+    no_exceptions(app)
+    assert array(charts(app)[0]["figure"]["data"][0]["z"]).shape == (40, 64)
+    dimensions = app.multiselect(key="pe_dimensions_64")
+    assert all(0 <= d < 64 for d in dimensions.value)
+    dimensions.set_value([3]).run()
+    curves = charts(app)[1]["figure"]["data"]
+    assert [trace["name"].split(" (")[0] for trace in curves] == ["dim 3"]
+
+    app.slider(key="pe_offset").set_value(17).run()
+    no_exceptions(app)
+    assert "PE(pos + 17)" in charts(app)[3]["figure"]["layout"]["title"]["text"]
+
+
+def test_model_page_shows_configuration_training_curves_and_schedule(checkpoint: Path):
+    app = run_page(MODEL)
+    no_exceptions(app)
+    shown = charts(app)
+    assert len(shown) == 2  # training curves from the run's metrics.jsonl, learning-rate schedule
+    curves = {trace["name"]: trace for trace in shown[0]["figure"]["data"]}
+    assert len(array(curves["training loss"]["y"])) == 600 // 50
+    assert len(array(curves["dev loss"]["y"])) >= 1
+    assert {metric.label: metric.value for metric in app.metric}["d_model"] == "32"
+    table = app.dataframe[0].value
+    assert table["parameters"].iloc[-1] == table["parameters"].iloc[:-1].sum()
+    # The schedule starts from the trainer's own settings (conftest: --warmup 100 --lr-scale 0.5).
+    assert app.slider(key="lr_warmup").value == 100 and app.slider(key="lr_scale").value == 0.5
+    assert "warm-up = 100," in shown[1]["figure"]["layout"]["title"]["text"]
+
+    app.slider(key="lr_warmup").set_value(500).run()
+    no_exceptions(app)
+    schedule = charts(app)[1]["figure"]
+    assert "warm-up = 500," in schedule["layout"]["title"]["text"]
+    x, y = array(schedule["data"][0]["x"]), array(schedule["data"][0]["y"])
+    assert x[np.argmax(y)] == 500
+
+
+def test_model_page_without_a_log_shows_the_model_card_and_scores(shipped_copy: Path):
+    app = run_page(MODEL)
+    no_exceptions(app)
+    assert len(charts(app)) == 1  # no training curves, only the schedule
+    assert any("No training log" in info.value for info in app.info)
+    assert not app.error
+    assert any("word for word" in markdown.value for markdown in app.markdown)
+    assert app.slider(key="lr_warmup").value == 300 and app.slider(key="lr_scale").value == pytest.approx(0.7)
+    assert any(json.loads(element.value) == {"newstest2014 BLEU": 1.5} for element in app.json)
+
+
+@pytest.mark.parametrize("page", [POSITIONAL, MODEL])
+def test_a_broken_checkpoint_is_explained_not_raised(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text("{truncated", encoding="utf-8")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(broken))
+    app = run_page(page)
+    no_exceptions(app)
+    assert not app.get("plotly_chart")
+    (error,) = app.error
+    assert "Cannot load checkpoint" in error.value and "config.json: not valid JSON" in error.value
+    assert "retrain" in error.value and "checkpoints/" in error.value
+
+
+def test_figure_download_format_holds_across_pages(checkpoint: Path, tmp_path: Path):
+    # A minimal main script next to the real pages folder, so that the test can move between pages.
+    (tmp_path / "pages").symlink_to(PAGES, target_is_directory=True)
+    (tmp_path / "main.py").write_text(
+        "from transformer.app_state import sidebar_checkpoint_picker\nsidebar_checkpoint_picker()\n", encoding="utf-8"
+    )
+    app = AppTest.from_file(str(tmp_path / "main.py"), default_timeout=120).run()
+    app.switch_page(f"pages/{POSITIONAL}").run()
+    assert {chart["config"]["toImageButtonOptions"]["format"] for chart in charts(app)} == {"png"}
+    app.sidebar.radio[0].set_value("svg").run()
+    assert {chart["config"]["toImageButtonOptions"]["format"] for chart in charts(app)} == {"svg"}
+    app.switch_page("main.py").run()  # a page without the format control
+    app.switch_page(f"pages/{MODEL}").run()
+    no_exceptions(app)
+    assert {chart["config"]["toImageButtonOptions"]["format"] for chart in charts(app)} == {"svg"}
+    assert all(chart["config"]["displaylogo"] is False for chart in charts(app))

@@ -1,0 +1,251 @@
+"""The plotly figure builders: what a reader of each figure would see, checked on small hand-made arrays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from transformer import viz
+from transformer.config import preset
+from transformer.model import Transformer, sinusoidal_positional_encoding
+
+HOSTILE = "</script><b>x</b>&"
+HOSTILE_SHOWN = "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;&amp;"  # what plotly then displays as the literal token
+TOKENS = ["<s>", "the", HOSTILE, "the", "end"]
+
+
+def row_normalised(shape: tuple[int, ...], seed: int = 0, causal: bool = False) -> np.ndarray:
+    weights = np.random.default_rng(seed).random(shape)
+    if causal:
+        weights = np.tril(weights)
+    return weights / weights.sum(-1, keepdims=True)
+
+
+def heatmaps(fig: go.Figure) -> list[go.Heatmap]:
+    return [trace for trace in fig.data if isinstance(trace, go.Heatmap)]
+
+
+def inside(polygon_x: list[float], polygon_y: list[float], x: float, y: float) -> bool:
+    """Ray casting: is (x, y) inside the closed polygon?"""
+    crossings = 0
+    corners = list(zip(polygon_x, polygon_y, strict=True))
+    for (x1, y1), (x2, y2) in zip(corners, corners[1:] + corners[:1], strict=True):
+        if (y1 > y) != (y2 > y) and x < x1 + (y - y1) * (x2 - x1) / (y2 - y1):
+            crossings += 1
+    return crossings % 2 == 1
+
+
+def test_safe_label_shows_markup_literally():
+    assert viz.safe_label(HOSTILE) == HOSTILE_SHOWN
+    assert viz.safe_label("▁Haus") == "▁Haus"
+
+
+def test_heatmap_has_the_matrix_shape_and_one_tick_per_token():
+    matrix = row_normalised((5, 3))
+    keys = ["a", "b", "a"]
+    fig = viz.attention_heatmap(matrix, TOKENS, keys, "encoder L1 H1")
+    (heatmap,) = heatmaps(fig)
+    assert np.asarray(heatmap.z).shape == (5, 3)
+    assert np.allclose(heatmap.z, matrix)
+    # Repeated tokens ("the", "a") keep their own rows and columns.
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "the", HOSTILE_SHOWN, "the", "end"]
+    assert list(fig.layout.xaxis.ticktext) == keys
+    assert list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert fig.layout.yaxis.autorange == "reversed"  # first query on top
+    assert fig.layout.title.text == "encoder L1 H1"
+    # Hover names the query, the key and the weight of the cell.
+    assert list(heatmap.customdata[3][2]) == ["the", "a", f"{matrix[3, 2]:.3f}"]
+    assert "query" in heatmap.hovertemplate and "key" in heatmap.hovertemplate
+
+
+def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
+    matrix = row_normalised((5, 5), causal=True)
+    fig = viz.attention_heatmap(matrix, TOKENS, TOKENS, "decoder", causal=True)
+    (heatmap,) = heatmaps(fig)
+    z = np.asarray(heatmap.z, dtype=float)
+    future = np.triu(np.ones((5, 5), dtype=bool), k=1)
+    assert np.isnan(z[future]).all()
+    assert np.allclose(z[~future], matrix[~future])
+    assert all(heatmap.customdata[q][k][2] == "masked (future)" for q, k in zip(*np.nonzero(future), strict=True))
+    assert heatmap.customdata[2][2][2] != "masked (future)"
+    (mask,) = [trace for trace in fig.data if trace.name == "masked (future)"]
+    assert mask.fill == "toself" and mask.fillpattern.shape == "/" and mask.showlegend
+    # The hatched polygon covers every future cell and no visible one.
+    for query in range(5):
+        for key in range(5):
+            assert inside(list(mask.x), list(mask.y), key, query) == (key > query)
+
+
+def test_model_view_grid_has_one_heatmap_per_layer_and_head():
+    weights = row_normalised((2, 3, 4, 4), causal=True)
+    fig = viz.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
+    grid = heatmaps(fig)
+    assert len(grid) == 2 * 3
+    assert [annotation.text for annotation in fig.layout.annotations] == [
+        "L1 H1", "L1 H2", "L1 H3", "L2 H1", "L2 H2", "L2 H3",
+    ]  # fmt: skip
+    assert {trace.coloraxis for trace in grid} == {"coloraxis"}  # one shared colour scale
+    assert fig.layout.xaxis.showticklabels is False
+    last = grid[-1]
+    assert np.allclose(np.asarray(last.z, dtype=float)[np.tril_indices(4)], weights[1, 2][np.tril_indices(4)])
+    assert np.isnan(np.asarray(last.z, dtype=float)[np.triu_indices(4, k=1)]).all()
+    assert last.hovertemplate.startswith("layer 2, head 3<br>query: %{y}<br>key: %{x}")
+    assert "weight" in last.hovertemplate
+    # Hover labels keep repeated tokens apart and are escaped.
+    assert list(last.y) == ["&lt;s&gt; (0)", "the (1)", f"{HOSTILE_SHOWN} (2)", "the (3)"]
+    assert len(fig.layout.shapes) == 2 * 3  # a grey masked region behind every cell grid
+
+
+def line_opacity(fig: go.Figure, query: int, key: int, head: int = 0) -> list[float]:
+    """Opacities of the traces drawing a line of ``head`` from ``query`` (left) to ``key`` (right)."""
+    found = []
+    for trace in fig.data:
+        if trace.legendgroup != f"head {head}" or trace.x is None or len(trace.x) < 2:
+            continue
+        ys = list(trace.y)
+        for start in range(0, len(ys), 3):
+            if ys[start] == query and ys[start + 1] == key:
+                found.append(trace.opacity)
+    return found
+
+
+def test_token_lines_follow_the_weights_one_colour_per_head():
+    weights = np.zeros((3, 2, 3))
+    weights[0, 0] = [0.9, 0.1, 0.0]
+    weights[0, 1] = [0.2, 0.2, 0.6]
+    weights[2, 0] = [0.0, 0.5, 0.5]
+    weights[2, 1] = [1.0, 0.0, 0.0]
+    fig = viz.token_lines(weights, ["sie", "geht"], ["she", "goes", "."], heads=[0, 2])
+    legend = [trace.name for trace in fig.data if trace.showlegend is not False and trace.name]
+    assert legend == ["head 1", "head 3"]
+    strong, weak = line_opacity(fig, 0, 0), line_opacity(fig, 0, 1)
+    assert len(weak) == 1 and len(strong) == 1 and strong[0] > weak[0]
+    assert line_opacity(fig, 0, 2) == []  # weight 0
+    assert line_opacity(fig, 0, 2, head=2) == [pytest.approx(0.5)]
+    assert line_opacity(fig, 1, 0, head=2) == [pytest.approx(1.0)]
+    assert line_opacity(fig, 0, 0, head=1) == []  # head 2 was not chosen
+    colours = {head: {trace.line.color for trace in fig.data if trace.legendgroup == f"head {head}"} for head in (0, 2)}
+    assert len(colours[0]) == 1 and len(colours[2]) == 1 and colours[0] != colours[2]
+
+
+def test_token_lines_for_one_query_draw_only_its_lines_and_highlight_it():
+    weights = row_normalised((2, 4, 4), seed=3)
+    fig = viz.token_lines(weights, TOKENS[:4], TOKENS[:4], query_index=2, title=f"attention of {HOSTILE}")
+    assert fig.layout.title.text == f"attention of {HOSTILE_SHOWN}"  # titles quote tokens, so they are escaped too
+    queries_drawn = set()
+    for trace in fig.data:
+        if trace.mode == "lines" and trace.x is not None and len(trace.x) > 1:
+            queries_drawn |= set(list(trace.y)[0::3])
+    assert queries_drawn == {2}
+    left_column = next(trace for trace in fig.data if trace.mode == "text" and trace.textposition == "middle left")
+    assert left_column.text[2] == f"<b>{HOSTILE_SHOWN}</b>"  # bold, yet the token itself still escaped
+    assert left_column.text[1] == "the"
+
+
+def test_token_lines_skip_negligible_weights():
+    weights = np.full((1, 3, 3), 0.01)
+    weights[0, :, 0] = 0.98
+    fig = viz.token_lines(weights, ["a", "b", "c"], ["a", "b", "c"])
+    assert line_opacity(fig, 1, 2) == []
+    assert line_opacity(fig, 1, 0) == [pytest.approx(1.0)]
+
+
+def test_positional_encoding_heatmap_is_the_model_table():
+    model = Transformer(preset("tiny"))
+    pe = sinusoidal_positional_encoding(50, model.config.d_model).numpy()
+    (heatmap,) = heatmaps(viz.positional_encoding_heatmap(pe))
+    assert np.asarray(heatmap.z).shape == (50, model.config.d_model)
+    assert np.allclose(heatmap.z, model.positional_encoding[:50].numpy())
+    assert np.allclose(np.asarray(heatmap.z)[:, 0], np.sin(np.arange(50)))  # dimension 0: PE(pos, 0) = sin(pos)
+
+
+def test_sinusoid_curves_and_similarity():
+    pe = sinusoidal_positional_encoding(40, 16).numpy()
+    curves = viz.sinusoid_curves(pe, [0, 5])
+    assert [trace.name.split(" (")[0] for trace in curves.data] == ["dim 0", "dim 5"]
+    assert np.allclose(curves.data[1].y, pe[:, 5])
+    (similarity,) = heatmaps(viz.position_similarity(pe))
+    z = np.asarray(similarity.z)
+    assert np.allclose(np.diag(z), 8.0, atol=1e-4)  # ‖PE(pos)‖² = d_model / 2
+    assert np.isclose(z[3, 10], z[20, 27], atol=1e-4)  # depends only on the distance
+
+
+def test_offset_is_a_linear_map_for_sinusoids_but_not_for_noise():
+    pe = sinusoidal_positional_encoding(100, 32).numpy()
+    fig, stats = viz.offset_linearity(pe, offset=5)
+    assert stats["max_residual"] < 1e-3 and stats["rotation_max_residual"] < 1e-5
+    assert stats["mean_residual"] <= stats["max_residual"]
+    assert len(fig.data) == 2
+    noise = np.random.default_rng(0).normal(size=(100, 32))
+    _, noise_stats = viz.offset_linearity(noise, offset=5)
+    assert noise_stats["max_residual"] > 0.5 and noise_stats["rotation_max_residual"] > 0.5
+
+
+def test_offset_rotation_is_exact():
+    pe = sinusoidal_positional_encoding(30, 8).double().numpy()
+    assert np.allclose(pe[:-7] @ viz.offset_rotation(8, 7), pe[7:], atol=1e-6)
+
+
+def test_embedding_norms_compare_tokens_with_positions():
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny"))
+    fig = viz.embedding_norms(model)
+    histogram = next(trace for trace in fig.data if isinstance(trace, go.Histogram))
+    assert len(histogram.x) == model.config.vocab_size - 1  # every token but padding
+    position_line = next(trace for trace in fig.data if trace.name == "‖PE(pos)‖")
+    assert np.allclose(position_line.y, np.sqrt(model.config.d_model / 2), atol=1e-4)
+
+
+def test_parameter_table_adds_up_to_the_model():
+    model = Transformer(preset("tiny"))
+    rows = viz.parameter_table(model)
+    assert rows[-1] == {"component": "total", "parameters": model.num_parameters(), "share": 1.0}
+    assert sum(row["parameters"] for row in rows[:-1]) == model.num_parameters()
+    by_name = {row["component"]: row["parameters"] for row in rows}
+    d_model = model.config.d_model
+    attention = model.config.encoder_layers * 4 * (d_model * d_model + d_model)
+    assert by_name["encoder self-attention"] == attention
+    assert by_name["encoder–decoder (cross) attention"] == attention
+    assert by_name["embedding (shared by source, target and output)"] == model.config.vocab_size * d_model
+    assert "other" not in by_name
+
+
+def test_read_metrics_tolerates_missing_files_and_broken_lines(tmp_path: Path):
+    assert viz.read_metrics(tmp_path / "missing.jsonl") == []
+    log = tmp_path / "metrics.jsonl"
+    log.write_text(
+        json.dumps({"kind": "train", "step": 1, "loss": 9.0}) + "\n[1, 2]\n{broken\n"
+        + json.dumps({"kind": "dev", "step": 2, "dev_loss": 8.0}) + "\n{\"kind\": \"train\", \"st",
+        encoding="utf-8",
+    )  # fmt: skip
+    assert [record["step"] for record in viz.read_metrics(log)] == [1, 2]
+
+
+def test_training_curves_switch_between_steps_and_hours():
+    records = [
+        {"kind": "train", "step": 100, "loss": 6.0, "train_hours": 0.1},
+        {"kind": "train", "step": 200, "loss": 5.0, "train_hours": 0.2},
+        {"kind": "dev", "step": 200, "dev_loss": 5.5, "dev_bleu": 3.0, "train_hours": 0.2, "samples": {}},
+    ]
+    fig = viz.training_curves(records)
+    assert [trace.name for trace in fig.data] == ["training loss", "dev loss", "dev BLEU"]
+    assert list(fig.data[0].y) == [6.0, 5.0] and list(fig.data[2].y) == [3.0]
+    assert fig.data[2].yaxis == "y2"  # BLEU on its own axis
+    steps, hours = fig.layout.updatemenus[0].buttons
+    assert steps.args[0]["x"] == [[100, 200], [200], [200]]
+    assert hours.args[0]["x"] == [[0.1, 0.2], [0.2], [0.2]]
+    assert len(viz.training_curves([]).layout.annotations) == 1  # says there is nothing yet
+
+
+def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
+    fig = viz.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
+    curve = fig.data[0]
+    assert curve.x[int(np.argmax(curve.y))] == 4000
+    assert max(curve.y) == pytest.approx(512**-0.5 * 4000**-0.5)
+    marker = fig.data[1]
+    assert list(marker.x) == [10000] and marker.y[0] == pytest.approx(512**-0.5 * 10000**-0.5)

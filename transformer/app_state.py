@@ -1,0 +1,131 @@
+"""What every page of the Streamlit app shares: the checkpoint it shows, the sidebar controls, and how figures appear.
+
+The loaded model is an ``st.cache_resource`` shared by all sessions and pages, keyed by the checkpoint's name or
+path; the choice of checkpoint lives in ``st.session_state["checkpoint"]``. A broken or missing checkpoint becomes
+an ``st.error`` with the one-line :class:`~transformer.checkpoint.CheckpointError` message and what to do about it,
+and the page stops, rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from transformer.checkpoint import (
+    DEFAULT_CHECKPOINT_NAME,
+    REPOSITORY_CHECKPOINTS,
+    CheckpointError,
+    LoadedCheckpoint,
+    list_checkpoints,
+    load_checkpoint,
+)
+
+CHECKPOINT_KEY = "checkpoint"
+FIGURE_FORMAT_KEY = "figure_format"
+FIGURE_FORMATS = ("png", "svg")
+ENVIRONMENT_VARIABLE = "TRANSFORMER_CHECKPOINT"
+WHAT_TO_DO = (
+    "Restore the shipped checkpoints (`git checkout -- checkpoints/`), pick another checkpoint in the sidebar, "
+    f"set `{ENVIRONMENT_VARIABLE}` to a checkpoint folder, or retrain and export one as the README's *Training* "
+    "section describes."
+)
+
+
+@st.cache_resource(show_spinner="Loading the checkpoint…", max_entries=4)
+def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
+    """The checkpoint's model, tokenizer and metadata, loaded once per process (errors are not cached)."""
+    return load_checkpoint(name_or_path)
+
+
+def available_checkpoints() -> list[str]:
+    """Checkpoints to choose from: $TRANSFORMER_CHECKPOINT first when set, then the repository's ``checkpoints/``
+    folders (the default one first). A name from the environment that matches no folder is kept, so that choosing
+    it explains what is wrong instead of silently showing another model."""
+    names = [path.name for path in list_checkpoints()]
+    names.sort(key=lambda name: name != DEFAULT_CHECKPOINT_NAME)  # stable: the rest stay alphabetical
+    from_environment = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
+    if from_environment:
+        names = [from_environment, *(name for name in names if name != from_environment)]
+    return names
+
+
+def sidebar_checkpoint_picker() -> str | None:
+    """A sidebar selectbox (key ``"checkpoint"``) over :func:`available_checkpoints`; returns the choice."""
+    options = available_checkpoints()
+    if st.session_state.get(CHECKPOINT_KEY) not in options:
+        st.session_state.pop(CHECKPOINT_KEY, None)
+    elif CHECKPOINT_KEY in st.session_state:
+        # Streamlit forgets a widget's value on a page that does not draw it yet; re-assigning it before the
+        # widget is drawn carries the choice from one page to the next.
+        st.session_state[CHECKPOINT_KEY] = st.session_state[CHECKPOINT_KEY]
+    return st.sidebar.selectbox(
+        "Checkpoint",
+        options,
+        key=CHECKPOINT_KEY,
+        help=f"Folders under {REPOSITORY_CHECKPOINTS}, and `{ENVIRONMENT_VARIABLE}` when it is set.",
+        placeholder="no checkpoint found",
+    )
+
+
+def selected_checkpoint() -> LoadedCheckpoint | None:
+    """The chosen checkpoint (default: the first available), or None after showing why it cannot be loaded."""
+    options = available_checkpoints()
+    name = st.session_state.get(CHECKPOINT_KEY) or (options[0] if options else None)
+    if name is None:
+        st.error(
+            f"No checkpoint found in `{REPOSITORY_CHECKPOINTS}` and `{ENVIRONMENT_VARIABLE}` is not set.\n\n"
+            + WHAT_TO_DO
+        )
+        return None
+    try:
+        return get_checkpoint(name)
+    except CheckpointError as error:
+        message = str(error).splitlines()[0].replace("`", "'")
+        st.error(f"**Cannot load checkpoint `{name}`:** `{message}`\n\n{WHAT_TO_DO}")
+        return None
+
+
+def _remember_figure_format() -> None:
+    st.session_state[FIGURE_FORMAT_KEY] = st.session_state[f"_{FIGURE_FORMAT_KEY}_choice"]
+
+
+def sidebar_figure_format_picker() -> None:
+    """A sidebar choice of the format the figures' camera button downloads: PNG (twice the screen resolution)
+    or SVG (vector). The choice is stored outside the widget's own state so that it holds on every page."""
+    current = st.session_state.setdefault(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    st.sidebar.radio(
+        "Figure download format",
+        FIGURE_FORMATS,
+        index=FIGURE_FORMATS.index(current),
+        key=f"_{FIGURE_FORMAT_KEY}_choice",
+        format_func=str.upper,
+        horizontal=True,
+        on_change=_remember_figure_format,
+        help="The camera icon above each figure downloads it in this format.",
+    )
+
+
+def show_figure(fig: go.Figure, key: str) -> None:
+    """Show a plotly figure across the page with a download button in both formats, without server-side rendering.
+
+    Plotly draws images in the browser (plotly.js ``toImage``), so no image library such as kaleido is needed; but
+    its modebar has a single camera button, and the configuration reaches the browser as JSON, so a second,
+    scripted SVG button cannot be added. The camera button therefore downloads the format chosen with
+    :func:`sidebar_figure_format_picker` (PNG by default), named after ``key``.
+    """
+    image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    st.plotly_chart(
+        fig,
+        width="stretch",
+        key=key,
+        config={
+            "displaylogo": False,
+            "toImageButtonOptions": {
+                "format": image_format,
+                "filename": key,
+                "scale": 2 if image_format == "png" else 1,
+            },
+        },
+    )
