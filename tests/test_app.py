@@ -48,7 +48,8 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     titles = [chart["figure"]["layout"]["title"]["text"] for chart in shown]
     assert "Encoder self-attention" in titles[0]
     grid = shown[1]["figure"]
-    assert sum(trace["type"] == "heatmap" for trace in grid["data"]) == 2 * 4  # tiny: 2 layers × 4 heads
+    assert grid["layout"]["xaxis"]["ticktext"] == ["H1", "H2", "H3", "H4"]  # tiny: 2 layers × 4 heads
+    assert grid["layout"]["yaxis"]["ticktext"] == ["L1", "L2"]
     assert "Source tokens" in page_text(app) and "Translation" in [h.value for h in app.subheader]
 
 

@@ -81,24 +81,26 @@ def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
             assert inside(list(mask.x), list(mask.y), key, query) == (key > query)
 
 
-def test_model_view_grid_has_one_heatmap_per_layer_and_head():
+def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     weights = row_normalised((2, 3, 4, 4), causal=True)
     fig = viz.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
-    grid = heatmaps(fig)
-    assert len(grid) == 2 * 3
-    assert [annotation.text for annotation in fig.layout.annotations] == [
-        "L1 H1", "L1 H2", "L1 H3", "L2 H1", "L2 H2", "L2 H3",
+    mask, canvas = heatmaps(fig)
+    z = np.asarray(canvas.z, dtype=float)
+    assert z.shape == (2 * 5 - 1, 3 * 5 - 1)  # tiles of 4 × 4 with one empty row / column between them
+    assert list(fig.layout.xaxis.ticktext) == ["H1", "H2", "H3"] and list(fig.layout.yaxis.ticktext) == ["L1", "L2"]
+    last = z[5:9, 10:14]  # layer 2, head 3
+    assert np.allclose(last[np.tril_indices(4)], weights[1, 2][np.tril_indices(4)])
+    assert np.isnan(last[np.triu_indices(4, k=1)]).all()
+    assert np.isnan(z[4]).all() and np.isnan(z[:, 4]).all()  # the gaps stay empty
+    # The grey layer covers exactly the masked future cells.
+    assert np.array_equal(~np.isnan(np.asarray(mask.z, dtype=float)[5:9, 10:14]), np.triu(np.ones((4, 4)), k=1) > 0)
+    assert "weight" in canvas.hovertemplate
+    # Hover labels name layer, head and the (escaped) token, and keep repeated tokens apart.
+    assert list(canvas.y)[5:9] == [
+        "layer 2 · query &lt;s&gt; (0)", "layer 2 · query the (1)", f"layer 2 · query {HOSTILE_SHOWN} (2)",
+        "layer 2 · query the (3)",
     ]  # fmt: skip
-    assert {trace.coloraxis for trace in grid} == {"coloraxis"}  # one shared colour scale
-    assert fig.layout.xaxis.showticklabels is False
-    last = grid[-1]
-    assert np.allclose(np.asarray(last.z, dtype=float)[np.tril_indices(4)], weights[1, 2][np.tril_indices(4)])
-    assert np.isnan(np.asarray(last.z, dtype=float)[np.triu_indices(4, k=1)]).all()
-    assert last.hovertemplate.startswith("layer 2, head 3<br>query: %{y}<br>key: %{x}")
-    assert "weight" in last.hovertemplate
-    # Hover labels keep repeated tokens apart and are escaped.
-    assert list(last.y) == ["&lt;s&gt; (0)", "the (1)", f"{HOSTILE_SHOWN} (2)", "the (3)"]
-    assert len(fig.layout.shapes) == 2 * 3  # a grey masked region behind every cell grid
+    assert list(canvas.x)[10] == "head 3 · key &lt;s&gt; (0)"
 
 
 def line_opacity(fig: go.Figure, query: int, key: int, head: int = 0) -> list[float]:

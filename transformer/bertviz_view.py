@@ -13,7 +13,6 @@ opened with no network.
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import numpy as np
+import orjson
 from bertviz.util import format_special_chars
 
 from transformer.analysis import KIND_TITLES, KINDS, AttentionMaps
@@ -53,7 +53,7 @@ REQUIRE_SHIM = """window.requirejs = function (names, callback) {
 };"""
 REQUIRE_CONFIG = re.compile(r"require\.config\(\{.*?\}\);", re.DOTALL)
 PARAMS_MARKER = "const params = PYTHON_PARAMS;"
-JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 # bertviz's layout in pixels (head_view.js: BOXHEIGHT, TEXT_TOP; model_view.js: the thumbnail, axis and detail sizes),
 # needed because a frame embedded with components.html cannot learn the drawing's height from the page.
@@ -184,8 +184,8 @@ def _attention_data(
         data.append(
             {
                 "name": BERTVIZ_NAMES[kind],
-                # float64 first: a rounded float32 prints as 0.12339999973773956.
-                "attn": np.round(weights.astype(np.float64), DECIMALS).tolist(),
+                # Rounded float32, which orjson prints in its shortest form (0.1234): a fifth of the bytes.
+                "attn": np.ascontiguousarray(np.round(weights, DECIMALS), dtype=np.float32),
                 # bertviz's prettify_tokens: SentencePiece's ▁ word marker becomes a space.
                 "left_text": format_special_chars(queries),
                 "right_text": format_special_chars(keys),
@@ -225,7 +225,11 @@ def _document(title: str, controls: str, params: dict[str, object], view: str) -
 def _script_json(value: object) -> str:
     """JSON that cannot end or comment out its script element: ``<``, ``>`` and ``&`` only occur inside JSON strings,
     where their \\u escapes mean the same characters."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).translate(JSON_ESCAPES)
+    # orjson writes NumPy arrays directly, several times faster than json on lists of floats.
+    text = orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY).decode("utf-8")
+    for character, escape in JSON_ESCAPES.items():  # str.replace is far faster than str.translate on megabytes
+        text = text.replace(character, escape)
+    return text
 
 
 def _script(source: str) -> str:

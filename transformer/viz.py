@@ -174,70 +174,79 @@ def model_view_grid(
 ) -> go.Figure:
     """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale.
 
-    ``weights`` is [L, H, queries, keys]. The cells have no tick labels; hover names layer, head, query, key and
-    weight. The axes are categorical with one "token (position)" label per row and column, which keeps repeated
-    tokens apart while sending each token once per trace rather than once per cell. With ``causal`` the future
-    cells are empty and a grey polygon behind them shows through.
+    ``weights`` is [L, H, queries, keys]. The tiles are drawn as one heatmap on a shared canvas, separated by empty
+    rows and columns: a single trace builds and draws in a few milliseconds where L × H subplots take hundreds.
+    Rows and columns are categories labelled "layer l · query (position)" and "head h · key (position)", so hover
+    names layer, head, query, key and weight while each label is sent once, not once per cell. With ``causal``
+    the future cells are empty and a grey layer behind them shows through.
     """
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 4:
         raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
     _check_tokens(weights.shape, query_tokens, key_tokens)
     num_layers, num_heads, num_queries, num_keys = weights.shape
-    queries = [f"{label} ({i})" for i, label in enumerate(_labels(query_tokens))]
-    keys = [f"{label} ({i})" for i, label in enumerate(_labels(key_tokens))]
+    queries, keys = _labels(query_tokens), _labels(key_tokens)
     masked = _future(num_queries, num_keys) if causal else np.zeros((num_queries, num_keys), dtype=bool)
-    shown = np.where(masked, np.nan, weights).astype(np.float32)  # half the bytes of float64 across L × H heatmaps
-    fig = make_subplots(
-        rows=num_layers,
-        cols=num_heads,
-        subplot_titles=[f"L{layer + 1} H{head + 1}" for layer in range(num_layers) for head in range(num_heads)],
-        horizontal_spacing=0.01,
-        vertical_spacing=0.04,
-    )
-    xs, ys = _mask_outline(num_queries, num_keys) if causal else ([], [])
-    mask_path = "M " + " L ".join(f"{x},{y}" for x, y in zip(xs, ys, strict=True)) + " Z" if xs else ""
+    height, width = num_layers * (num_queries + 1) - 1, num_heads * (num_keys + 1) - 1
+    canvas = np.full((height, width), np.nan, dtype=np.float32)  # float32: half the bytes sent to the browser
+    mask = np.full((height, width), np.nan, dtype=np.float32)
     for layer in range(num_layers):
         for head in range(num_heads):
-            fig.add_trace(
-                go.Heatmap(
-                    z=shown[layer, head],
-                    x=keys,
-                    y=queries,
-                    coloraxis="coloraxis",
-                    hoverongaps=False,
-                    hovertemplate=(
-                        f"layer {layer + 1}, head {head + 1}<br>query: %{{y}}<br>key: %{{x}}<br>"
-                        "weight: %{z:.3f}<extra></extra>"
-                    ),
-                    name=f"L{layer + 1} H{head + 1}",
-                ),
-                row=layer + 1,
-                col=head + 1,
+            rows = slice(layer * (num_queries + 1), layer * (num_queries + 1) + num_queries)
+            columns = slice(head * (num_keys + 1), head * (num_keys + 1) + num_keys)
+            canvas[rows, columns] = np.where(masked, np.nan, weights[layer, head])
+            mask[rows, columns] = np.where(masked, 1.0, np.nan)
+    y = [
+        f"layer {layer + 1} · query {queries[i]} ({i})" if i < num_queries else f"gap {layer}"
+        for layer in range(num_layers)
+        for i in range(num_queries + 1)
+    ][:height]
+    x = [
+        f"head {head + 1} · key {keys[j]} ({j})" if j < num_keys else f"gap {head}"
+        for head in range(num_heads)
+        for j in range(num_keys + 1)
+    ][:width]
+    fig = go.Figure()
+    if causal:
+        fig.add_trace(
+            go.Heatmap(
+                z=mask,
+                x=x,
+                y=y,
+                colorscale=[[0, MASK_FILL], [1, MASK_FILL]],
+                showscale=False,
+                hoverinfo="skip",
+                name="masked (future)",
             )
-            if mask_path:
-                fig.add_shape(
-                    type="path",
-                    path=mask_path,
-                    fillcolor=MASK_FILL,
-                    line={"width": 0},
-                    layer="below",
-                    row=layer + 1,
-                    col=head + 1,
-                )
-    fig.update_xaxes(type="category", showticklabels=False, showgrid=False, zeroline=False)
-    fig.update_yaxes(type="category", showticklabels=False, showgrid=False, zeroline=False, autorange="reversed")
-    fig.update_annotations(font_size=10)
+        )
+    fig.add_trace(
+        go.Heatmap(
+            z=canvas,
+            x=x,
+            y=y,
+            colorscale=ATTENTION_COLOURS,
+            zmin=0.0,
+            zmax=_finite_max(canvas),
+            hoverongaps=False,
+            hovertemplate="%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
+            colorbar={"title": {"text": "weight"}, "thickness": 14},
+            name="attention",
+        )
+    )
+    fig.update_xaxes(
+        type="category", side="top", showgrid=False, zeroline=False, tickangle=0,
+        tickvals=[x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)],
+        ticktext=[f"H{head + 1}" for head in range(num_heads)],
+    )  # fmt: skip
+    fig.update_yaxes(
+        type="category", showgrid=False, zeroline=False, autorange="reversed",
+        tickvals=[y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)],
+        ticktext=[f"L{layer + 1}" for layer in range(num_layers)],
+    )  # fmt: skip
     fig.update_layout(
         title={"text": safe_label(title) + (" (grey: masked future positions)" if causal else "")},
-        coloraxis={
-            "colorscale": ATTENTION_COLOURS,
-            "cmin": 0.0,
-            "cmax": _finite_max(shown),
-            "colorbar": {"title": {"text": "weight"}, "thickness": 14},
-        },
         height=int(min(1600, max(400, 130 * num_layers + 120))),
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        margin={"l": 10, "r": 10, "t": 90, "b": 10},
         font=FONT,
         plot_bgcolor="white",
     )
