@@ -1,0 +1,359 @@
+"""The app end to end in a real browser: ``streamlit run app.py`` on a free local port, driven by Debian's Chromium.
+
+The page may reach the app's own server and nothing else: every request (WebSockets included) is routed, anything
+not addressed to the server or to an inline scheme is refused and recorded, and so are failed requests, console
+errors, uncaught page errors and dialogs. Each test ends by checking that all of these records are empty.
+
+The server runs the shipped model ``checkpoints/en-de-small`` when it is there, otherwise the tiny model that the
+``trained_checkpoint`` fixture trains. With ``SCREENSHOT_PATH`` set, the screenshot of the translated page is saved
+there (``python benchmarks/screenshot.py`` makes the README's ``docs/screenshot.png`` this way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.test_bertviz_view import CHROMIUM, CHROMIUM_ARGS, needs_browser, shown
+from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
+from transformer.tokenizer import Tokenizer
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, BrowserContext, Frame, Page, Route, WebSocketRoute
+
+pytestmark = needs_browser
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+SHIPPED = REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME
+VIEWPORT = {"width": 1400, "height": 1000}
+HOSTILE = "</script><img src=x onerror=alert(1)>"
+# Schemes that never leave the browser: Streamlit's and plotly's inline images, the bertviz frame's srcdoc.
+INLINE_SCHEMES = ("data", "blob", "about")
+SERVER_START_SECONDS = 60
+# The first render imports torch and loads the model in the server; later steps take a second or two.
+FIRST_RENDER_MS = 90_000
+STEP_MS = 30_000
+
+HEATMAP = ".js-plotly-plot .heatmaplayer image"
+BERTVIZ_FRAME = 'iframe[title="st.iframe"]'
+
+
+# ------------------------------------------------------------------------------------------------ server
+@pytest.fixture(scope="module")
+def checkpoint(request: pytest.FixtureRequest) -> Path:
+    """The shipped model when present; otherwise the tiny one (trained only when the browser tests run)."""
+    if (SHIPPED / "config.json").is_file():
+        return SHIPPED
+    return request.getfixturevalue("trained_checkpoint")
+
+
+@pytest.fixture(scope="module")
+def sentence(checkpoint: Path) -> str:
+    # The tiny model only knows the synthetic word list of tests/conftest.py.
+    if checkpoint == SHIPPED:
+        return "The animal didn't cross the street because it was too tired."
+    return "the small cat sees the big dog."
+
+
+@pytest.fixture(scope="module")
+def checkpoint_tokenizer(checkpoint: Path) -> Tokenizer:
+    # Not named "tokenizer": that is conftest's tokenizer of the synthetic corpus, which trained_checkpoint uses.
+    return Tokenizer.load(checkpoint / "spm.model")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
+    deadline = time.monotonic() + SERVER_START_SECONDS
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {server.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"streamlit did not answer {url} within {SERVER_START_SECONDS} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app served on a free local port; yields its origin. The process is ended whatever happens."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    # The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a local path.
+    chosen = DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
+    environment = {**os.environ, "TRANSFORMER_CHECKPOINT": chosen}
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        origin = f"http://127.0.0.1:{port}"
+        wait_until_healthy(process, f"{origin}/_stcore/health", log)
+        yield origin
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# ------------------------------------------------------------------------------------------------ browser
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    # Imported here: without playwright these tests are skipped, not failed at collection.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Visit:
+    """One browser tab on the app, with everything it did that it should not have."""
+
+    page: Page
+    blocked: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+    def assert_quiet(self) -> None:
+        assert self.blocked == [], "requests that would have left the machine"
+        assert self.failed == []
+        assert self.errors == []
+        assert self.dialogs == []
+
+
+def offline_context(browser: Browser, origin: str, blocked: list[str]) -> BrowserContext:
+    """A context whose pages reach ``origin`` (HTTP and WebSocket) and inline schemes; everything else is refused
+    and its address appended to ``blocked``."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(STEP_MS)
+    server = urlsplit(origin)
+
+    def to_server(url: str, scheme: str) -> bool:
+        parts = urlsplit(url)
+        return parts.scheme == scheme and (parts.hostname, parts.port) == (server.hostname, server.port)
+
+    def route(route: Route) -> None:
+        url = route.request.url
+        if urlsplit(url).scheme in INLINE_SCHEMES or to_server(url, "http"):
+            route.continue_()
+        else:
+            blocked.append(url)
+            route.abort()
+
+    def route_socket(socket: WebSocketRoute) -> None:
+        if to_server(socket.url, "ws"):
+            socket.connect_to_server()  # messages then pass through both ways unchanged
+        else:
+            blocked.append(socket.url)
+            socket.close()
+
+    context.route("**/*", route)
+    context.route_web_socket(re.compile(".*"), route_socket)
+    return context
+
+
+@pytest.fixture(scope="module")
+def open_app(browser: Browser, server: str) -> Iterator[Callable[[], Visit]]:
+    """Opens the app in a fresh offline context and waits for the default sentence's heatmap."""
+    contexts: list[BrowserContext] = []
+
+    def open_visit() -> Visit:
+        blocked: list[str] = []
+        context = offline_context(browser, server, blocked)
+        contexts.append(context)
+        visit = Visit(context.new_page(), blocked)
+        page = visit.page
+        page.on("requestfailed", lambda request: visit.failed.append(f"{request.url}: {request.failure}"))
+        # The server's own error answers too: a missing script or stylesheet would break the page just as well.
+        page.on("response", lambda response: response.status >= 400
+                and visit.failed.append(f"{response.url}: HTTP {response.status}"))  # fmt: skip
+        page.on("console", lambda message: message.type == "error"
+                and visit.errors.append(f"{message.text} ({message.location.get('url')})"))  # fmt: skip
+        page.on("pageerror", lambda error: visit.errors.append(f"uncaught: {error}"))
+        page.on("dialog", lambda dialog: (visit.dialogs.append(f"{dialog.type}: {dialog.message}"), dialog.dismiss()))
+        page.goto(f"{server}/")
+        page.wait_for_selector(HEATMAP, state="attached", timeout=FIRST_RENDER_MS)
+        return visit
+
+    yield open_visit
+    for context in contexts:
+        context.close()
+
+
+# ------------------------------------------------------------------------------------------------ the page
+def expected_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
+    """The source pieces the app shows for ``text`` (word pieces unmerged, </s> shown)."""
+    return [*tokenizer.pieces(tokenizer.encode(text)), "</s>"]
+
+
+# What the page shows of the current translation: the translation itself, the "Source tokens" strip, and the
+# heatmap of the Heads tab (the page's first plotly chart) with its tick labels and title.
+SHOWN_JS = """() => {
+    const markdown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'));
+    const strip = markdown.find(element => element.textContent.startsWith('Source tokens'));
+    const headings = Array.from(document.querySelectorAll('[data-testid="stMain"] h3')).map(h => h.textContent);
+    const plot = document.querySelector('.js-plotly-plot');
+    const texts = selector => plot ? Array.from(plot.querySelectorAll(selector)).map(t => t.textContent) : [];
+    return {
+        translation: headings[headings.indexOf('Translation') + 1] ?? null,
+        strip: strip ? Array.from(strip.querySelectorAll('span')).map(span => span.textContent) : [],
+        x: texts('.xtick text'),
+        y: texts('.ytick text'),
+        title: texts('.gtitle').join(''),
+        images: plot ? plot.querySelectorAll('.heatmaplayer image').length : 0,
+    };
+}"""
+
+# The heatmap's cells as drawn: plotly paints them into one PNG; decode it and count its colours.
+CELLS_JS = """async image => {
+    const picture = new Image();
+    picture.src = image.getAttribute('href');
+    await picture.decode();
+    const canvas = document.createElement('canvas');
+    [canvas.width, canvas.height] = [picture.naturalWidth, picture.naturalHeight];
+    const context = canvas.getContext('2d');
+    context.drawImage(picture, 0, 0);
+    const pixels = context.getImageData(0, 0, canvas.width, canvas.height).data;
+    const colours = new Set();
+    for (let i = 0; i < pixels.length; i += 4) colours.add((pixels[i] << 16) | (pixels[i + 1] << 8) | pixels[i + 2]);
+    const box = image.getBBox();
+    return {colours: colours.size, width: box.width, height: box.height};
+}"""
+
+
+def translate(visit: Visit, text: str, tokens: list[str]) -> dict:
+    """Types ``text``, presses Translate and waits until the run is over and the page shows ``tokens``; returns
+    what the page shows (see ``SHOWN_JS``)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    page = visit.page
+    page.get_by_label("English sentence").fill(text)
+    page.get_by_role("button", name="Translate").click()
+    # The script writes the URL last, so a URL holding the text means the run is over.
+    page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("text") == [text])
+    # On a timeout, the assertion below says what the page shows instead.
+    with contextlib.suppress(PlaywrightTimeoutError):
+        page.wait_for_function(
+            f"tokens => {{ const shown = ({SHOWN_JS})(); return shown.images > 0 "
+            "&& JSON.stringify([shown.strip, shown.x, shown.y]) === JSON.stringify([tokens, tokens, tokens]); }",
+            arg=tokens,
+        )
+    shown = page.evaluate(SHOWN_JS)
+    assert [shown["strip"], shown["x"], shown["y"]] == [tokens] * 3
+    return shown
+
+
+def open_tab(page: Page, name: str) -> None:
+    page.get_by_role("tab", name=name, exact=True).click()
+    page.wait_for_selector(f'[role="tab"][aria-selected="true"]:has-text("{name}")')
+
+
+def bertviz_frame(page: Page) -> Frame:
+    """The bertviz frame, once it has drawn its attention lines."""
+    open_tab(page, "bertviz")
+    frame = page.wait_for_selector(BERTVIZ_FRAME).content_frame()
+    assert frame is not None
+    frame.wait_for_selector("#vis svg line", state="attached")
+    return frame
+
+
+def texts(frame: Page | Frame, selector: str) -> list[str]:
+    return frame.eval_on_selector_all(selector, "elements => elements.map(element => element.textContent)")
+
+
+def save_screenshot(page: Page, path: Path) -> None:
+    """The whole page in one picture: Streamlit scrolls inside its main block, so the viewport grows to the block's
+    full height for the shot."""
+    main = '[data-testid="stMain"]'
+    height = page.eval_on_selector(main, "main => main.scrollHeight")
+    page.mouse.move(0, 0)  # no hover label over the heatmap
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height)})
+    try:
+        page.wait_for_function(f"() => {{ const main = document.querySelector('{main}'); "
+                               "return main.scrollHeight <= main.clientHeight; }")  # fmt: skip
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=path, full_page=True, animations="disabled")
+    finally:
+        page.set_viewport_size(VIEWPORT)
+
+
+@dataclass
+class Translated:
+    visit: Visit
+    tokens: list[str]  # the sentence's source pieces, </s> included
+    shown: dict  # what translate() found on the page
+
+
+@pytest.fixture(scope="module")
+def translated(open_app: Callable[[], Visit], sentence: str, checkpoint_tokenizer: Tokenizer) -> Translated:
+    """One tab in which the test sentence has been typed and translated."""
+    visit = open_app()
+    tokens = expected_tokens(checkpoint_tokenizer, sentence)
+    return Translated(visit, tokens, translate(visit, sentence, tokens))
+
+
+# ------------------------------------------------------------------------------------------------ tests
+def test_typed_sentence_is_translated_with_its_heatmap(translated: Translated, tmp_path: Path):
+    page, shown_now = translated.visit.page, translated.shown
+    open_tab(page, "Heads")  # in case another test switched tabs: a chart in a hidden tab is drawn without size
+    assert shown_now["translation"] not in (None, "", "∅")
+    # Encoder self-attention by default: the sentence's pieces along both axes, one image of coloured cells.
+    assert shown_now["title"].startswith("Encoder self-attention")
+    assert shown_now["images"] == 1
+    cells = page.eval_on_selector(HEATMAP, CELLS_JS)
+    assert cells["colours"] > 1, "the heatmap is blank"
+    assert min(cells["width"], cells["height"]) >= 4 * len(translated.tokens)  # at least 4 px per cell
+    save_screenshot(page, Path(os.environ.get("SCREENSHOT_PATH") or tmp_path / "translated.png"))
+    translated.visit.assert_quiet()
+
+
+def test_bertviz_draws_the_sentence_in_its_frame(translated: Translated):
+    frame = bertviz_frame(translated.visit.page)
+    # The head view opens on encoder self-attention: the source tokens down both sides, lines between them.
+    assert texts(frame, "#vis svg text") == shown(translated.tokens) * 2
+    assert frame.eval_on_selector_all("#vis svg line, #vis svg path", "elements => elements.length") > 0
+    translated.visit.assert_quiet()
+
+
+def test_hostile_input_is_shown_as_text_and_never_runs(open_app: Callable[[], Visit], checkpoint_tokenizer: Tokenizer):
+    visit = open_app()
+    page = visit.page
+    tokens = expected_tokens(checkpoint_tokenizer, HOSTILE)
+    # Shown literally: translate() checks that the token strip and the heatmap's labels show its pieces as text.
+    translate(visit, HOSTILE, tokens)
+    assert page.get_by_label("English sentence").input_value() == HOSTILE
+    frame = bertviz_frame(page)
+    assert texts(frame, "#vis svg text") == shown(tokens) * 2
+    for each in page.frames:  # the page itself and the bertviz frame
+        assert each.locator('img[src="x"]').count() == 0, each.url
+    assert visit.dialogs == []
+    visit.assert_quiet()
