@@ -15,9 +15,9 @@ from transformer.app_state import (
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
 )
-from transformer.checkpoint import TRAINER_FILE
+from transformer.checkpoint import METRICS_FILE, TRAINER_FILE, TRAINING_LOG_FILE
 
-LOG_NAMES = ("training_log.jsonl", "metrics.jsonl")
+LOG_NAMES = (TRAINING_LOG_FILE, METRICS_FILE)
 MODEL_CARD = "MODEL_CARD.md"
 
 

@@ -89,9 +89,10 @@ def test_checkpoints_rotate_and_snapshots_stay(corpus, spm_path, tmp_path: Path)
     assert ckpt.load_checkpoint(run / "snapshots" / "step-0000004").model.embedding.weight.dtype.is_floating_point
     averaged = tmp_path / "averaged"
     assert ckpt.main(["average", str(run), "--last", "3", "--out", str(averaged), "--fp16"]) == 0
-    assert json.loads((averaged / ckpt.META_FILE).read_text())["averaged_checkpoints"] == [
-        "step-0000006", "step-0000008", "step-0000010",
-    ]  # fmt: skip
+    meta = json.loads((averaged / ckpt.META_FILE).read_text())
+    assert meta["averaged_checkpoints"] == ["step-0000006", "step-0000008", "step-0000010"]
+    assert meta["training_args"]["keep_last"] == 3 and meta["weights_dtype"] == "float16"
+    assert (averaged / ckpt.TRAINING_LOG_FILE).read_text() == (run / "metrics.jsonl").read_text()
 
 
 def trainer_command(corpus, spm_path, out: Path, *extra: str) -> list[str]:

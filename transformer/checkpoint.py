@@ -43,6 +43,8 @@ TOKENIZER_FILE = "spm.model"
 META_FILE = "meta.json"
 STATE_FILE = "training_state.safetensors"
 TRAINER_FILE = "trainer.json"
+METRICS_FILE = "metrics.jsonl"  # in a training run's folder
+TRAINING_LOG_FILE = "training_log.jsonl"  # the same log, copied into a shipped checkpoint
 
 REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 DEFAULT_CHECKPOINT_NAME = "en-de-small"
@@ -253,6 +255,9 @@ def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16:
     dtype = torch.float16 if fp16 else torch.float32
     weights = {name: tensor.to(dtype).contiguous() for name, tensor in weights.items()}
     meta = read_json(source / META_FILE) if (source / META_FILE).is_file() else {}
+    if (source / TRAINER_FILE).is_file():
+        trainer = read_json(source / TRAINER_FILE)
+        meta["training_args"] = trainer.get("args", {})
     meta["weights_dtype"] = str(dtype).removeprefix("torch.")
     if paths_to_average:
         meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
@@ -276,13 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "average":
-            if len(args.inputs) == 1 and (args.inputs[0] / "checkpoints").is_dir():
-                paths = run_checkpoints(args.inputs[0])[-args.last :]
-            else:
-                paths = list(args.inputs)
-            written = export(paths[-1], args.out, paths, fp16=args.fp16) if paths else None
-            if written is None:
+            run = args.inputs[0] if len(args.inputs) == 1 and (args.inputs[0] / "checkpoints").is_dir() else None
+            paths = run_checkpoints(run)[-args.last :] if run else list(args.inputs)
+            if not paths:
                 raise CheckpointError(f"{args.inputs[0]}: no checkpoints found")
+            written = export(paths[-1], args.out, paths, fp16=args.fp16)
+            if run is not None and (run / METRICS_FILE).is_file():
+                # The app plots the run's curves from the shipped folder.
+                shutil.copyfile(run / METRICS_FILE, written / TRAINING_LOG_FILE)
             print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}) into {written}")
         elif args.command == "export":
             print(f"wrote {export(args.checkpoint, args.out, fp16=not args.fp32)}")

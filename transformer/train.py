@@ -262,7 +262,7 @@ class Trainer:
         torch.set_num_threads(threads)
         self.run = args.out
         self.checkpoints = self.run / "checkpoints"
-        self.log = MetricsLog(self.run / "metrics.jsonl", self.dist.main)
+        self.log = MetricsLog(self.run / ckpt.METRICS_FILE, self.dist.main)
         resume_from = self.prepare_run(given)
 
         self.tokenizer = self.load_tokenizer(resume_from)
