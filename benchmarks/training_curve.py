@@ -1,0 +1,51 @@
+"""Draw a training run's curves — loss, dev loss and dev BLEU over steps and over hours — as one PNG.
+
+    python benchmarks/training_curve.py checkpoints/en-de-small/training_log.jsonl --out docs/training_curve.png
+
+Reads the trainer's JSONL metrics log (``metrics.jsonl`` in a run folder, ``training_log.jsonl`` in a shipped
+checkpoint) and prints the last dev record.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from transformer.viz import read_metrics
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("log", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("docs/training_curve.png"))
+    args = parser.parse_args()
+    records = read_metrics(args.log)
+    train = [r for r in records if r.get("kind") == "train"]
+    dev = [r for r in records if r.get("kind") == "dev" and r.get("dev_bleu") is not None]
+    if not train:
+        raise SystemExit(f"{args.log}: no training records")
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), constrained_layout=True)
+    for axis, x_key, x_label in ((axes[0], "step", "optimizer step"), (axes[1], "train_hours", "training hours")):
+        axis.plot([r[x_key] for r in train], [r["loss"] for r in train], color="#1f77b4", lw=1, label="training loss")
+        axis.plot([r[x_key] for r in dev], [r["dev_loss"] for r in dev], "o-", color="#ff7f0e", label="dev loss")
+        axis.set_xlabel(x_label)
+        axis.set_ylabel("label-smoothed cross-entropy")
+        axis.grid(alpha=0.3)
+        bleu = axis.twinx()
+        bleu.plot([r[x_key] for r in dev], [r["dev_bleu"] for r in dev], "s--", color="#2ca02c", label="dev BLEU")
+        bleu.set_ylabel("greedy dev BLEU (newstest2013 subset)")
+        lines = axis.get_lines() + bleu.get_lines()
+        axis.legend(lines, [line.get_label() for line in lines], loc="center right")
+    figure.suptitle(f"{args.log}: {train[-1]['step']:,} steps, {train[-1]['train_hours']:.1f} h")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+    if dev:
+        last = dev[-1]
+        print(f"last dev record: step {last['step']}, dev loss {last['dev_loss']:.3f}, BLEU {last['dev_bleu']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
