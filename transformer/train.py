@@ -281,6 +281,7 @@ class Trainer:
         self.position = 0
         self.tokens_seen = 0
         self.train_seconds = 0.0
+        self.cpu_seconds = 0.0  # CPU time of this process (all its threads); unlike wall time, not inflated by pauses
         if resume_from is not None:
             self.load_state(resume_from)
         elif args.init_from is not None:
@@ -384,6 +385,7 @@ class Trainer:
         progress = trainer["progress"]
         self.step, self.epoch, self.position = progress["step"], progress["epoch"], progress["position"]
         self.tokens_seen, self.train_seconds = progress["tokens_seen"], progress["train_seconds"]
+        self.cpu_seconds = progress.get("cpu_seconds", 0.0)
         self.say(f"resumed {path} at step {self.step} (epoch {self.epoch}, batch {self.position})")
 
     # ----------------------------------------------------------------------------------------------- saving
@@ -393,6 +395,7 @@ class Trainer:
             "epoch": self.epoch,
             "tokens_seen": self.tokens_seen,
             "train_hours": round(self.train_seconds / 3600, 4),
+            "cpu_hours": round(self.cpu_seconds / 3600, 4),
             "processes": self.dist.world_size,
             "device": str(self.device.type),
             "data": self.args.train,
@@ -415,6 +418,7 @@ class Trainer:
                 "position": self.position,
                 "tokens_seen": self.tokens_seen,
                 "train_seconds": self.train_seconds,
+                "cpu_seconds": self.cpu_seconds,
             },
         }
         path = self.checkpoints / f"step-{self.step:07d}"
@@ -543,10 +547,11 @@ class Trainer:
         interrupted = False
         try:
             while self.step < args.max_steps:
-                step_start = time.time()
+                step_start, cpu_start = time.time(), time.process_time()
                 micro_batches = [next(stream) for _ in range(args.accumulate)]
                 stats = self.train_step(micro_batches)
                 self.train_seconds += time.time() - step_start
+                self.cpu_seconds += time.process_time() - cpu_start
                 window_tokens += stats["tokens"]
                 window.append(stats)
                 if bar is not None:
@@ -564,6 +569,7 @@ class Trainer:
                         "tokens_per_second": window_tokens / max(elapsed, 1e-9),
                         "tokens_seen": self.tokens_seen,
                         "train_hours": self.train_seconds / 3600,
+                        "cpu_hours": self.cpu_seconds / 3600,
                         "wall_seconds": time.time() - started,
                     }
                     self.log.write(record)
