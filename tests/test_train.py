@@ -162,6 +162,15 @@ def test_evaluate_cli_reports_bleu_and_chrf_as_json(trained_checkpoint: Path, co
     assert result["chrf_signature"].startswith("nrefs:1|") and "nc:6" in result["chrf_signature"]
 
 
+def test_evaluate_records_scores_in_the_checkpoint(trained_checkpoint: Path, corpus, tmp_path: Path, capsys):
+    shipped = ckpt.export(trained_checkpoint, tmp_path / "shipped")
+    arguments = ["--checkpoint", str(shipped), "--src", f"{corpus['dev']}.en", "--ref", f"{corpus['dev']}.de"]
+    assert evaluate.main([*arguments, "--beam", "1", "--limit", "10", "--json", "--record"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    scores = ckpt.load_checkpoint(shipped).meta["scores"]
+    assert scores["words[:10] beam1"]["bleu"] == result["bleu"] and scores["words[:10] beam1"]["sentences"] == 10
+
+
 def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tmp_path: Path, capsys):
     broken = tmp_path / "broken"
     ckpt.export(trained_checkpoint, broken)

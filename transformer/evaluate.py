@@ -18,10 +18,22 @@ from pathlib import Path
 import sacrebleu
 import torch
 
-from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.checkpoint import META_FILE, CheckpointError, load_checkpoint, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
 from transformer.translate import add_decoding_arguments
+
+
+def record_scores(checkpoint: Path, result: dict) -> None:
+    """Keep the scores in the checkpoint's meta.json under "scores", keyed by test set, limit and decoding."""
+    meta_path = checkpoint / META_FILE
+    meta = read_json(meta_path) if meta_path.is_file() else {}
+    stem = Path(result["src"]).name.removesuffix(".gz").rsplit(".", 1)[0]
+    key = f"{stem}" + ("" if result["limit"] is None else f"[:{result['limit']}]") + f" beam{result['beam']}"
+    meta.setdefault("scores", {})[key] = {
+        name: result[name] for name in ("bleu", "chrf", "sentences", "alpha", "bleu_signature", "chrf_signature")
+    }
+    write_json(meta_path, meta)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,6 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
     parser.add_argument("--output", type=Path, default=None, help="also write the translations to this file")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--record", action="store_true", help="also store the scores in the checkpoint's meta.json (key 'scores')"
+    )
     args = parser.parse_args(argv)
     if args.beam < 1:
         parser.error("--beam must be at least 1")
@@ -61,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "src": str(args.src),
         "ref": str(args.ref),
         "sentences": len(pairs),
+        "limit": args.limit,
         "beam": args.beam,
         "alpha": args.alpha,
         "bleu": round(bleu.score, 2),
@@ -69,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "chrf_signature": str(chrf_metric.get_signature()),
         "seconds": round(seconds, 1),
     }
+    if args.record:
+        record_scores(loaded.path, result)
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
