@@ -10,10 +10,13 @@ import pytest
 from transformer.analysis import (
     AttentionMaps,
     encoder_attention,
+    head_statistics,
     merge_matrix,
     merged_view,
     translate_with_attention,
     without_specials,
+    word_attention,
+    word_index,
 )
 from transformer.checkpoint import load_checkpoint
 
@@ -81,3 +84,39 @@ def test_paper_style_padding_gets_no_attention(trained_checkpoint: Path):
     assert tokens[-4:] == ["</s>", "<pad>", "<pad>", "<pad>"]
     assert weights.shape[-1] == len(tokens)
     assert weights[..., -3:].max() == 0
+
+
+def test_head_statistics_on_heads_with_known_answers():
+    tokens = ["▁a", "▁b", "▁c", ".", "</s>", "<pad>"]
+    size = len(tokens)
+    previous = np.zeros((size, size))
+    previous[0, 0] = 1.0
+    for i in range(1, size):
+        previous[i, i - 1] = 1.0
+    uniform = np.full((size, size), 1.0 / 5)
+    uniform[:, -1] = 0.0  # padding gets nothing
+    weights = np.stack([previous, uniform])[None]  # [1 layer, 2 heads, S, S]
+    stats = head_statistics(weights, tokens, far=2)
+    # The previous-token head: every non-pad query but the first puts all weight one step back.
+    assert stats["previous_token"][0, 0] == pytest.approx(4 / 5)
+    assert stats["mean_distance"][0, 0] == pytest.approx(4 / 5)
+    assert stats["entropy"][0, 0] == pytest.approx(0.0)
+    # The uniform head: entropy log2(5), a fifth on each neighbour, and 2/5 on "." and </s>.
+    assert stats["entropy"][0, 1] == pytest.approx(np.log2(5))
+    assert stats["delimiter_mass"][0, 1] == pytest.approx(2 / 5)
+    assert stats["next_token"][0, 1] == pytest.approx(np.mean([0.2, 0.2, 0.2, 0.2, 0.0]))
+    assert stats["long_range_mass"][0, 1] == pytest.approx(np.mean([0.4, 0.2, 0.0, 0.2, 0.4]))
+    assert stats["self_mass"][0, 1] == pytest.approx(0.2)
+
+
+def test_word_attention_follows_word_pieces():
+    tokens = ["▁The", "▁Law", "▁is", "▁it", "s", "▁own", "</s>"]
+    weights = np.zeros((1, 1, 7, 7))
+    weights[0, 0, 3, 1] = 1.0  # piece "▁it" of "its" looks at "Law"
+    weights[0, 0, 4, 1] = 0.5  # piece "s" splits its weight
+    weights[0, 0, 4, 5] = 0.5
+    its, law = word_index(tokens, "its"), word_index(tokens, "Law")
+    assert (its, law) == (3, 1)
+    assert word_attention(weights, tokens, its, law)[0, 0] == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="'application' not found"):
+        word_index(tokens, "application")

@@ -195,3 +195,58 @@ def without_specials(maps: AttentionMaps) -> AttentionMaps:
         decoder=maps.decoder[..., target_keep, :][..., target_keep],
         cross=maps.cross[..., target_keep, :][..., source_keep],
     )
+
+
+# ------------------------------------------------------------------------------------------------ head statistics
+PUNCTUATION = frozenset(".,;:!?-–—()\"'«»„“”")
+HEAD_SCORES = {
+    "mean_distance": "mean |query − key| position distance, weighted by attention",
+    "long_range_mass": "attention mass on keys more than `far` positions away",
+    "previous_token": "attention on the token just before the query",
+    "next_token": "attention on the token just after the query",
+    "delimiter_mass": "attention mass on </s> and punctuation",
+    "self_mass": "attention on the query's own position",
+    "entropy": "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
+}
+
+
+def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) -> dict[str, np.ndarray]:
+    """Scores of every head of one sentence's self-attention [L, H, S, S], each averaged over the query positions
+    that are not padding; returns {score name: [L, H]} for the names in :data:`HEAD_SCORES`."""
+    weights = np.asarray(weights, dtype=np.float64)
+    length = weights.shape[-1]
+    if len(tokens) != length or weights.shape[-2] != length:
+        raise ValueError(f"self-attention of shape {weights.shape} does not match {len(tokens)} tokens")
+    queries = np.array([token != "<pad>" for token in tokens])
+    positions = np.arange(length)
+    distance = np.abs(positions[:, None] - positions[None, :])  # [S, S]
+    delimiter = np.array([token == "</s>" or (token != "▁" and token.lstrip("▁") in PUNCTUATION) for token in tokens])
+    per_query = {
+        "mean_distance": (weights * distance).sum(-1),
+        "long_range_mass": (weights * (distance > far)).sum(-1),
+        "previous_token": np.concatenate([np.zeros((*weights.shape[:-2], 1)),
+                                          np.diagonal(weights, offset=-1, axis1=-2, axis2=-1)], axis=-1),
+        "next_token": np.concatenate([np.diagonal(weights, offset=1, axis1=-2, axis2=-1),
+                                      np.zeros((*weights.shape[:-2], 1))], axis=-1),
+        "delimiter_mass": weights[..., delimiter].sum(-1),
+        "self_mass": np.diagonal(weights, axis1=-2, axis2=-1),
+        "entropy": -(weights * np.log2(np.where(weights > 0, weights, 1.0))).sum(-1),
+    }  # fmt: skip
+    return {name: values[..., queries].mean(-1) for name, values in per_query.items()}
+
+
+def word_index(tokens: Sequence[str], word: str, occurrence: int = 0) -> int:
+    """Position of ``word`` among the words that :func:`word_groups` forms from ``tokens`` (case-sensitive)."""
+    words = merge_tokens(tokens, word_groups(tokens))
+    found = [i for i, w in enumerate(words) if w.strip(".,;:!?\"'") == word]
+    if len(found) <= occurrence:
+        raise ValueError(f"word {word!r} not found in {' '.join(words)!r}")
+    return found[occurrence]
+
+
+def word_attention(weights: np.ndarray, tokens: Sequence[str], query_word: int, key_word: int) -> np.ndarray:
+    """Weight [L, H] from one word to another in self-attention [L, H, S, S]: summed over the key word's pieces and
+    averaged over the query word's pieces, as in :func:`merge_matrix`."""
+    groups = word_groups(tokens)
+    query, key = groups[query_word], groups[key_word]
+    return np.asarray(weights)[..., query, :][..., key].sum(-1).mean(-1)
