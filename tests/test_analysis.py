@@ -11,6 +11,9 @@ from transformer.analysis import (
     AttentionMaps,
     encoder_attention,
     head_statistics,
+    its_metrics,
+    load_anaphora_examples,
+    making_metrics,
     merge_matrix,
     merged_view,
     translate_with_attention,
@@ -120,3 +123,42 @@ def test_word_attention_follows_word_pieces():
     assert word_attention(weights, tokens, its, law)[0, 0] == pytest.approx(0.75)
     with pytest.raises(ValueError, match="'application' not found"):
         word_index(tokens, "application")
+
+
+def test_making_metrics_count_heads_that_complete_the_phrase():
+    tokens = ["▁laws", "▁making", "▁the", "▁process", "▁more", "▁diff", "icult", ".", "</s>"]
+    layers, heads = 2, 4
+    weights = np.full((layers, heads, 9, 9), 1 / 9)
+    weights[0, :, 1] = np.eye(9)[2]  # layer 1: "making" looks at "the" only
+    for head, key in enumerate([4, 5, 3, 1]):  # more, "diff" piece of difficult, process, itself
+        weights[1, head, 1] = 0.0
+        weights[1, head, 1, key] = 0.7
+        weights[1, head, 1, 0] = 0.3
+    metrics = making_metrics(weights, tokens)
+    # Heads 0 and 1 point at "more" and "difficult"; head 2 at "process"; head 3 at itself, so its largest
+    # non-self weight is "laws".
+    assert metrics["heads_on_more_difficult_per_layer"] == [0, 2]
+    assert metrics["best_layer_making"] == 1 and metrics["making_heads_on_more_difficult"] == 2
+    assert metrics["strongest_word_from_making"][1] == ["more", "difficult", "process", "laws"]
+
+
+def test_its_metrics_find_the_head_that_resolves_the_anaphor():
+    tokens = ["▁The", "▁Law", "▁is", "▁fair", ",", "▁but", "▁its", "▁application", "</s>"]
+    weights = np.full((2, 3, 9, 9), 1 / 9)
+    weights[1, 2, 6] = 0.0
+    weights[1, 2, 6, 1] = 0.8  # "its" → "Law"
+    weights[1, 2, 6, 7] = 0.2
+    metrics = its_metrics(weights, tokens)
+    assert (metrics["best_layer_its"], metrics["best_head_its"]) == (1, 2)
+    assert metrics["its_to_law"] == pytest.approx(0.8) and metrics["its_to_application"] == pytest.approx(0.2)
+    uniform = its_metrics(np.full((1, 1, 9, 9), 1 / 9), tokens)
+    assert uniform["its_to_law"] == pytest.approx(1 / 9)  # what a uniform head scores
+
+
+def test_anaphora_set_marks_words_that_exist(tokenizer):
+    examples = load_anaphora_examples()
+    assert len(examples) >= 50
+    assert len({e.pronoun for e in examples}) >= 8 and len({e.antecedent for e in examples}) >= 40
+    for example in examples:
+        words = example.sentence.replace(",", " ").replace(".", " ").split()
+        assert words.count(example.pronoun) == 1 and words.count(example.antecedent) == 1, example

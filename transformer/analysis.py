@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -250,3 +251,70 @@ def word_attention(weights: np.ndarray, tokens: Sequence[str], query_word: int, 
     groups = word_groups(tokens)
     query, key = groups[query_word], groups[key_word]
     return np.asarray(weights)[..., query, :][..., key].sum(-1).mean(-1)
+
+
+# ------------------------------------------------------------------------------------------------ paper figures
+ANAPHORA_FILE = Path(__file__).resolve().parent / "resources" / "anaphora.tsv"
+
+
+@dataclass(frozen=True)
+class AnaphoraExample:
+    sentence: str
+    pronoun: str
+    antecedent: str
+
+
+def load_anaphora_examples(path: str | Path = ANAPHORA_FILE) -> list[AnaphoraExample]:
+    """The shipped sentences with a marked pronoun → antecedent pair (tab-separated, ``#`` comments, one header)."""
+    rows = [line.rstrip("\n").split("\t") for line in Path(path).read_text(encoding="utf-8").splitlines()]
+    rows = [row for row in rows if row and row[0] and not row[0].startswith("#")]
+    return [AnaphoraExample(*row) for row in rows[1:]]
+
+
+def word_level(weights: np.ndarray, tokens: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """Self-attention [L, H, S, S] over pieces → (words, [L, H, W, W]) as in :func:`merge_matrix`."""
+    groups = word_groups(tokens)
+    return merge_tokens(tokens, groups), merge_matrix(np.asarray(weights), groups, groups)
+
+
+def strongest_other_word(weights: np.ndarray, tokens: Sequence[str], query_word: int) -> np.ndarray:
+    """For each head, the word that ``query_word`` attends to most, itself excluded: [L, H] word indices."""
+    _, words = word_level(weights, tokens)
+    row = words[..., query_word, :].copy()  # [L, H, W]
+    row[..., query_word] = -np.inf
+    return row.argmax(-1)
+
+
+def making_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
+    """Figure 3: per layer, how many heads put their largest non-self weight from "making" on "more" or
+    "difficult" — the long-distance dependency completing "making … more difficult"."""
+    making = word_index(tokens, "making")
+    targets = {word_index(tokens, "more"), word_index(tokens, "difficult")}
+    strongest = strongest_other_word(weights, tokens, making)  # [L, H]
+    hits = np.isin(strongest, list(targets))
+    per_layer = hits.sum(-1)
+    words = merge_tokens(tokens, word_groups(tokens))
+    return {
+        "heads_on_more_difficult_per_layer": per_layer.tolist(),
+        "best_layer_making": int(per_layer.argmax()),
+        "making_heads_on_more_difficult": int(per_layer.max()),
+        "strongest_word_from_making": [[words[i] for i in layer] for layer in strongest],
+    }
+
+
+def its_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
+    """Figure 4: weight [L, H] from "its" to "Law" and to "application", and the head that resolves it best."""
+    its = word_index(tokens, "its")
+    to_law = word_attention(weights, tokens, its, word_index(tokens, "Law"))
+    to_application = word_attention(weights, tokens, its, word_index(tokens, "application"))
+    best = np.unravel_index(np.argmax(np.maximum(to_law, to_application)), to_law.shape)
+    return {
+        "its_to_law_per_head": to_law.round(4).tolist(),
+        "its_to_application_per_head": to_application.round(4).tolist(),
+        "best_layer_its": int(best[0]),
+        "best_head_its": int(best[1]),
+        "its_to_law": float(to_law[best]),
+        "its_to_application": float(to_application[best]),
+        "its_to_law_max": float(to_law.max()),
+        "its_to_application_max": float(to_application.max()),
+    }
