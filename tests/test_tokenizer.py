@@ -33,6 +33,9 @@ def test_control_characters_encode_without_error(tokenizer: Tokenizer):
 def test_word_groups_follow_word_starts_and_specials(tokenizer: Tokenizer):
     pieces = ["<s>", "▁Gr", "üße", "▁aus", "▁K", "öl", "n", "</s>", "<pad>"]
     assert Tokenizer.word_groups(pieces) == [[0], [1, 2], [3], [4, 5, 6], [7], [8]]
+    # Punctuation is a word of its own, as in the paper's figures; a piece after it joins it only without ▁.
+    assert Tokenizer.word_groups(["▁diff", "icult", ".", "</s>"]) == [[0, 1], [2], [3]]
+    assert Tokenizer.word_groups(["▁didn", "'", "t", "▁go"]) == [[0], [1, 2], [3]]
 
 
 def test_loading_a_broken_model_names_the_file(tmp_path):

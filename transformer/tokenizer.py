@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import random
+import unicodedata
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -63,12 +64,15 @@ class Tokenizer:
 
     @staticmethod
     def word_groups(pieces: Sequence[str]) -> list[list[int]]:
-        """Group piece positions into words: a new word starts at a piece with the ▁ marker or at a special token."""
+        """Group piece positions into words: a new word starts at a piece with the ▁ marker, at a special token, and
+        at a piece of punctuation only (so "difficult." is the two words "difficult" and ".", as in the paper)."""
         groups: list[list[int]] = []
         previous_special = True
         for position, piece in enumerate(pieces):
             special = piece.startswith("<") and piece.endswith(">") and len(piece) > 2
-            if special or previous_special or piece.startswith(WORD_START):
+            text = piece.lstrip(WORD_START)
+            punctuation = bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+            if special or previous_special or punctuation or piece.startswith(WORD_START):
                 groups.append([position])
             else:
                 groups[-1].append(position)
