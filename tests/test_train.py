@@ -187,3 +187,21 @@ def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path,
     assert train.main(arguments) == 0
     # A model starting from trained weights begins far below a fresh model's loss (≈ ln of the vocabulary).
     assert records(run)[0]["loss"] < 0.5 * records(trained_checkpoint.parents[1])[0]["loss"]
+
+
+def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_path: Path):
+    run = tmp_path / "run"
+    assert train.main(train_arguments(corpus, spm_path, run, "--max-steps", "3", "--snapshot-steps", "2,5")) == 0
+    # A run saved before newer arguments existed still resumes (its trainer.json lacks them).
+    last = ckpt.run_checkpoints(run)[-1] / ckpt.TRAINER_FILE
+    trainer = json.loads(last.read_text())
+    del trainer["args"]["init_from"]
+    last.write_text(json.dumps(trainer))
+    resumed = [
+        "--out", str(run), "--resume", "--max-steps", "6", "--save-every-steps", "1", "--keep-last", "10",
+        "--progress", "lines", "--threads", "1",
+    ]  # fmt: skip
+    assert train.main(resumed) == 0
+    assert sorted(p.name for p in (run / "snapshots").iterdir()) == ["step-0000002", "step-0000005"]
+    steps = [p.name for p in ckpt.run_checkpoints(run)]
+    assert steps == ["step-0000003", "step-0000004", "step-0000005", "step-0000006"]

@@ -323,12 +323,15 @@ class Trainer:
         else:
             raise SystemExit(f"error: no readable checkpoint in {self.checkpoints}")
         saved = trainer["args"]
-        for name in RUN_DEFINING:
-            if name in given and serialisable(getattr(self.args, name)) != saved[name]:
-                print(
-                    f"warning: --{name.replace('_', '-')} is fixed by the run; using {saved[name]!r}", file=sys.stderr
-                )
-            value = saved[name]
+        defaults = vars(build_parser().parse_args(["--out", str(self.run)]))
+        for name, default in defaults.items():
+            if name in ("out", "resume"):
+                continue
+            value = saved.get(name, default)  # runs saved by older versions lack newer arguments
+            if name in given and name not in RUN_DEFINING:
+                continue  # how long to run, how often to save or log: the command line may change these
+            if name in given and serialisable(getattr(self.args, name)) != value:
+                print(f"warning: --{name.replace('_', '-')} is fixed by the run; using {value!r}", file=sys.stderr)
             if name in ("dev", "spm", "init_from") and value is not None:
                 value = Path(value)
             setattr(self.args, name, value)
