@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -97,3 +100,34 @@ def array(value: dict | list) -> np.ndarray:
 
 def no_exceptions(app: AppTest) -> None:
     assert not app.exception, [exception.value for exception in app.exception]
+
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
+
+# Browser tests: Debian's Chromium driven by Playwright (no browser download), skipped only when either is missing.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync",
+]  # fmt: skip
+
+
+if importlib.util.find_spec("playwright") is None:
+    BROWSER_MISSING = "needs the playwright package (pip install -e '.[dev]')"
+elif not CHROMIUM.exists():
+    BROWSER_MISSING = f"needs Chromium at {CHROMIUM} (apt-get install chromium)"
+else:
+    BROWSER_MISSING = ""
+needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING or "Chromium and playwright found")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    # Imported here: without playwright these tests are skipped, not failed at collection.
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()

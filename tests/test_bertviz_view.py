@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.conftest import needs_browser
 from transformer.analysis import KIND_TITLES, AttentionMaps
 from transformer.bertviz_view import frame_height, head_view_html, model_view_html, standalone_filename
 
@@ -238,32 +238,6 @@ def test_standalone_filename_names_view_and_kind():
 
 
 # In a browser: Debian's Chromium driven by Playwright, every request outside the page's own file refused and recorded.
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync",
-]  # fmt: skip
-
-
-if importlib.util.find_spec("playwright") is None:
-    BROWSER_MISSING = "needs the playwright package (pip install -e '.[dev]')"
-elif not CHROMIUM.exists():
-    BROWSER_MISSING = f"needs Chromium at {CHROMIUM} (apt-get install chromium)"
-else:
-    BROWSER_MISSING = ""
-needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING or "Chromium and playwright found")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Imported here: without playwright these tests are skipped, not failed at collection.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @dataclass

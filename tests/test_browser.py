@@ -28,7 +28,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.test_bertviz_view import CHROMIUM, CHROMIUM_ARGS, needs_browser, shown
+from tests.conftest import needs_browser
+from tests.test_bertviz_view import shown
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
 from transformer.tokenizer import Tokenizer
 
@@ -122,17 +123,6 @@ def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 # ------------------------------------------------------------------------------------------------ browser
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    # Imported here: without playwright these tests are skipped, not failed at collection.
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
 @dataclass
 class Visit:
     """One browser tab on the app, with everything it did that it should not have."""
