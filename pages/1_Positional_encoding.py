@@ -7,20 +7,14 @@ import streamlit as st
 
 from transformer import viz
 from transformer.app_state import (
-    selected_checkpoint,
+    page_checkpoint,
     show_figure,
-    sidebar_checkpoint_picker,
-    sidebar_figure_format_picker,
 )
 from transformer.model import sinusoidal_positional_encoding
 
 st.set_page_config(page_title="Positional encoding", page_icon="〰️", layout="wide")
 
-sidebar_checkpoint_picker()
-sidebar_figure_format_picker()
-loaded = selected_checkpoint()
-if loaded is None:
-    st.stop()
+loaded = page_checkpoint()
 config = loaded.config
 
 st.title("Positional encoding")

@@ -10,10 +10,8 @@ import streamlit as st
 
 from transformer import viz
 from transformer.app_state import (
-    selected_checkpoint,
+    page_checkpoint,
     show_figure,
-    sidebar_checkpoint_picker,
-    sidebar_figure_format_picker,
 )
 from transformer.checkpoint import METRICS_FILE, TRAINER_FILE, TRAINING_LOG_FILE
 
@@ -44,11 +42,7 @@ def trained_schedule(checkpoint: Path, meta: dict) -> tuple[int | None, float | 
 
 st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
 
-sidebar_checkpoint_picker()
-sidebar_figure_format_picker()
-loaded = selected_checkpoint()
-if loaded is None:
-    st.stop()
+loaded = page_checkpoint()
 config, meta = loaded.config, loaded.meta
 
 st.title("Model and training")

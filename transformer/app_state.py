@@ -129,3 +129,13 @@ def show_figure(fig: go.Figure, key: str) -> None:
             },
         },
     )
+
+
+def page_checkpoint() -> LoadedCheckpoint:
+    """A page's common start: the sidebar pickers and the chosen checkpoint; the page stops if it cannot load."""
+    sidebar_checkpoint_picker()
+    sidebar_figure_format_picker()
+    loaded = selected_checkpoint()
+    if loaded is None:
+        st.stop()
+    return loaded
