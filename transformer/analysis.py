@@ -23,7 +23,7 @@ import torch
 
 from transformer.decode import beam_search, encode_source, greedy_decode, max_source_tokens
 from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, join_pieces
 
 KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {
@@ -155,7 +155,7 @@ def merge_tokens(tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> list
     """Join a word's pieces into one label, dropping SentencePiece's ▁ word marker."""
     merged = []
     for group in groups:
-        text = "".join(tokens[i] for i in group)
+        text = join_pieces([tokens[i] for i in group])
         merged.append(text if text in SPECIAL_TOKENS else text.replace("▁", " ").strip() or "▁")
     return merged
 

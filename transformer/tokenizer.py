@@ -16,6 +16,34 @@ import sentencepiece as spm
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 WORD_START = "▁"  # SentencePiece's marker for a piece that begins a word
+SPECIAL_PIECES = frozenset({"<pad>", "<unk>", "<s>", "</s>"})
+
+
+def byte_value(piece: str) -> int | None:
+    """The byte of a byte-fallback piece such as ``<0x4C>``, else None."""
+    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+        try:
+            return int(piece[3:5], 16)
+        except ValueError:
+            return None
+    return None
+
+
+def join_pieces(pieces: Sequence[str]) -> str:
+    """Pieces joined into text as written: byte-fallback pieces decoded (invalid UTF-8 shown as �), ▁ kept."""
+    text, pending = [], bytearray()
+    for piece in pieces:
+        value = byte_value(piece)
+        if value is not None:
+            pending.append(value)
+            continue
+        if pending:
+            text.append(pending.decode("utf-8", errors="replace"))
+            pending.clear()
+        text.append(piece)
+    if pending:
+        text.append(pending.decode("utf-8", errors="replace"))
+    return "".join(text)
 
 
 class Tokenizer:
@@ -65,12 +93,13 @@ class Tokenizer:
     @staticmethod
     def word_groups(pieces: Sequence[str]) -> list[list[int]]:
         """Group piece positions into words: a new word starts at a piece with the ▁ marker, at a special token, and
-        at a piece of punctuation only (so "difficult." is the two words "difficult" and ".", as in the paper)."""
+        at a piece of punctuation only (so "difficult." is the two words "difficult" and ".", as in the paper).
+        Byte-fallback pieces (``<0x4C>``, for characters outside the vocabulary) continue the word they are in."""
         groups: list[list[int]] = []
         previous_special = True
         for position, piece in enumerate(pieces):
-            special = piece.startswith("<") and piece.endswith(">") and len(piece) > 2
-            text = piece.lstrip(WORD_START)
+            special = piece in SPECIAL_PIECES
+            text = join_pieces([piece.lstrip(WORD_START)])
             punctuation = bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
             if special or previous_special or punctuation or piece.startswith(WORD_START):
                 groups.append([position])

@@ -1,0 +1,300 @@
+"""Find attention heads by what they do: per-head score tables over a sample of sentences.
+
+Encoder self-attention scores (each a [layers, heads] table, averaged over the sample's sentences):
+
+- the positional and shape scores of :data:`transformer.analysis.HEAD_SCORES` (mean distance, long-range mass,
+  previous / next token, delimiter mass, self, entropy);
+- ``anaphora``: the weight from a pronoun to its antecedent (word level: summed over the antecedent's pieces,
+  averaged over the pronoun's pieces), averaged over the shipped pronoun–antecedent sentences
+  (``resources/anaphora.tsv``); ``anaphora_hits``: the share of those sentences in which the antecedent is the word
+  the pronoun attends to most (itself excluded).
+
+Encoder–decoder (cross) attention scores, over the model's greedy translations of the sample:
+
+- ``alignment_dictionary``: for each output word that has a translation partner in its source sentence according
+  to a bilingual dictionary, is the source word the head attends to most (word level, when that word is predicted)
+  one of those partners? The score is the share of yes. The dictionary (``resources/en_de_dictionary.tsv``) pairs
+  each frequent English word with the German words that co-occur with it most consistently in the training corpora
+  (Dice coefficient over sentence pairs); ``python -m transformer.heads dictionary`` rebuilds it.
+- ``alignment_consensus``: the share of output words for which the head's most attended source word is the one that
+  all other cross-attention heads together (their mean) attend to most — agreement with the model's own consensus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from transformer.analysis import (
+    HEAD_SCORES,
+    PUNCTUATION,
+    SPECIAL_TOKENS,
+    attention_for,
+    encoder_attention,
+    head_statistics,
+    load_anaphora_examples,
+    merge_matrix,
+    merge_tokens,
+    word_attention,
+    word_groups,
+    word_index,
+)
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.data import pad
+from transformer.decode import encode_source, greedy_decode, max_source_tokens
+
+RESOURCES = Path(__file__).resolve().parent / "resources"
+DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"
+SCORE_DESCRIPTIONS = {
+    **HEAD_SCORES,
+    "anaphora": "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
+    "anaphora_hits": "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
+    "alignment_dictionary": "cross-attention: share of output words whose most attended source word is a "
+    "dictionary translation of it (words with a dictionary partner in the source only)",
+    "alignment_consensus": "cross-attention: share of output words whose most attended source word is the one "
+    "all other cross-attention heads together attend to most",
+}
+ENCODER_SCORES = (*HEAD_SCORES, "anaphora", "anaphora_hits")
+CROSS_SCORES = ("alignment_dictionary", "alignment_consensus")
+WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def dev_sample(count: int) -> tuple[str, list[str]]:
+    """The first ``count`` English sentences of newstest2013, or the shipped pronoun sentences without the data."""
+    from transformer.train import DATA_ROOT  # noqa: PLC0415
+
+    path = DATA_ROOT / "dev" / "newstest2013.en"
+    if path.exists():
+        lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return f"newstest2013 (first {min(count, len(lines))} sentences)", lines[:count]
+    sentences = [example.sentence for example in load_anaphora_examples()][:count]
+    return f"the shipped pronoun sentences ({len(sentences)}; newstest2013 not found at {path})", sentences
+
+
+# ------------------------------------------------------------------------------------------------ encoder scores
+def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[str, np.ndarray]:
+    """Mean of :func:`~transformer.analysis.head_statistics` over the sentences: {name: [L, H]}."""
+    totals: dict[str, np.ndarray] = {}
+    for sentence in sentences:
+        tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, sentence)
+        for name, values in head_statistics(weights, tokens).items():
+            totals[name] = totals.get(name, 0) + values
+    return {name: values / max(1, len(sentences)) for name, values in totals.items()}
+
+
+def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.ndarray]:
+    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones)."""
+    examples = load_anaphora_examples() if examples is None else examples
+    weight_sum, hits, used = 0.0, 0.0, 0
+    for example in examples:
+        tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, example.sentence)
+        try:
+            pronoun, antecedent = word_index(tokens, example.pronoun), word_index(tokens, example.antecedent)
+        except ValueError:
+            continue  # a tokenizer that cannot spell the word (e.g. a test vocabulary)
+        weight_sum = weight_sum + word_attention(weights, tokens, pronoun, antecedent)
+        groups = word_groups(tokens)
+        words = merge_matrix(weights, groups, groups)[..., pronoun, :].copy()  # [L, H, W]
+        words[..., pronoun] = -np.inf
+        hits = hits + (words.argmax(-1) == antecedent)
+        used += 1
+    if used == 0:
+        shape = (loaded.config.encoder_layers, loaded.config.num_heads)
+        return {"anaphora": np.full(shape, np.nan), "anaphora_hits": np.full(shape, np.nan)}
+    return {"anaphora": weight_sum / used, "anaphora_hits": hits / used}
+
+
+# ------------------------------------------------------------------------------------------------ cross alignment
+def normalise(word: str) -> str:
+    return word.lower().strip()
+
+
+def load_dictionary(path: str | Path = DICTIONARY_FILE) -> dict[str, set[str]]:
+    """English word → German words (lower case) from a TSV of ``english <TAB> german <TAB> dice`` lines."""
+    dictionary: dict[str, set[str]] = {}
+    path = Path(path)
+    if not path.exists():
+        return dictionary
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        english, german, *_ = line.split("\t")
+        dictionary.setdefault(english, set()).add(german)
+    return dictionary
+
+
+def word_alignment_hits(
+    cross: np.ndarray,
+    source_words: Sequence[str],
+    output_words: Sequence[str],
+    dictionary: dict[str, set[str]],
+) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """For word-level cross-attention [L, H, output words, source words]: per head, how many output words attend
+    most to a dictionary partner (and how many output words have one), and how many agree with the other heads'
+    consensus (and how many output words were counted). Punctuation and special tokens are not counted."""
+    num_layers, num_heads = cross.shape[:2]
+    flat = cross.reshape(num_layers * num_heads, *cross.shape[2:])  # [LH, T, S]
+    choice = flat.argmax(-1)  # [LH, T]
+    total = flat.sum(0)
+    dictionary_hits = np.zeros(num_layers * num_heads)
+    consensus_hits = np.zeros(num_layers * num_heads)
+    dictionary_words = counted = 0
+    for t, word in enumerate(output_words):
+        if word in SPECIAL_TOKENS or not WORD.search(word) or word in PUNCTUATION:
+            continue
+        counted += 1
+        # Consensus of the other heads: the mean without this head's own row.
+        others = (total[t][None, :] - flat[:, t]).argmax(-1)  # [LH]
+        consensus_hits += choice[:, t] == others
+        partners = {
+            s for s, source in enumerate(source_words) if normalise(word) in dictionary.get(normalise(source), ())
+        }
+        if partners:
+            dictionary_words += 1
+            dictionary_hits += np.isin(choice[:, t], list(partners))
+    shape = (num_layers, num_heads)
+    return dictionary_hits.reshape(shape), dictionary_words, consensus_hits.reshape(shape), counted
+
+
+@torch.no_grad()
+def cross_scores(
+    loaded: LoadedCheckpoint, sentences: Sequence[str], dictionary: dict[str, set[str]] | None = None
+) -> dict[str, np.ndarray | int]:
+    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
+    dictionary = load_dictionary() if dictionary is None else dictionary
+    model, tokenizer = loaded.model, loaded.tokenizer
+    model.eval()
+    limit = max_source_tokens(model)
+    encoded = [encode_source(tokenizer, sentence, limit).ids for sentence in sentences]
+    outputs: list[list[int]] = []
+    for start in range(0, len(encoded), 16):
+        batch = pad(encoded[start : start + 16]).to(next(model.parameters()).device)
+        outputs += greedy_decode(model, batch)
+    shape = (loaded.config.decoder_layers, loaded.config.num_heads)
+    dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
+    dictionary_words = counted = 0
+    for source_ids, output in zip(encoded, outputs, strict=True):
+        maps = attention_for(model, tokenizer, source_ids, output)
+        # Row t of cross-attention is the query that predicts predicted_tokens[t]: group rows by the predicted words.
+        output_groups, source_groups = word_groups(maps.predicted_tokens), word_groups(maps.source_tokens)
+        cross = merge_matrix(maps.cross, output_groups, source_groups)
+        hits = word_alignment_hits(
+            cross,
+            merge_tokens(maps.source_tokens, source_groups),
+            merge_tokens(maps.predicted_tokens, output_groups),
+            dictionary,
+        )
+        dictionary_hits += hits[0]
+        dictionary_words += hits[1]
+        consensus_hits += hits[2]
+        counted += hits[3]
+    return {
+        "alignment_dictionary": dictionary_hits / dictionary_words if dictionary_words else np.full(shape, np.nan),
+        "alignment_consensus": consensus_hits / counted if counted else np.full(shape, np.nan),
+        "dictionary_words": dictionary_words,
+        "output_words": counted,
+    }
+
+
+def head_score_tables(loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True) -> dict:
+    """Every score as nested lists [layer][head], with what the sample was (JSON-ready)."""
+    description, sentences = dev_sample(sample)
+    tables = {**encoder_scores(loaded, sentences), **anaphora_scores(loaded)}
+    result: dict = {
+        "sample": description,
+        "sentences": len(sentences),
+        "anaphora_sentences": len(load_anaphora_examples()),
+        "descriptions": SCORE_DESCRIPTIONS,
+    }
+    if cross:
+        alignment = cross_scores(loaded, sentences)
+        result["dictionary_words"] = alignment.pop("dictionary_words")
+        result["output_words"] = alignment.pop("output_words")
+        tables.update(alignment)
+    result["encoder"] = {name: np.round(tables[name], 4).tolist() for name in ENCODER_SCORES}
+    if cross:
+        result["cross"] = {name: np.round(tables[name], 4).tolist() for name in CROSS_SCORES}
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ the dictionary
+def corpus_words(line: str) -> set[str]:
+    return {normalise(word) for word in WORD.findall(line) if not word.isdigit()}
+
+
+def read_pairs(prefix: Path, source: str = "en", target: str = "de") -> Iterable[tuple[str, str]]:
+    def open_text(path: Path):
+        return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
+
+    paths = []
+    for language in (source, target):
+        plain, packed = Path(f"{prefix}.{language}"), Path(f"{prefix}.{language}.gz")
+        paths.append(plain if plain.exists() else packed)
+    with open_text(paths[0]) as english, open_text(paths[1]) as german:
+        yield from zip(english, german)
+
+
+def build_dictionary(
+    pairs: Iterable[tuple[str, str]], min_count: int = 5, min_dice: float = 0.15, per_word: int = 3
+) -> list[tuple[str, str, float]]:
+    """(english, german, dice) for each English word's ``per_word`` most associated German words:
+    dice = 2·c(e, g) / (c(e) + c(g)) over sentence pairs, keeping pairs seen ``min_count`` times and dice ≥ ``min_dice``."""
+    english_counts: Counter[str] = Counter()
+    german_counts: Counter[str] = Counter()
+    sentences = []
+    for english, german in pairs:
+        e, g = corpus_words(english), corpus_words(german)
+        english_counts.update(e)
+        german_counts.update(g)
+        sentences.append((e, g))
+    joint: Counter[tuple[str, str]] = Counter()
+    for e, g in sentences:
+        e = [word for word in e if english_counts[word] >= min_count]
+        g = [word for word in g if german_counts[word] >= min_count]
+        joint.update((a, b) for a in e for b in g)
+    best: dict[str, list[tuple[float, str]]] = {}
+    for (english, german), count in joint.items():
+        if count < min_count:
+            continue
+        dice = 2 * count / (english_counts[english] + german_counts[german])
+        if dice >= min_dice:
+            best.setdefault(english, []).append((dice, german))
+    rows = []
+    for english in sorted(best):
+        for dice, german in sorted(best[english], reverse=True)[:per_word]:
+            rows.append((english, german, round(dice, 3)))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.heads")
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("dictionary", help="rebuild the English→German dictionary for alignment scores")
+    build.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")
+    build.add_argument("--out", type=Path, default=DICTIONARY_FILE)
+    build.add_argument("--min-count", type=int, default=5)
+    build.add_argument("--min-dice", type=float, default=0.15)
+    args = parser.parse_args(argv)
+    pairs = (pair for prefix in args.train for pair in read_pairs(prefix))
+    rows = build_dictionary(pairs, args.min_count, args.min_dice)
+    header = (
+        "# English word <TAB> German word <TAB> Dice coefficient over sentence pairs of "
+        + ", ".join(prefix.name for prefix in args.train)
+        + f" (co-occurrence ≥ {args.min_count}, Dice ≥ {args.min_dice}, top 3 per English word)\n"
+    )
+    args.out.write_text(header + "".join(f"{e}\t{g}\t{d}\n" for e, g, d in rows), encoding="utf-8")
+    words = len({row[0] for row in rows})
+    print(f"wrote {len(rows)} pairs for {words} English words to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
