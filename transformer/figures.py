@@ -41,6 +41,7 @@ from transformer.analysis import (
 )
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from transformer.decode import translate
+from transformer.heads import head_score_tables
 from transformer.viz import token_lines
 
 PAPER_LAYER = 5  # "layer 5 of 6", as printed
@@ -233,9 +234,7 @@ def figure_3(attention: SentenceAttention, layer: int, heads: Sequence[int] | No
     )
 
 
-def figure_4(
-    attention: SentenceAttention, layer: int, heads: Sequence[int], **view
-) -> tuple[go.Figure, go.Figure]:
+def figure_4(attention: SentenceAttention, layer: int, heads: Sequence[int], **view) -> tuple[go.Figure, go.Figure]:
     """Top: the full pattern of ``heads[0]``; bottom: only "its", for ``heads`` (two heads in the paper)."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
@@ -253,13 +252,8 @@ def figure_4(
 def figure_5(attention: SentenceAttention, layer: int, heads: Sequence[int], **view) -> list[go.Figure]:
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
-    return [
-        token_lines(
-            weights[layer], tokens, tokens, heads=[head],
-            title=f"Figure 5 — layer {layer + 1}, head {head + 1}: full attention",
-        )  # fmt: skip
-        for head in heads
-    ]
+    titles = [f"Figure 5 — layer {layer + 1}, head {head + 1}: full attention" for head in heads]
+    return [token_lines(weights[layer], tokens, tokens, heads=[h], title=t) for h, t in zip(heads, titles, strict=True)]
 
 
 # ------------------------------------------------------------------------------------------------------ the CLI
@@ -290,9 +284,7 @@ def paper_figures(loaded: LoadedCheckpoint, one_based: bool = True) -> tuple[dic
     }
     metrics["translations"] = {
         str(number): {"source": figure.sentence, "ours": translation, "reference": figure.reference}
-        for (number, figure), translation in zip(
-            [(3, FIGURES[3]), (4, FIGURES[4])], translations, strict=True
-        )
+        for (number, figure), translation in zip([(3, FIGURES[3]), (4, FIGURES[4])], translations, strict=True)
     }
     return figures, metrics
 
@@ -326,8 +318,7 @@ def figure_page(number: int, panels: Sequence[go.Figure], summary: str) -> str:
     figure = FIGURES[number]
     config = {"displaylogo": False, "displayModeBar": False}
     parts = [
-        panel.to_html(full_html=False, include_plotlyjs=index == 0, config=config)
-        for index, panel in enumerate(panels)
+        panel.to_html(full_html=False, include_plotlyjs=index == 0, config=config) for index, panel in enumerate(panels)
     ]
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -414,8 +405,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    from transformer.heads import head_score_tables  # noqa: PLC0415 (heavy: decodes a sample)
-
     scores = head_score_tables(loaded, sample=args.sample) if args.sample > 0 else None
     metrics = write_figures(loaded, args.out, one_based=not args.zero_based, png=not args.no_png, scores=scores)
     print(f"wrote {', '.join(metrics['files'])} and metrics.json to {args.out}")

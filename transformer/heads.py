@@ -50,6 +50,7 @@ from transformer.analysis import (
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import pad
 from transformer.decode import encode_source, greedy_decode, max_source_tokens
+from transformer.train import DATA_ROOT
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"
@@ -69,8 +70,6 @@ WORD = re.compile(r"\w+", re.UNICODE)
 
 def dev_sample(count: int) -> tuple[str, list[str]]:
     """The first ``count`` English sentences of newstest2013, or the shipped pronoun sentences without the data."""
-    from transformer.train import DATA_ROOT  # noqa: PLC0415
-
     path = DATA_ROOT / "dev" / "newstest2013.en"
     if path.exists():
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -239,14 +238,15 @@ def read_pairs(prefix: Path, source: str = "en", target: str = "de") -> Iterable
         plain, packed = Path(f"{prefix}.{language}"), Path(f"{prefix}.{language}.gz")
         paths.append(plain if plain.exists() else packed)
     with open_text(paths[0]) as english, open_text(paths[1]) as german:
-        yield from zip(english, german)
+        yield from zip(english, german, strict=True)
 
 
 def build_dictionary(
     pairs: Iterable[tuple[str, str]], min_count: int = 5, min_dice: float = 0.15, per_word: int = 3
 ) -> list[tuple[str, str, float]]:
-    """(english, german, dice) for each English word's ``per_word`` most associated German words:
-    dice = 2·c(e, g) / (c(e) + c(g)) over sentence pairs, keeping pairs seen ``min_count`` times and dice ≥ ``min_dice``."""
+    """(english, german, dice) for each English word's ``per_word`` most associated German words, where
+    dice = 2·c(e, g) / (c(e) + c(g)) over sentence pairs; pairs seen fewer than ``min_count`` times or with
+    dice < ``min_dice`` are dropped."""
     english_counts: Counter[str] = Counter()
     german_counts: Counter[str] = Counter()
     sentences = []
