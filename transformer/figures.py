@@ -220,40 +220,48 @@ def figure_metrics(attention: dict[int, SentenceAttention]) -> dict[str, object]
 
 
 # ------------------------------------------------------------------------------------------------ the figures
-def figure_3(attention: SentenceAttention, layer: int, heads: Sequence[int] | None = None, **view) -> go.Figure:
+def figure_3(
+    attention: SentenceAttention, layer: int, heads: Sequence[int] | None = None, first: int = 1, **view
+) -> go.Figure:
+    """Only the attentions of "making", for ``heads`` (None = all heads of the layer)."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
-    query = query_position(tokens, "making")
     return token_lines(
         weights[layer],
         tokens,
         tokens,
         heads=None if heads is None else list(heads),
-        query_index=query,
-        title=f"Figure 3 — encoder layer {layer + 1}: attention from “making”",
+        query_index=query_position(tokens, "making"),
+        title=f"Figure 3 — encoder layer {layer + first}: attention from “making”",
+        first=first,
     )
 
 
-def figure_4(attention: SentenceAttention, layer: int, heads: Sequence[int], **view) -> tuple[go.Figure, go.Figure]:
+def figure_4(
+    attention: SentenceAttention, layer: int, heads: Sequence[int], first: int = 1, **view
+) -> tuple[go.Figure, go.Figure]:
     """Top: the full pattern of ``heads[0]``; bottom: only "its", for ``heads`` (two heads in the paper)."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
-    full = token_lines(
-        weights[layer], tokens, tokens, heads=[heads[0]],
-        title=f"Figure 4 (top) — layer {layer + 1}, head {heads[0] + 1}: full attention",
-    )  # fmt: skip
-    its = token_lines(
-        weights[layer], tokens, tokens, heads=list(heads), query_index=query_position(tokens, "its"),
-        title=f"Figure 4 (bottom) — layer {layer + 1}, heads {', '.join(str(h + 1) for h in heads)}: only “its”",
-    )  # fmt: skip
-    return full, its
+    names = ", ".join(str(head + first) for head in heads)
+    top = f"Figure 4 (top) — layer {layer + first}, head {heads[0] + first}: full attention"
+    bottom = f"Figure 4 (bottom) — layer {layer + first}, heads {names}: only “its”"
+    its = query_position(tokens, "its")
+    return (
+        token_lines(weights[layer], tokens, tokens, heads=[heads[0]], title=top, first=first),
+        token_lines(weights[layer], tokens, tokens, heads=list(heads), query_index=its, title=bottom, first=first),
+    )
 
 
-def figure_5(attention: SentenceAttention, layer: int, heads: Sequence[int], **view) -> list[go.Figure]:
+def figure_5(attention: SentenceAttention, layer: int, heads: Sequence[int], first: int = 1, **view) -> list[go.Figure]:
+    """The full patterns of ``heads``, one panel each."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
-    titles = [f"Figure 5 — layer {layer + 1}, head {head + 1}: full attention" for head in heads]
-    return [token_lines(weights[layer], tokens, tokens, heads=[h], title=t) for h, t in zip(heads, titles, strict=True)]
+    panels = []
+    for head in heads:
+        title = f"Figure 5 — layer {layer + first}, head {head + first}: full attention"
+        panels.append(token_lines(weights[layer], tokens, tokens, heads=[head], title=title, first=first))
+    return panels
 
 
 # ------------------------------------------------------------------------------------------------------ the CLI

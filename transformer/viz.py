@@ -265,13 +265,15 @@ def token_lines(
     query_index: int | None = None,
     title: str = "",
     min_weight: float = 0.05,
+    first: int = 1,
 ) -> go.Figure:
     """The paper's appendix figures (tensor2tensor style): queries on the left, keys on the right, one line per
     query–key pair whose opacity is the attention weight, one colour per head.
 
     ``weights`` is one layer, [H, queries, keys]. ``heads`` picks heads (0-based; None = all); ``query_index``
-    shows only that query's lines and highlights it. Lines under ``min_weight`` are left out to keep the figure
-    light, and opacities are rounded to 1/20 so that a head needs at most 20 traces rather than one per line.
+    shows only that query's lines and highlights it; the legend numbers heads from ``first``. Lines under
+    ``min_weight`` are left out to keep the figure light, and opacities are rounded to 1/20 so that a head needs
+    at most 20 traces rather than one per line.
     """
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3:
@@ -295,7 +297,7 @@ def token_lines(
                 y=[None],
                 mode="lines",
                 line={"color": colour, "width": 3},
-                name=f"head {head + 1}",
+                name=f"head {head + first}",
                 legendgroup=f"head {head}",
             )
         )
@@ -371,6 +373,36 @@ def token_lines(
         font=FONT,
         legend={"title": {"text": "colour = head, opacity = weight"}},
         plot_bgcolor="white",
+    )
+    return fig
+
+
+def score_heatmap(values: np.ndarray, title: str, first: int = 1, fmt: str = ".2f") -> go.Figure:
+    """A per-head score [layers, heads] as a heatmap with the value written in each cell; layers and heads are
+    numbered from ``first``. Missing scores (NaN) stay blank."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"expected a [layers, heads] table, got shape {values.shape}")
+    layers = [f"layer {i + first}" for i in range(values.shape[0])]
+    heads = [f"head {i + first}" for i in range(values.shape[1])]
+    text = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
+    fig = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=heads,
+            y=layers,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            hovertemplate="%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(
+        title={"text": safe_label(title)},
+        height=int(120 + 38 * values.shape[0]),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        font=FONT,
     )
     return fig
 

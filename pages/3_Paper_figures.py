@@ -1,0 +1,294 @@
+"""The paper's appendix Figures 3–5 redrawn on the loaded model, with the numbers behind them and a training-step
+slider that replays them at the run's snapshots."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer import viz
+from transformer.analysis import word_attention, word_index
+from transformer.app_state import page_checkpoint, show_figure
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint
+from transformer.decode import translate
+from transformer.figures import (
+    FIGURES,
+    PAPER_LAYER,
+    anaphora_heads,
+    figure_3,
+    figure_4,
+    figure_5,
+    making_heads,
+    paper_heads,
+    paper_layer,
+    structure_heads,
+)
+from transformer.heads import SCORE_DESCRIPTIONS
+from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline, measure
+
+st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
+
+
+@st.cache_resource(show_spinner="Measuring the loaded model's heads…", max_entries=4)
+def live_point(_loaded: LoadedCheckpoint, key: str) -> TimelinePoint:
+    return measure(_loaded, "loaded model")
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def cached_timeline(path: str, modified: float) -> list[TimelinePoint]:
+    return load_timeline(path)
+
+
+@st.cache_data(show_spinner="Translating the paper's sentences…", max_entries=4)
+def paper_translations(_loaded: LoadedCheckpoint, key: str) -> dict[int, str]:
+    sentences = [FIGURES[3].sentence, FIGURES[4].sentence]
+    ours = translate(_loaded.model, _loaded.tokenizer, sentences, beam_size=4)
+    return {3: ours[0], 4: ours[1], 5: ours[1]}
+
+
+loaded = page_checkpoint()
+key = str(loaded.path)
+num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
+
+st.title("The paper's attention figures")
+st.markdown(
+    "The appendix of *Attention Is All You Need* shows three encoder self-attention figures from **layer 5 of 6**: "
+    "heads that follow a long-distance dependency, heads that resolve an anaphor, and heads whose patterns follow "
+    "the sentence's structure. Here they are redrawn on the loaded model with the paper's two newstest2013 "
+    "sentences, in the paper's style: queries on the left, keys on the right, line opacity = attention weight, one "
+    "colour per head. Next to each figure: the paper's caption, what this model shows in numbers, and its "
+    "translation. The heads drawn by default are the ones of this model that match each figure best."
+)
+
+first = st.sidebar.radio(
+    "Count layers and heads from",
+    (1, 0),
+    format_func=lambda value: f"{value} (the paper's “layer 5” is the {'5th' if value else 'last'})",
+    key="fig_first",
+    help="The paper says “layer 5 of 6” and “heads 5 and 6” without saying whether it counts from 0 or 1.",
+)
+words = st.sidebar.toggle("Merge pieces into words", True, key="fig_words")
+specials = st.sidebar.toggle("Show <EOS> and the paper's <pad> tokens", True, key="fig_specials")
+view = {"words": words, "specials": specials}
+
+# ------------------------------------------------------------------------------------------------ which step
+timeline_path = loaded.path / TIMELINE_FILE
+try:
+    timeline = cached_timeline(str(timeline_path), timeline_path.stat().st_mtime) if timeline_path.exists() else []
+except CheckpointError as error:
+    st.warning(f"The checkpoint's training timeline cannot be read ({error}); showing the loaded model only.")
+    timeline = []
+live = live_point(loaded, key)
+live_step = int((loaded.meta or {}).get("step", 0))
+points = [point for point in timeline if point.step != live_step] + [live]
+points.sort(key=lambda point: point.step)
+if len(points) > 1:
+    st.subheader("Heads over training")
+    chosen = st.select_slider(
+        "Training step",
+        options=list(range(len(points))),
+        value=points.index(live),
+        format_func=lambda i: f"{points[i].step:,}" + (" (loaded)" if points[i] is live else ""),
+        key="fig_step",
+        help="Snapshots the trainer kept during the run (`--snapshot-steps`), stored in the checkpoint's "
+        f"`{TIMELINE_FILE}`. Move the slider to watch the same figures and scores as the heads specialise.",
+    )
+    point = points[chosen]
+    hours = f", {point.train_hours:.2f} h of training" if point.train_hours is not None else ""
+    st.caption(f"Showing step {point.step:,}{hours}" + ("" if point is live else " (a snapshot of the same run)."))
+else:
+    point = live
+    st.caption(
+        f"This checkpoint ships no `{TIMELINE_FILE}`, so only the loaded model is shown. "
+        "`python -m transformer.timeline` builds one from a run's snapshots."
+    )
+metrics = point.metrics
+
+the_paper_layer = paper_layer(num_layers, first == 1)
+layer = st.selectbox(
+    "Encoder layer",
+    list(range(num_layers)),
+    index=the_paper_layer,
+    format_func=lambda i: f"layer {i + first}" + (" (the paper's layer)" if i == the_paper_layer else ""),
+    key=f"fig_layer_{first}",
+)
+
+
+def head_name(head: int) -> str:
+    return f"head {head + first}"
+
+
+def paper_side(number: int, findings: str) -> None:
+    figure = FIGURES[number]
+    st.markdown(f"**Paper, Figure {number}:** *{figure.caption}*")
+    st.markdown(f"**This model:** {findings}")
+    if point is live:
+        st.markdown(f"**Our translation:** {paper_translations(loaded, key)[number]}")
+    else:
+        st.markdown("**Our translation:** (only for the loaded model; a snapshot keeps its attention, not its weights)")
+    st.markdown(f"**Reference** (newstest2013 line {figure.dev_line}): {figure.reference}")
+
+
+# ------------------------------------------------------------------------------------------------ Figure 3
+st.header(f"Figure 3 — {FIGURES[3].title}")
+making = metrics["figure_3"]
+left, right = st.columns([3, 2])
+if "error" in making:
+    right.warning(f"Cannot measure Figure 3 on this model: {making['error']}")
+    best_making = []
+else:
+    best_making = making_heads(making, layer, [])
+with right:
+    if "error" not in making:
+        per_layer = making["heads_on_more_difficult_per_layer"]
+        a, b = st.columns(2)
+        a.metric(f"Heads of layer {layer + first} on “more”/“difficult”", f"{per_layer[layer]} of {num_heads}")
+        b.metric(
+            "Best layer",
+            f"layer {making['best_layer_making'] + first}",
+            f"{making['making_heads_on_more_difficult']} heads",
+            delta_color="off",
+        )
+        tokens = point.attention[3].tokens
+        weights = point.attention[3].weights
+        m = word_index(tokens, "making")
+        on_more = word_attention(weights, tokens, m, word_index(tokens, "more"))[layer]
+        on_difficult = word_attention(weights, tokens, m, word_index(tokens, "difficult"))[layer]
+        st.dataframe(
+            {
+                "head": [head + first for head in range(num_heads)],
+                "strongest other word": making["strongest_word_from_making"][layer],
+                "weight on “more”": np.round(on_more, 3),
+                "weight on “difficult”": np.round(on_difficult, 3),
+            },
+            hide_index=True,
+        )
+        findings = (
+            f"{per_layer[layer]} head(s) of layer {layer + first} put their largest non-self weight from “making” on "
+            f"“more” or “difficult” (goal: at least 3 in one layer); per layer: {per_layer}."
+        )
+    else:
+        findings = "not measurable."
+    paper_side(3, findings)
+with left:
+    heads = st.multiselect(
+        "Heads",
+        list(range(num_heads)),
+        default=best_making or list(range(num_heads)),
+        format_func=head_name,
+        key=f"fig3_heads_{layer}_{first}",
+        help="Default: the heads of this layer whose strongest non-self word from “making” is “more” or "
+        "“difficult” (all heads if there are none).",
+    )
+    if heads:
+        show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
+    else:
+        st.info("Choose at least one head.")
+
+# ------------------------------------------------------------------------------------------------ Figure 4
+st.header(f"Figure 4 — {FIGURES[4].title}")
+its = metrics["figure_4"]
+left, right = st.columns([3, 2])
+if "error" in its:
+    right.warning(f"Cannot measure Figure 4 on this model: {its['error']}")
+    best_its = paper_heads(num_heads, first == 1)
+else:
+    best_its = anaphora_heads(its, layer)
+with left:
+    heads = st.multiselect(
+        "Heads (the first one is drawn in full on top)",
+        list(range(num_heads)),
+        default=best_its,
+        format_func=head_name,
+        key=f"fig4_heads_{layer}_{first}",
+        help="Default: the two heads of this layer with the most weight from “its” on “Law” or “application”. "
+        f"The paper's heads 5 and 6 are {', '.join(head_name(h) for h in paper_heads(num_heads, first == 1))} "
+        "in this numbering.",
+    )
+    if heads:
+        top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
+        show_figure(top, key="figure_4_top")
+        show_figure(bottom, key="figure_4_bottom")
+    else:
+        st.info("Choose at least one head.")
+with right:
+    if "error" not in its:
+        law, application = np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"])
+        a, b = st.columns(2)
+        a.metric("Best head: “its” → “Law”", f"{its['its_to_law']:.2f}")
+        b.metric("Best head: “its” → “application”", f"{its['its_to_application']:.2f}")
+        st.caption(
+            f"Best head of the whole model: layer {its['best_layer_its'] + first}, head {its['best_head_its'] + first}."
+            " Goal: one head with weight ≥ 0.5 on “Law” or “application”."
+        )
+        st.dataframe(
+            {
+                "head": [head + first for head in range(num_heads)],
+                "“its” → “Law”": np.round(law[layer], 3),
+                "“its” → “application”": np.round(application[layer], 3),
+            },
+            hide_index=True,
+        )
+        findings = (
+            f"in layer {layer + first} the sharpest “its” head puts {max(law[layer].max(), 0):.2f} on “Law” and "
+            f"{application[layer].max():.2f} on “application” (the paper's heads are “very sharp”)."
+        )
+    else:
+        findings = "not measurable."
+    paper_side(4, findings)
+
+# ------------------------------------------------------------------------------------------------ Figure 5
+st.header(f"Figure 5 — {FIGURES[5].title}")
+law_attention = point.attention[5]
+default_structure = structure_heads(law_attention.weights[layer], law_attention.tokens)
+left, right = st.columns([3, 2])
+with left:
+    heads = st.multiselect(
+        "Two heads",
+        list(range(num_heads)),
+        default=default_structure,
+        max_selections=2,
+        format_func=head_name,
+        key=f"fig5_heads_{layer}_{first}",
+        help="Default: the sharpest head of the layer (lowest entropy) and, among the next sharpest four, the one "
+        "whose pattern differs most from it.",
+    )
+    for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
+        show_figure(panel, key=f"figure_5_{index}")
+    if not heads:
+        st.info("Choose one or two heads.")
+with right:
+    real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
+    rows = law_attention.weights[layer][:, real]
+    entropy = -(rows * np.log2(np.where(rows > 0, rows, 1.0))).sum(-1).mean(-1)
+    distance = (rows * np.abs(np.arange(rows.shape[-1])[None, None, :] - np.array(real)[None, :, None])).sum(-1)
+    st.dataframe(
+        {
+            "head": [head + first for head in range(num_heads)],
+            "entropy (bits)": np.round(entropy, 2),
+            "mean distance": np.round(distance.mean(-1), 2),
+        },
+        hide_index=True,
+    )
+    chosen = heads if len(heads) == 2 else default_structure
+    difference = 0.5 * np.abs(rows[chosen[0]] - rows[chosen[1]]).sum(-1).mean()
+    paper_side(
+        5,
+        f"heads {chosen[0] + first} and {chosen[1] + first} of layer {layer + first} differ by {difference:.2f} "
+        "in mean total variation (0 = the same pattern, 1 = disjoint).",
+    )
+
+# ------------------------------------------------------------------------------------------------ scores
+st.header("Head scores at this step")
+st.caption(
+    "Encoder self-attention scores over the project's pronoun sentences "
+    "(the *Head discovery* page computes them over the dev set, with cross-attention alignment too)."
+)
+score = st.selectbox(
+    "Score",
+    list(point.scores),
+    format_func=lambda name: f"{name} — {SCORE_DESCRIPTIONS.get(name, '')}",
+    key="fig_score",
+)
+show_figure(viz.score_heatmap(point.scores[score], f"{score} at step {point.step:,}", first=first), key="fig_scores")
+st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")

@@ -1,0 +1,132 @@
+"""Heads over training: the paper figures' attention and the encoder head scores at each snapshot of a run.
+
+The trainer keeps never-rotated fp16 snapshots at chosen steps (``--snapshot-steps``); a full snapshot of the
+``small`` model is 26 MB, too much to ship several. A timeline keeps only what the figures page shows for each
+snapshot: the encoder self-attention of the two paper sentences ([L, H, S, S], fp16), the figure numbers and the
+encoder head score tables over the shipped pronoun sentences. It is one ``timeline.safetensors`` of a few MB that
+sits in the checkpoint folder:
+
+    python -m transformer.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
+        --out checkpoints/en-de-small/timeline.safetensors
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from transformer.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
+from transformer.heads import anaphora_scores, encoder_scores, load_anaphora_examples
+
+TIMELINE_FILE = "timeline.safetensors"
+FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
+
+
+@dataclass
+class TimelinePoint:
+    step: int
+    train_hours: float | None
+    label: str
+    attention: dict[int, SentenceAttention]  # figure number → attention (Figure 5 shares Figure 4's)
+    metrics: dict
+    scores: dict[str, np.ndarray]
+
+
+def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
+    attention = {number: sentence_attention(loaded, FIGURES[number]) for number in FIGURE_SENTENCES}
+    attention[5] = attention[4]
+    sentences = [example.sentence for example in load_anaphora_examples()]
+    scores = {**encoder_scores(loaded, sentences), **anaphora_scores(loaded)}
+    meta = loaded.meta or {}
+    hours = meta.get("train_hours")
+    return TimelinePoint(
+        step=int(meta.get("step", 0)),
+        train_hours=None if hours is None else float(hours),
+        label=label,
+        attention=attention,
+        metrics=figure_metrics(attention),
+        scores=scores,
+    )
+
+
+def save_timeline(points: Sequence[TimelinePoint], path: Path) -> None:
+    points = sorted(points, key=lambda point: point.step)
+    tensors: dict[str, torch.Tensor] = {}
+    index = []
+    for number, point in enumerate(points):
+        for figure in FIGURE_SENTENCES:
+            tensors[f"{number}.figure_{figure}"] = torch.from_numpy(point.attention[figure].weights).half()
+        for name, values in point.scores.items():
+            tensors[f"{number}.score.{name}"] = torch.from_numpy(np.asarray(values, dtype=np.float32))
+        index.append(
+            {"step": point.step, "train_hours": point.train_hours, "label": point.label, "metrics": point.metrics}
+        )
+    tokens = {str(figure): points[0].attention[figure].tokens for figure in FIGURE_SENTENCES}
+    metadata = {"points": json.dumps(index), "tokens": json.dumps(tokens)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(path), metadata=metadata)
+
+
+def load_timeline(path: str | Path) -> list[TimelinePoint]:
+    """The timeline's points in step order; [] when there is none; CheckpointError when the file is unreadable."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    try:
+        from safetensors import safe_open
+
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+        tensors = load_file(str(path))
+        index = json.loads(metadata["points"])
+        tokens = {int(k): v for k, v in json.loads(metadata["tokens"]).items()}
+    except Exception as error:  # safetensors raises several types for damaged files
+        raise CheckpointError(f"{path}: not a readable timeline ({error})") from error
+    points = []
+    for number, entry in enumerate(index):
+        attention = {
+            figure: SentenceAttention(tokens[figure], tensors[f"{number}.figure_{figure}"].float().numpy())
+            for figure in FIGURE_SENTENCES
+        }
+        attention[5] = attention[4]
+        prefix = f"{number}.score."
+        scores = {key[len(prefix) :]: value.numpy() for key, value in tensors.items() if key.startswith(prefix)}
+        points.append(
+            TimelinePoint(entry["step"], entry["train_hours"], entry["label"], attention, entry["metrics"], scores)
+        )
+    return points
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.timeline", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
+    parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
+    args = parser.parse_args(argv)
+    points = []
+    for folder in args.checkpoints:
+        try:
+            loaded = load_checkpoint(folder)
+        except CheckpointError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else "snapshot"
+        point = measure(loaded, label)
+        print(f"step {point.step}: making heads {point.metrics['making_heads_on_more_difficult']}, "
+              f"its→Law {point.metrics['its_to_law']}", file=sys.stderr)  # fmt: skip
+        points.append(point)
+    save_timeline(points, args.out)
+    print(f"wrote {len(points)} points to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
