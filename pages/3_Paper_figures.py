@@ -8,7 +8,7 @@ import streamlit as st
 
 from transformer import viz
 from transformer.analysis import word_attention, word_index
-from transformer.app_state import page_checkpoint, show_figure
+from transformer.app_state import measured_heads, page_checkpoint, show_figure
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint
 from transformer.decode import translate
 from transformer.figures import (
@@ -24,14 +24,9 @@ from transformer.figures import (
     structure_heads,
 )
 from transformer.heads import SCORE_DESCRIPTIONS
-from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline, measure
+from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 
 st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
-
-
-@st.cache_resource(show_spinner="Measuring the loaded model's heads…", max_entries=4)
-def live_point(_loaded: LoadedCheckpoint, key: str) -> TimelinePoint:
-    return measure(_loaded, "loaded model")
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -78,7 +73,7 @@ try:
 except CheckpointError as error:
     st.warning(f"The checkpoint's training timeline cannot be read ({error}); showing the loaded model only.")
     timeline = []
-live = live_point(loaded, key)
+live = measured_heads(loaded, key)
 live_step = int((loaded.meta or {}).get("step", 0))
 points = [point for point in timeline if point.step != live_step] + [live]
 points.sort(key=lambda point: point.step)

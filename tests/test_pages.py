@@ -11,11 +11,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions
+from tests.test_heads import uniform_encoder_copy
+from transformer import timeline
 from transformer.checkpoint import read_json, write_json
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 POSITIONAL = "1_Positional_encoding.py"
 MODEL = "2_Model_and_training.py"
+FIGURES = "3_Paper_figures.py"
+HEADS = "4_Head_discovery.py"
 
 
 def run_page(name: str) -> AppTest:
@@ -102,7 +106,7 @@ def test_model_page_without_a_log_shows_the_model_card_and_scores(shipped_copy: 
     assert any(json.loads(element.value) == {"newstest2014 BLEU": 1.5} for element in app.json)
 
 
-@pytest.mark.parametrize("page", [POSITIONAL, MODEL])
+@pytest.mark.parametrize("page", [POSITIONAL, MODEL, FIGURES, HEADS])
 def test_a_broken_checkpoint_is_explained_not_raised(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -132,3 +136,92 @@ def test_figure_download_format_holds_across_pages(checkpoint: Path, tmp_path: P
     no_exceptions(app)
     assert {chart["config"]["toImageButtonOptions"]["format"] for chart in charts(app)} == {"svg"}
     assert all(chart["config"]["displaylogo"] is False for chart in charts(app))
+
+
+def titles(app: AppTest) -> list[str]:
+    return [chart["figure"]["layout"]["title"]["text"] for chart in charts(app)]
+
+
+def legend(chart: dict) -> list[str]:
+    return [trace["name"] for trace in chart["figure"]["data"] if trace.get("showlegend") is not False]
+
+
+def labels(chart: dict) -> str:
+    return " ".join(" ".join(trace["text"]) for trace in chart["figure"]["data"] if trace.get("mode") == "text")
+
+
+def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkpoint: Path):
+    app = run_page(FIGURES)
+    no_exceptions(app)
+    shown = titles(app)
+    assert [title.split(" —")[0] for title in shown[:5]] == [
+        "Figure 3", "Figure 4 (top)", "Figure 4 (bottom)", "Figure 5", "Figure 5",
+    ]  # fmt: skip
+    assert len(shown) == 6 and "at step" in shown[5]  # the score heatmap
+    # The tiny model has 2 layers, so the paper's "layer 5" is clipped to the last one.
+    assert "layer 2" in shown[0]
+    assert any("Many of the attention heads attend to a distant dependency" in m.value for m in app.markdown)
+    assert any("In diesem Sinne" in m.value for m in app.markdown)  # the reference translation
+    assert "&lt;pad&gt;" in labels(charts(app)[0]) and "&lt;EOS&gt;" in labels(charts(app)[0])
+
+    app.selectbox(key="fig_layer_1").set_value(0).run()
+    no_exceptions(app)
+    assert all("layer 1" in title for title in titles(app)[:5])
+
+    app.multiselect(key="fig3_heads_0_1").set_value([2]).run()
+    assert legend(charts(app)[0]) == ["head 3"]
+    app.multiselect(key="fig3_heads_0_1").set_value([]).run()
+    no_exceptions(app)
+    assert any("at least one head" in info.value for info in app.info)
+    assert not titles(app)[0].startswith("Figure 3")
+
+    app.sidebar.radio(key="fig_first").set_value(0).run()  # count from 0: the same last layer is "layer 1"
+    no_exceptions(app)
+    assert "layer 1" in titles(app)[0] and all(name.startswith("head ") for name in legend(charts(app)[0]))
+    assert "head 0" in " ".join(legend(charts(app)[0]) + legend(charts(app)[1]) + legend(charts(app)[2]))
+    app.sidebar.toggle(key="fig_specials").set_value(False).run()
+    assert "pad" not in labels(charts(app)[0]) and "EOS" not in labels(charts(app)[0])
+
+
+def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_path: Path, monkeypatch):
+    folder = shutil.copytree(trained_checkpoint, tmp_path / "with-timeline")
+    early = uniform_encoder_copy(trained_checkpoint, tmp_path / "early", step=5)
+    assert timeline.main([str(early), str(folder), "--out", str(folder / timeline.TIMELINE_FILE)]) == 0
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+    app = run_page(FIGURES)
+    no_exceptions(app)
+    slider = app.select_slider(key="fig_step")
+    assert slider.value == 1  # the loaded model, the last point
+    trained = charts(app)[1]["figure"]["data"]
+    slider.set_value(0).run()
+    no_exceptions(app)
+    assert any("Showing step 5" in caption.value for caption in app.caption)
+    early_figure = charts(app)[1]["figure"]["data"]
+    assert early_figure != trained
+    assert any("only for the loaded model" in m.value for m in app.markdown)
+    app.selectbox(key="fig_score").set_value("entropy").run()
+    early_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
+    app.select_slider(key="fig_step").set_value(1).run()
+    trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
+    assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
+
+
+def test_head_discovery_page_scores_every_head(checkpoint: Path):
+    app = run_page(HEADS)
+    no_exceptions(app)
+    (heatmap,) = charts(app)
+    assert array(heatmap["figure"]["data"][0]["z"]).shape == (2, 4)
+    assert len(app.dataframe[0].value) == 2 * 4
+    assert {metric.label.split(":")[0] for metric in app.metric} >= {"Figure 3", "Figure 4"}
+
+    app.radio(key="heads_kind").set_value("cross-attention").run()
+    no_exceptions(app)
+    assert app.selectbox(key="heads_score_cross-attention").options[0].startswith("alignment_dictionary")
+    assert "cross-attention" in titles(app)[0]
+
+    app.radio(key="heads_source").set_value("one sentence").run()
+    no_exceptions(app)
+    assert any("one sentence" in caption.value for caption in app.caption)
+    app.text_input(key="heads_sentence").set_value("  ").run()
+    no_exceptions(app)
+    assert any("Type a sentence" in info.value for info in app.info)

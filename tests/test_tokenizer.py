@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, join_pieces
 
 
 def test_special_ids_are_fixed(tokenizer: Tokenizer):
@@ -45,3 +45,10 @@ def test_loading_a_broken_model_names_the_file(tmp_path):
         Tokenizer.load(broken)
     with pytest.raises(FileNotFoundError, match="missing.model: SentencePiece model not found"):
         Tokenizer.load(tmp_path / "missing.model")
+
+
+def test_byte_pieces_stay_inside_their_word_and_merge_back_to_text():
+    pieces = ["▁", "<0x4C>", "aw", "▁caf", "<0xC3>", "<0xA9>", ".", "</s>"]
+    assert Tokenizer.word_groups(pieces) == [[0, 1, 2], [3, 4, 5], [6], [7]]
+    assert join_pieces(pieces[3:6]) == "▁café"
+    assert join_pieces(["<0xC3>"]) == "\ufffd"  # half a character is shown as such, never an exception

@@ -21,6 +21,7 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from transformer.timeline import TimelinePoint, measure
 
 CHECKPOINT_KEY = "checkpoint"
 FIGURE_FORMAT_KEY = "figure_format"
@@ -37,6 +38,12 @@ WHAT_TO_DO = (
 def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
     """The checkpoint's model, tokenizer and metadata, loaded once per process (errors are not cached)."""
     return load_checkpoint(name_or_path)
+
+
+@st.cache_resource(show_spinner="Measuring the model's heads on the paper's sentences…", max_entries=4)
+def measured_heads(_loaded: LoadedCheckpoint, name: str) -> TimelinePoint:
+    """The paper figures' attention, numbers and encoder head scores of a loaded checkpoint (cached by ``name``)."""
+    return measure(_loaded, "loaded model")
 
 
 def available_checkpoints() -> list[str]:

@@ -89,6 +89,20 @@ def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[s
     return {name: values / max(1, len(sentences)) for name, values in totals.items()}
 
 
+def pronoun_to_antecedent(
+    weights: np.ndarray, tokens: Sequence[str], pronoun: str, antecedent: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """For self-attention [L, H, S, S] over ``tokens``: the word-level weight [L, H] from the pronoun to the
+    antecedent, and whether the antecedent is the pronoun's most attended other word [L, H] (booleans).
+    Raises ValueError if either word is not in the sentence."""
+    pronoun_index, antecedent_index = word_index(tokens, pronoun), word_index(tokens, antecedent)
+    weight = word_attention(weights, tokens, pronoun_index, antecedent_index)
+    groups = word_groups(tokens)
+    row = merge_matrix(np.asarray(weights), groups, groups)[..., pronoun_index, :].copy()  # [L, H, W]
+    row[..., pronoun_index] = -np.inf
+    return weight, row.argmax(-1) == antecedent_index
+
+
 def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.ndarray]:
     """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones)."""
     examples = load_anaphora_examples() if examples is None else examples
@@ -96,15 +110,10 @@ def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.nda
     for example in examples:
         tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, example.sentence)
         try:
-            pronoun, antecedent = word_index(tokens, example.pronoun), word_index(tokens, example.antecedent)
+            weight, hit = pronoun_to_antecedent(weights, tokens, example.pronoun, example.antecedent)
         except ValueError:
             continue  # a tokenizer that cannot spell the word (e.g. a test vocabulary)
-        weight_sum = weight_sum + word_attention(weights, tokens, pronoun, antecedent)
-        groups = word_groups(tokens)
-        words = merge_matrix(weights, groups, groups)[..., pronoun, :].copy()  # [L, H, W]
-        words[..., pronoun] = -np.inf
-        hits = hits + (words.argmax(-1) == antecedent)
-        used += 1
+        weight_sum, hits, used = weight_sum + weight, hits + hit, used + 1
     if used == 0:
         shape = (loaded.config.encoder_layers, loaded.config.num_heads)
         return {"anaphora": np.full(shape, np.nan), "anaphora_hits": np.full(shape, np.nan)}

@@ -1,0 +1,138 @@
+"""Find heads by what they do: every score of every head, as a heatmap and a sortable table, over one sentence or
+a sample of the dev set, and the heads of the loaded model that match the paper's figures best."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer import viz
+from transformer.analysis import encoder_attention, head_statistics
+from transformer.app_state import measured_heads, page_checkpoint, show_figure
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.figures import LAW_SENTENCE
+from transformer.heads import (
+    CROSS_SCORES,
+    DICTIONARY_FILE,
+    ENCODER_SCORES,
+    SCORE_DESCRIPTIONS,
+    cross_scores,
+    head_score_tables,
+)
+
+st.set_page_config(page_title="Head discovery", page_icon="🔎", layout="wide")
+SHARP_IS_LOW = {"entropy"}  # scores where the notable heads are the lowest
+
+
+@st.cache_data(show_spinner="Scoring every head over the sample (translating it too)…", max_entries=8)
+def sample_tables(_loaded: LoadedCheckpoint, name: str, sample: int) -> dict:
+    return head_score_tables(_loaded, sample=sample)
+
+
+@st.cache_data(show_spinner="Scoring every head on the sentence…", max_entries=16)
+def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict:
+    tokens, weights = encoder_attention(_loaded.model, _loaded.tokenizer, sentence)
+    encoder = {key: values.tolist() for key, values in head_statistics(weights, tokens).items()}
+    alignment = cross_scores(_loaded, [sentence])
+    return {
+        "sample": "one sentence",
+        "sentences": 1,
+        "dictionary_words": alignment["dictionary_words"],
+        "output_words": alignment["output_words"],
+        "encoder": encoder,
+        "cross": {key: np.asarray(alignment[key]).tolist() for key in CROSS_SCORES},
+    }
+
+
+loaded = page_checkpoint()
+name = str(loaded.path)
+first = st.sidebar.radio("Count layers and heads from", (1, 0), key="heads_first")
+
+st.title("Head discovery")
+st.markdown(
+    "Every head of the loaded model, scored by what it does. **Encoder self-attention:** how far it looks (mean "
+    "distance, mass beyond 5 tokens), whether it is positional (weight on the previous / next token, on itself), "
+    "whether it parks on delimiters (`</s>` and punctuation), how sharp it is (entropy), and whether it resolves "
+    "pronouns (anaphora: weight from a pronoun to its antecedent over the project's marked sentences). "
+    "**Cross-attention:** whether a head aligns output words with their translations in the source."
+)
+
+source = st.radio(
+    "Measure over", ("dev sample", "one sentence"), horizontal=True, key="heads_source",
+    help="The dev sample is the first sentences of newstest2013 (or the project's pronoun sentences when the data "
+    "is not installed); cross-attention is scored on the model's greedy translations.",
+)  # fmt: skip
+if source == "dev sample":
+    count = st.slider("Sentences", 10, 300, 50, step=10, key="heads_sample")
+    tables = sample_tables(loaded, name, count)
+else:
+    sentence = st.text_input("Sentence", LAW_SENTENCE, key="heads_sentence", max_chars=2000).strip()
+    if not sentence:
+        st.info("Type a sentence to score the heads on it.")
+        st.stop()
+    tables = sentence_tables(loaded, name, sentence)
+
+point = measured_heads(loaded, name)
+encoder = {key: np.asarray(values) for key, values in tables["encoder"].items()}
+encoder.update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
+cross = {key: np.asarray(values, dtype=float) for key, values in tables.get("cross", {}).items()}
+st.caption(
+    f"Measured over {tables['sample']}; anaphora scores over the project's pronoun sentences; alignment over "
+    f"{tables.get('output_words', 0)} output words, {tables.get('dictionary_words', 0)} of them with a dictionary "
+    f"partner in their source (dictionary: `{DICTIONARY_FILE.name}`)."
+)
+
+# ------------------------------------------------------------------------------------------------ the paper's heads
+st.header("Heads that match the paper's figures")
+metrics = point.metrics
+a, b, c = st.columns(3)
+if metrics.get("making_heads_on_more_difficult") is not None:
+    a.metric(
+        "Figure 3: heads from “making” on “more”/“difficult”",
+        f"{metrics['making_heads_on_more_difficult']} in layer {metrics['best_layer_making'] + first}",
+        help="The largest number of heads of one layer whose strongest non-self word from “making” is “more” or "
+        "“difficult” (goal: at least 3).",
+    )
+if metrics.get("its_to_law") is not None:
+    best = f"layer {metrics['best_layer_its'] + first}, head {metrics['best_head_its'] + first}"
+    b.metric("Figure 4: best “its” head", best)
+    c.metric(
+        "Its weight on “Law” / “application”",
+        f"{metrics['its_to_law']:.2f} / {metrics['its_to_application']:.2f}",
+        help="Goal: one head with weight ≥ 0.5 on “Law” or “application”.",
+    )
+st.caption("The *Paper figures* page draws them, in the paper's style.")
+
+# ------------------------------------------------------------------------------------------------ heatmaps
+st.header("Scores over layers × heads")
+kind = st.radio(
+    "Attention", ("encoder self-attention", "cross-attention"), horizontal=True, key="heads_kind",
+    disabled=not cross,
+)  # fmt: skip
+scores = encoder if kind == "encoder self-attention" or not cross else cross
+names = [key for key in (*ENCODER_SCORES, *CROSS_SCORES) if key in scores]
+score = st.selectbox(
+    "Score", names, format_func=lambda key: f"{key} — {SCORE_DESCRIPTIONS[key]}", key=f"heads_score_{kind}"
+)
+show_figure(viz.score_heatmap(scores[score], f"{score} ({kind})", first=first), key="heads_heatmap")
+values = scores[score]
+if np.isfinite(values).any():
+    pick = np.nanargmin if score in SHARP_IS_LOW else np.nanargmax
+    layer, head = np.unravel_index(pick(values), values.shape)
+    st.caption(
+        f"{'Lowest' if score in SHARP_IS_LOW else 'Highest'}: layer {layer + first}, head {head + first} "
+        f"({values[layer, head]:.3f})."
+    )
+
+# ------------------------------------------------------------------------------------------------ the table
+st.header("Every head")
+st.caption("Click a column header to sort.")
+num_layers, num_heads = next(iter(scores.values())).shape
+rows = {"layer": [], "head": []}
+for layer in range(num_layers):
+    for head in range(num_heads):
+        rows["layer"].append(layer + first)
+        rows["head"].append(head + first)
+for key in names:
+    rows[key] = np.round(scores[key].reshape(-1), 4)
+st.dataframe(rows, hide_index=True, width="stretch")

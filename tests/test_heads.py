@@ -1,0 +1,198 @@
+"""Head discovery, the paper figures and the training timeline: scores on hand-made attention with known answers,
+and the command-line tools on the tiny trained checkpoint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.torch import load_file, save_file
+
+from tests.conftest import needs_browser
+from transformer import figures, timeline
+from transformer.checkpoint import CheckpointError, load_checkpoint, read_json, write_json
+from transformer.heads import (
+    build_dictionary,
+    head_score_tables,
+    pronoun_to_antecedent,
+    word_alignment_hits,
+)
+
+PRONOUN_TOKENS = [
+    "▁The", "▁committee", "▁rejected", "▁the", "▁pro", "posal", "▁because", "▁it", "▁was", "▁expensive", ".", "</s>",
+]  # fmt: skip
+
+
+def pronoun_heads() -> np.ndarray:
+    """Three heads of one layer: exactly on the antecedent's pieces, uniform, and on the wrong noun."""
+    size = len(PRONOUN_TOKENS)
+    weights = np.full((1, 3, size, size), 1.0 / size)
+    it = PRONOUN_TOKENS.index("▁it")
+    weights[0, 0, it] = 0
+    weights[0, 0, it, [4, 5]] = 0.5  # "pro" + "posal"
+    weights[0, 2, it] = 0
+    weights[0, 2, it, 1] = 1.0  # "committee"
+    return weights
+
+
+def test_anaphora_score_is_one_for_a_head_on_the_antecedent_and_uniform_share_for_a_uniform_head():
+    weight, hit = pronoun_to_antecedent(pronoun_heads(), PRONOUN_TOKENS, "it", "proposal")
+    size = len(PRONOUN_TOKENS)
+    assert weight[0, 0] == pytest.approx(1.0)
+    assert weight[0, 1] == pytest.approx(2 / size)  # uniform over pieces: the antecedent has two
+    assert weight[0, 2] == pytest.approx(0.0)
+    assert hit[0].tolist() == [True, True, False]
+    with pytest.raises(ValueError, match="not found"):
+        pronoun_to_antecedent(pronoun_heads(), PRONOUN_TOKENS, "they", "proposal")
+
+
+def test_alignment_hits_count_dictionary_partners_and_consensus():
+    source = ["the", "cat", "sleeps", "</s>"]
+    output = ["die", "katze", "schläft", ".", "</s>"]
+    dictionary = {"the": {"die"}, "cat": {"katze"}, "sleeps": {"schläft"}}
+    diagonal = np.eye(5, 4)
+    diagonal[4, 3] = 1.0
+    cross = np.stack(
+        [
+            diagonal,  # aligns every word with its translation
+            np.full((5, 4), 0.25),  # uniform: its argmax is the first source word
+            0.6 * diagonal + 0.4 * np.eye(5, 4)[:, ::-1],  # mostly aligned
+        ]
+    )[None]  # [1 layer, 3 heads, 5, 4]
+    dictionary_hits, dictionary_words, consensus_hits, counted = word_alignment_hits(cross, source, output, dictionary)
+    assert (dictionary_words, counted) == (3, 3)  # "." and </s> are not counted
+    assert (dictionary_hits[0] / dictionary_words).tolist() == pytest.approx([1.0, 1 / 3, 1.0])
+    assert (consensus_hits[0] / counted).tolist() == pytest.approx([1.0, 1 / 3, 1.0])
+
+
+def test_dictionary_pairs_words_that_translate_each_other():
+    pairs = [("the cat sleeps.", "die katze schläft."), ("the dog sleeps.", "der hund schläft."),
+             ("a cat eats.", "eine katze isst."), ("the cat eats.", "die katze isst.")] * 5  # fmt: skip
+    rows = build_dictionary(pairs, min_count=3, min_dice=0.3)
+    best = {}
+    for english, german, dice in rows:
+        best.setdefault(english, (german, dice))
+    assert best["cat"][0] == "katze" and best["cat"][1] == pytest.approx(1.0)
+    assert best["sleeps"][0] == "schläft"
+    assert best["dog"][0] in {"hund", "der"}
+
+
+def test_structure_heads_pick_the_sharpest_head_and_the_most_different_one():
+    size = 6
+    tokens = [f"▁w{i}" for i in range(size - 1)] + ["</s>"]
+    uniform = np.full((size, size), 1 / size)
+    previous = np.roll(np.eye(size), -1, axis=1)  # each token on the one before (sharp)
+    following = np.roll(np.eye(size), 1, axis=1)  # each token on the one after (sharp, different)
+    almost_previous = 0.9 * previous + 0.1 * uniform
+    layer = np.stack([uniform, almost_previous, previous, following])
+    assert figures.structure_heads(layer, tokens) == [2, 3]
+
+
+def test_paper_numbering_reads_layer_five_either_way():
+    assert figures.paper_layer(6, one_based=True) == 4
+    assert figures.paper_layer(6, one_based=False) == 5
+    assert figures.paper_layer(2, one_based=True) == 1  # clipped to the model's layers
+    assert figures.paper_heads(8, one_based=True) == [4, 5]
+    assert figures.paper_heads(8, one_based=False) == [5, 6]
+
+
+@pytest.fixture(scope="module")
+def loaded(trained_checkpoint: Path):
+    return load_checkpoint(trained_checkpoint)
+
+
+def test_paper_sentences_keep_their_words_and_padding(loaded):
+    attention = figures.sentence_attention(loaded, figures.FIGURES[3])
+    words, weights = attention.view(words=True, specials=True)
+    assert words[-7:] == ["</s>", *["<pad>"] * 6]
+    assert {"making", "more", "difficult"} <= set(words)  # spelled even where the vocabulary needs byte pieces
+    assert weights.shape[-2:] == (len(words), len(words))
+    assert np.allclose(weights[..., :-6, -6:], 0)  # no real token attends to the paper's padding
+    plain, _ = attention.view(words=True, specials=False)
+    assert plain[-1] == "." and "<pad>" not in plain
+
+
+def test_head_score_tables_cover_every_head(loaded):
+    tables = head_score_tables(loaded, sample=6)
+    shape = (loaded.config.encoder_layers, loaded.config.num_heads)
+    for name in ("mean_distance", "entropy", "previous_token", "anaphora", "anaphora_hits"):
+        assert np.asarray(tables["encoder"][name]).shape == shape
+    for name in ("alignment_dictionary", "alignment_consensus"):
+        values = np.asarray(tables["cross"][name], dtype=float)
+        assert values.shape == (loaded.config.decoder_layers, loaded.config.num_heads)
+    assert tables["sentences"] == 6 and tables["output_words"] > 0
+    entropy = np.asarray(tables["encoder"]["entropy"])
+    assert (entropy >= 0).all() and (entropy <= np.log2(loaded.config.max_positions)).all()
+
+
+def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tmp_path: Path, capsys):
+    out = tmp_path / "figures"
+    assert figures.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--no-png", "--sample", "4"]) == 0
+    for number in (3, 4, 5):
+        page = (out / f"figure_{number}.html").read_text(encoding="utf-8")
+        assert figures.FIGURES[number].caption.split(".")[0] in page
+        assert 'src="http' not in page and "Plotly.newPlot" in page  # plotly.js inline: works offline
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    keys = ("making_heads_on_more_difficult", "its_to_law", "its_to_application", "best_layer_making",
+            "best_head_its")  # fmt: skip
+    for key in keys:
+        assert isinstance(metrics[key], int | float), key
+    layers, heads = 2, 4
+    assert 0 <= metrics["making_heads_on_more_difficult"] <= heads
+    assert 0 <= metrics["best_layer_making"] < layers and 0 <= metrics["best_head_its"] < heads
+    assert np.asarray(metrics["figure_4"]["its_to_law_per_head"]).shape == (layers, heads)
+    assert np.asarray(metrics["head_scores"]["encoder"]["anaphora"]).shape == (layers, heads)
+    assert metrics["translations"]["3"]["reference"].startswith("In diesem Sinne")
+    assert "its_to_law" in capsys.readouterr().out
+
+
+def test_figures_cli_explains_a_missing_checkpoint(tmp_path: Path, capsys):
+    assert figures.main(["--checkpoint", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 1
+    assert "error:" in capsys.readouterr().err
+
+
+@needs_browser
+def test_figures_cli_renders_pngs_with_chromium(trained_checkpoint: Path, tmp_path: Path):
+    out = tmp_path / "figures"
+    assert figures.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--sample", "0"]) == 0
+    for number in (3, 4, 5):
+        data = (out / f"figure_{number}.png").read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn figure, not a blank page
+
+
+def uniform_encoder_copy(checkpoint: Path, folder: Path, step: int) -> Path:
+    """A copy of the checkpoint whose encoder queries are all zero, so every encoder head attends uniformly."""
+    shutil.copytree(checkpoint, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    for name in weights:
+        if name.startswith("encoder_layers.") and ".self_attention.query." in name:
+            weights[name] = weights[name] * 0
+    save_file(weights, str(folder / "model.safetensors"))
+    write_json(folder / "meta.json", {**read_json(folder / "meta.json"), "step": step, "train_hours": 0.01})
+    return folder
+
+
+def test_timeline_keeps_each_snapshots_attention_and_scores(trained_checkpoint: Path, tmp_path: Path):
+    early = uniform_encoder_copy(trained_checkpoint, tmp_path / "early", step=5)
+    path = tmp_path / "timeline.safetensors"
+    assert timeline.main([str(trained_checkpoint), str(early), "--out", str(path)]) == 0
+    points = timeline.load_timeline(path)
+    assert [point.step for point in points] == [5, read_json(trained_checkpoint / "meta.json")["step"]]
+    first = points[0].attention[3]
+    real = [i for i, token in enumerate(first.tokens) if token != "<pad>"]
+    assert np.allclose(first.weights[:, :, real][..., real], 1 / len(real), atol=1e-3)  # uniform at "step 5"
+    assert not np.allclose(points[1].attention[3].weights, first.weights, atol=1e-2)
+    assert points[0].scores["entropy"].shape == (2, 4)
+    assert points[0].scores["entropy"].mean() > points[1].scores["entropy"].mean()  # heads sharpen with training
+    assert points[1].metrics.keys() >= {"making_heads_on_more_difficult", "its_to_law", "figure_3"}
+
+
+def test_a_damaged_timeline_is_a_clear_error(tmp_path: Path):
+    path = tmp_path / "timeline.safetensors"
+    path.write_bytes(b"not a safetensors file")
+    with pytest.raises(CheckpointError, match="not a readable timeline"):
+        timeline.load_timeline(path)
+    assert timeline.load_timeline(tmp_path / "missing.safetensors") == []
