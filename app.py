@@ -40,8 +40,11 @@ KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "c
 
 # ------------------------------------------------------------------------------------------------ URL state
 # Each widget's value lives in st.session_state under its key; the URL mirrors the keys below.
-URL_KEYS = {"text": str, "beam": int, "alpha": float, "kind": str, "layer": str, "head": str}
-DEFAULTS = {"text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "kind": "encoder", "layer": "5", "head": "1"}
+VIEW_KEY = "view"
+URL_KEYS = {"text": str, "beam": int, "alpha": float, "kind": str, "layer": str, "head": str, VIEW_KEY: str}
+DEFAULTS = {
+    "text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "kind": "encoder", "layer": "5", "head": "1", VIEW_KEY: "Heads",
+}  # fmt: skip
 
 
 def restore_from_url() -> None:
@@ -208,15 +211,20 @@ def main() -> None:
     token_strip("Source tokens", maps.source_tokens)
     token_strip("Decoder input tokens", maps.target_tokens)
 
-    heads_tab, grid_tab, focus_tab, bertviz_tab = st.tabs(["Heads", "Model view", "Token focus", "bertviz"])
-    with heads_tab:
-        heads_view(maps, translation)
-    with grid_tab:
-        grid_view(maps)
-    with focus_tab:
-        focus_view(maps)
-    with bertviz_tab:
-        bertviz_panel(maps)
+    # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
+    # render fast.
+    views = {
+        "Heads": lambda: heads_view(maps, translation),
+        "Model view": lambda: grid_view(maps),
+        "Token focus": lambda: focus_view(maps),
+        "bertviz": lambda: bertviz_panel(maps),
+    }
+    if st.session_state.get(VIEW_KEY) not in views:
+        st.session_state.pop(VIEW_KEY, None)
+    for tab, render in zip(st.tabs(list(views), key=VIEW_KEY, on_change="rerun"), views.values(), strict=True):
+        if tab.open:
+            with tab:
+                render()
     save_to_url()
 
 

@@ -43,14 +43,28 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     app = AppTest.from_file(APP, default_timeout=120).run()
     no_exceptions(app)
     assert app.text_area(key="text").value.startswith("The Law will never be perfect")
-    shown = charts(app)
-    assert len(shown) == 4  # heads heatmap, model-view grid, grid cell, token focus
-    titles = [chart["figure"]["layout"]["title"]["text"] for chart in shown]
-    assert "Encoder self-attention" in titles[0]
-    grid = shown[1]["figure"]
+    (heads,) = charts(app)  # only the open tab (Heads) is built
+    assert "Encoder self-attention" in heads["figure"]["layout"]["title"]["text"]
+    assert "Source tokens" in page_text(app) and "Translation" in [h.value for h in app.subheader]
+    assert app.query_params["view"] == "Heads"
+
+
+def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
+    app = start(view="Model view")
+    no_exceptions(app)
+    grid, cell = (chart["figure"] for chart in charts(app))
     assert grid["layout"]["xaxis"]["ticktext"] == ["H1", "H2", "H3", "H4"]  # tiny: 2 layers × 4 heads
     assert grid["layout"]["yaxis"]["ticktext"] == ["L1", "L2"]
-    assert "Source tokens" in page_text(app) and "Translation" in [h.value for h in app.subheader]
+    assert "head" in cell["layout"]["title"]["text"]
+    focus = start(view="Token focus")
+    no_exceptions(focus)
+    assert "colour = head" in charts(focus)[0]["figure"]["layout"]["legend"]["title"]["text"]
+    viewer = start(view="bertviz")
+    no_exceptions(viewer)
+    assert not charts(viewer) and viewer.get("iframe")
+    unknown = start(view="<script>")
+    no_exceptions(unknown)
+    assert len(charts(unknown)) == 1 and unknown.query_params["view"] == "Heads"
 
 
 def test_translation_appears_for_the_url_sentence(checkpoint):
@@ -98,11 +112,12 @@ def test_empty_input_asks_for_a_sentence(checkpoint, text):
     ["</script><img src=x onerror=alert(1)>", "Ich 😀 liebe 한국어 und 中文!", "tab\tbell\x07 nul\x00"],
 )
 def test_hostile_and_unusual_input_renders_as_text(checkpoint, text):
-    app = start(text)
-    no_exceptions(app)
-    assert len(charts(app)) == 4
-    html = "\n".join(element.value for element in app.markdown)
-    assert "<img src=x" not in html and "</script>" not in html
+    for view, expected_charts in (("Heads", 1), ("Model view", 2), ("Token focus", 1), ("bertviz", 0)):
+        app = start(text, view=view)
+        no_exceptions(app)
+        assert len(charts(app)) == expected_charts, view
+        html = "\n".join(element.value for element in app.markdown)
+        assert "<img src=x" not in html and "</script>" not in html
 
 
 def test_long_paste_is_cut_with_a_visible_notice(checkpoint):
