@@ -9,6 +9,7 @@ and the page stops, rather than a traceback.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -21,7 +22,9 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
-from transformer.timeline import TimelinePoint, measure
+
+if TYPE_CHECKING:
+    from transformer.timeline import TimelinePoint
 
 CHECKPOINT_KEY = "checkpoint"
 FIGURE_FORMAT_KEY = "figure_format"
@@ -43,6 +46,8 @@ def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
 @st.cache_resource(show_spinner="Measuring the model's heads on the paper's sentences…", max_entries=4)
 def measured_heads(_loaded: LoadedCheckpoint, name: str) -> TimelinePoint:
     """The paper figures' attention, numbers and encoder head scores of a loaded checkpoint (cached by ``name``)."""
+    from transformer.timeline import measure  # only the figure pages need it; the main page starts faster without
+
     return measure(_loaded, "loaded model")
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import orjson
-from bertviz.util import format_special_chars
 
 from transformer.analysis import KIND_TITLES, KINDS, AttentionMaps
 
@@ -168,6 +167,11 @@ def _indices(values: Sequence[int], count: int, what: str) -> list[int]:
     return chosen
 
 
+def display_tokens(tokens: Sequence[str]) -> list[str]:
+    """Tokens as bertviz labels: SentencePiece's ▁ word marker shown as a space."""
+    return [token.replace("▁", " ") for token in tokens]
+
+
 def _attention_data(
     maps: AttentionMaps, kinds: Sequence[str], layers: list[int], heads: list[int]
 ) -> list[dict[str, object]]:
@@ -187,8 +191,8 @@ def _attention_data(
                 # Rounded float32, which orjson prints in its shortest form (0.1234): a fifth of the bytes.
                 "attn": np.ascontiguousarray(np.round(weights, DECIMALS), dtype=np.float32),
                 # bertviz's prettify_tokens: SentencePiece's ▁ word marker becomes a space.
-                "left_text": format_special_chars(queries),
-                "right_text": format_special_chars(keys),
+                "left_text": display_tokens(queries),
+                "right_text": display_tokens(keys),
             }
         )
     return data

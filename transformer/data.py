@@ -8,6 +8,7 @@ exactly the batches the interrupted one would have seen, and every data-parallel
 from __future__ import annotations
 
 import gzip
+import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -17,6 +18,9 @@ import torch
 from torch import Tensor
 
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
+
+# Where the corpora live: ../shared/data/en-de beside the repository, unless $TRANSFORMER_DATA says otherwise.
+DATA_ROOT = Path(os.environ.get("TRANSFORMER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "en-de"))
 
 
 @dataclass(frozen=True)

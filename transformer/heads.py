@@ -48,9 +48,8 @@ from transformer.analysis import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import pad
+from transformer.data import DATA_ROOT, pad
 from transformer.decode import encode_source, greedy_decode, max_source_tokens
-from transformer.train import DATA_ROOT
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"

@@ -30,7 +30,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import sacrebleu
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
@@ -38,6 +37,7 @@ from torch import Tensor, nn
 from transformer import checkpoint as ckpt
 from transformer.config import ModelConfig, preset
 from transformer.data import (
+    DATA_ROOT,
     Batch,
     BatchSampler,
     CorpusSpec,
@@ -51,7 +51,6 @@ from transformer.decode import translate
 from transformer.model import Transformer
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 
-DATA_ROOT = Path(os.environ.get("TRANSFORMER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "en-de"))
 DEFAULT_TRAIN = [
     f"{DATA_ROOT / 'train' / 'news'}:3",
     f"{DATA_ROOT / 'train' / 'multi30k'}:2",
@@ -85,7 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-hours", type=float, default=None, help="stop after this many hours of this invocation")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     run.add_argument("--threads", type=int, default=None, help="CPU threads per process (default: cores / processes)")
-    run.add_argument("--amp", choices=["none", "bf16"], default="none", help="bfloat16 autocast (GPUs)")
+    run.add_argument(
+        "--amp",
+        choices=["none", "bf16"],
+        default="none",
+        help="bfloat16 autocast: GPUs, and CPUs with AVX512-BF16 or AMX (about 1.3x faster on such a CPU)",
+    )
     data = parser.add_argument_group("data")
     data.add_argument("--train", nargs="+", default=DEFAULT_TRAIN, help="corpus prefixes PREFIX[:UPSAMPLE]")
     data.add_argument("--dev", type=Path, default=DEFAULT_DEV, help="dev corpus prefix (PREFIX.en, PREFIX.de)")
@@ -503,6 +507,8 @@ class Trainer:
             loss_sum, nll_sum, tokens = loss_sum + float(loss), nll_sum + float(nll), tokens + batch.num_target_tokens
         bleu_pairs = self.dev_pairs[: args.dev_bleu_sentences]
         hypotheses = translate(model, self.tokenizer, [s for s, _ in bleu_pairs], beam_size=1)
+        import sacrebleu  # imported here: it is slow to import and the app never validates
+
         bleu = sacrebleu.corpus_bleu(hypotheses, [[t for _, t in bleu_pairs]]).score if bleu_pairs else None
         samples = translate(model, self.tokenizer, SAMPLE_SENTENCES, beam_size=1)
         return {
