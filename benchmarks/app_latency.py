@@ -4,9 +4,10 @@
    figures of the open tab (the page builds only the open tab: Heads by default), and separately the figures of
    the three other tabs (layers × heads grid and large cell, token focus, bertviz head view). Repeated
    ``--repeats`` times on a sentence of 30 source pieces; prints the median and the spread.
-2. First render: starts ``streamlit run app.py`` on a free local port and, with Debian's Chromium driven by
-   Playwright (network limited to localhost), measures the time from launching the server until the page shows
-   its first attention heatmap. Skipped with a note when Playwright or Chromium is missing.
+2. First render: with Debian's Chromium (driven by Playwright) already open, starts ``streamlit run app.py`` on a
+   free local port and measures the time from launching the server until the page shows its first attention
+   heatmap; then the same for a one-chart Streamlit app, the floor that Streamlit and plotly.js alone cost on this
+   machine. Medians of three launches each. Skipped with a note when Playwright or Chromium is missing.
 
     python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15]
 """
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -85,7 +88,50 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def first_render(checkpoint: str | None) -> None:
+FLOOR_APP = """
+import plotly.graph_objects as go
+import streamlit as st
+
+st.title("One chart")
+st.plotly_chart(go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.6, 0.4]])))
+"""
+
+
+def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple[float, float]:
+    """Seconds from launching ``streamlit run script`` until it answers, and until a plotly heatmap is drawn."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", script.name, "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    # The browser starts first: its own start-up is not part of the app's first render.
+    browser = playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+              "--disable-sync"],
+    )  # fmt: skip
+    page = browser.new_page()
+    started = time.perf_counter()
+    server = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=environment)  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        serving = time.perf_counter() - started
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+        return serving, time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        browser.close()
+
+
+def first_render(checkpoint: str | None, repeats: int = 3) -> None:
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -94,40 +140,18 @@ def first_render(checkpoint: str | None) -> None:
     if not Path(CHROMIUM).exists():
         print(f"first render: skipped ({CHROMIUM} missing: apt-get install chromium)")
         return
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
     environment = {**os.environ, "TRANSFORMER_CHECKPOINT": checkpoint} if checkpoint else None
-    with sync_playwright() as playwright:
-        # The browser starts first: its own start-up is not part of the app's first render.
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync"],
-        )  # fmt: skip
-        page = browser.new_page()
-        started = time.perf_counter()
-        server = subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                  env=environment)  # fmt: skip
-        try:
-            deadline = time.time() + 120
-            while True:
-                try:
-                    page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
-                    break
-                except Exception:
-                    if time.time() > deadline:
-                        raise
-                    time.sleep(0.05)
-            serving = time.perf_counter() - started
-            page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-            heatmap = time.perf_counter() - started
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-            browser.close()
-    print(f"first render, from launching `streamlit run app.py` (browser already open): server answers after "
-          f"{serving:.1f} s, first attention heatmap drawn after {heatmap:.1f} s")  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        floor_script = Path(folder) / "one_chart.py"
+        floor_script.write_text(FLOOR_APP, encoding="utf-8")
+        shutil.copytree(REPOSITORY / ".streamlit", Path(folder) / ".streamlit")  # the same server settings
+        app = [time_to_heatmap(playwright, REPOSITORY / "app.py", environment) for _ in range(repeats)]
+        floor = [time_to_heatmap(playwright, floor_script, None) for _ in range(repeats)]
+    for name, runs in (("app.py", app), ("a one-chart Streamlit app (the floor)", floor)):
+        serving = statistics.median(run[0] for run in runs)
+        heatmap = statistics.median(run[1] for run in runs)
+        print(f"first render of {name}, median of {repeats} launches (browser already open): server answers after "
+              f"{serving:.1f} s, first heatmap drawn after {heatmap:.1f} s")  # fmt: skip
 
 
 def main() -> None:
