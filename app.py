@@ -310,4 +310,12 @@ def bertviz_panel(maps: AttentionMaps) -> None:
     st.caption("bertviz by Jesse Vig; its scripts and libraries are served with the page, nothing is fetched online.")
 
 
-main()
+# The pages, with the names and order the sidebar shows (instead of file names).
+PAGES = [
+    st.Page(main, title="Translate and explore", icon="🔍", default=True),
+    st.Page("pages/3_Paper_figures.py", title="Paper figures", icon="📄"),
+    st.Page("pages/4_Head_discovery.py", title="Head discovery", icon="🔎"),
+    st.Page("pages/1_Positional_encoding.py", title="Positional encoding", icon="〰️"),
+    st.Page("pages/2_Model_and_training.py", title="Model and training", icon="📈"),
+]
+st.navigation(PAGES).run()
