@@ -352,9 +352,9 @@ def test_hostile_input_is_shown_as_text_and_never_runs(open_app: Callable[[], Vi
 def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_app: Callable[[], Visit]):
     visit = open_app()
     page = visit.page
-    links = [link for link in texts(page, '[data-testid="stSidebarNav"] a')]
-    assert [link.lstrip("🔍📄🔎〰️📈") for link in links] == ["Translate and explore", "Paper figures", "Head discovery", "Positional encoding",
-                     "Model and training"]  # fmt: skip
+    links = texts(page, '[data-testid="stSidebarNav"] a')
+    names = ["Translate and explore", "Paper figures", "Head discovery", "Positional encoding", "Model and training"]
+    assert [link.lstrip("🔍📄🔎〰️📈") for link in links] == names  # the icons come first
     page.get_by_role("link", name="Paper figures").click()
     page.wait_for_selector("text=Figure 3 — Long-distance dependency", timeout=FIRST_RENDER_MS)
     # Figure 3's lines from "making": plotly draws each line trace as an SVG path.
