@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +171,14 @@ def test_broken_checkpoint_shows_what_to_do(checkpoint, tmp_path: Path, monkeypa
     no_exceptions(app)
     assert "model.safetensors" in app.error[0].value and "retrain" in app.error[0].value
     assert not charts(app)
+
+
+@pytest.mark.parametrize("text", [SENTENCE, ""])
+def test_first_visit_placeholder_gives_way_to_the_page(checkpoint, text, monkeypatch: pytest.MonkeyPatch):
+    # The server's first visitor sees a loading chart while the model code is imported; it must not stay.
+    monkeypatch.delitem(sys.modules, "transformer.explore", raising=False)
+    app = start(text)
+    no_exceptions(app)
+    loading = [chart for chart in charts(app) if "Loading the model" in json.dumps(chart["figure"])]
+    assert loading == []
+    assert len(charts(app)) == (1 if text else 0)

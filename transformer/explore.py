@@ -1,0 +1,318 @@
+"""The app's main page: translate an English sentence into German and explore every attention head.
+
+``app.py`` runs :func:`main` as the page "Translate and explore". The sidebar picks the checkpoint and the decoding;
+the page shows the translation, the tokens as the model sees them, and every head of the three attention kinds as
+heatmaps, a layers × heads grid, the paper-style token view and bertviz's views. The URL holds the state, so a link
+reproduces the view.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+
+import numpy as np
+import streamlit as st
+
+from transformer import bertviz_view, viz
+from transformer.analysis import (
+    KIND_TITLES,
+    KINDS,
+    AttentionMaps,
+    Translation,
+    merged_view,
+    translate_with_attention,
+    without_specials,
+)
+from transformer.app_state import (
+    selected_checkpoint,
+    show_figure,
+    sidebar_checkpoint_picker,
+    sidebar_figure_format_picker,
+)
+
+DEFAULT_SENTENCE = "The Law will never be perfect, but its application should be just."
+MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising, with a notice
+MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
+KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
+
+# ------------------------------------------------------------------------------------------------ URL state
+# Each widget's value lives in st.session_state under its key; the URL mirrors the keys below.
+VIEW_KEY = "view"
+URL_KEYS = {"text": str, "beam": int, "alpha": float, "kind": str, "layer": str, "head": str, VIEW_KEY: str}
+DEFAULTS = {
+    "text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "kind": "encoder", "layer": "5", "head": "1", VIEW_KEY: "Heads",
+}  # fmt: skip
+
+
+def restore_from_url() -> None:
+    """On a session's first run, take widget values from the URL (ignoring anything malformed)."""
+    if st.session_state.get("_restored"):
+        return
+    st.session_state["_restored"] = True
+    for key, kind in URL_KEYS.items():
+        value = st.query_params.get(key)
+        try:
+            st.session_state[key] = kind(value) if value is not None else DEFAULTS[key]
+        except ValueError:
+            st.session_state[key] = DEFAULTS[key]
+    if st.session_state["kind"] not in KINDS:
+        st.session_state["kind"] = DEFAULTS["kind"]
+    st.session_state["beam"] = min(max(int(st.session_state["beam"]), 1), 8)
+    st.session_state["alpha"] = min(max(float(st.session_state["alpha"]), 0.0), 2.0)
+
+
+def save_to_url() -> None:
+    st.query_params.from_dict({key: str(st.session_state[key]) for key in URL_KEYS if key in st.session_state})
+
+
+# ------------------------------------------------------------------------------------------------ translation
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_translation(checkpoint_path: str, text: str, beam: int, alpha: float, _loaded) -> Translation:
+    """Translations are cached per checkpoint folder, sentence and decoding settings."""
+    return translate_with_attention(_loaded.model, _loaded.tokenizer, text, beam, alpha, MAX_SOURCE_TOKENS)
+
+
+def token_strip(label: str, tokens: list[str]) -> None:
+    """Tokens as the model sees them, each in its own box; escaped so any input shows as text."""
+    boxes = "".join(
+        f'<span style="display:inline-block;border:1px solid #ccc;border-radius:4px;padding:1px 5px;margin:2px;'
+        f'font-family:monospace;font-size:0.85em">{html.escape(token)}</span>'
+        for token in tokens
+    )
+    st.markdown(f"**{html.escape(label)}** ({len(tokens)})<br>{boxes}", unsafe_allow_html=True)
+
+
+def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> str:
+    """A matrix with query tokens as the first column and key tokens as the header (CSV-quoted)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["query \\ key", *key_tokens])
+    for token, row in zip(query_tokens, matrix, strict=True):
+        writer.writerow([token, *(f"{value:.6f}" for value in row)])
+    return buffer.getvalue()
+
+
+def maps_npz(maps: AttentionMaps, translation: Translation) -> bytes:
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer,
+        encoder=maps.encoder,
+        decoder=maps.decoder,
+        cross=maps.cross,
+        source_tokens=np.array(maps.source_tokens),
+        target_tokens=np.array(maps.target_tokens),
+        predicted_tokens=np.array(maps.predicted_tokens),
+        source_text=np.array(translation.source_text),
+        translation=np.array(translation.translation),
+    )
+    return buffer.getvalue()
+
+
+def choice_index(value: str, count: int) -> int | None:
+    """'avg' → None (average), else a 1-based number clamped into range → 0-based index."""
+    if value == "avg":
+        return None
+    try:
+        return min(max(int(value), 1), count) - 1
+    except ValueError:
+        return 0
+
+
+def layer_head_pickers(maps: AttentionMaps, prefix: str = "") -> tuple[int | None, int | None]:
+    layer_options = ["avg", *map(str, range(1, maps.num_layers + 1))]
+    head_options = ["avg", *map(str, range(1, maps.num_heads + 1))]
+    for key, options in ((f"{prefix}layer", layer_options), (f"{prefix}head", head_options)):
+        if st.session_state.get(key) not in options:
+            st.session_state[key] = options[min(1, len(options) - 1)]
+    left, right = st.columns(2)
+    left.selectbox("Layer", layer_options, key=f"{prefix}layer", format_func=lambda v: "average" if v == "avg" else v)
+    right.selectbox("Head", head_options, key=f"{prefix}head", format_func=lambda v: "average" if v == "avg" else v)
+    return (
+        choice_index(st.session_state[f"{prefix}layer"], maps.num_layers),
+        choice_index(st.session_state[f"{prefix}head"], maps.num_heads),
+    )
+
+
+def describe(kind: str, layer: int | None, head: int | None) -> str:
+    where = "all layers" if layer is None else f"layer {layer + 1}"
+    which = "average of all heads" if head is None else f"head {head + 1}"
+    return f"{KIND_TITLES[kind]}, {where}, {which}"
+
+
+# ------------------------------------------------------------------------------------------------ page
+def main(loading=None) -> None:
+    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the translation is ready."""
+
+    def stop() -> None:
+        if loading is not None:
+            loading.empty()
+        st.stop()
+
+    restore_from_url()
+    with st.sidebar:
+        st.header("Model")
+        sidebar_checkpoint_picker()
+        st.header("Decoding")
+        st.radio("Search", ["beam", "greedy"], key="search", horizontal=True,
+                 index=0 if st.session_state["beam"] > 1 else 1)  # fmt: skip
+        if st.session_state["search"] == "beam":
+            if st.session_state["beam"] < 2:
+                st.session_state["beam"] = 4
+            st.slider("Beam size", 2, 8, key="beam")
+            st.slider("Length penalty α", 0.0, 2.0, step=0.1, key="alpha")
+        else:
+            st.session_state["beam"] = 1
+        st.header("Display")
+        st.toggle("Merge word pieces into words", key="merge", value=False)
+        st.toggle("Show <s>, </s> and padding", key="specials", value=True)
+        st.toggle("Label decoder rows by the token they predict", key="predicted", value=False)
+        sidebar_figure_format_picker()
+
+    loaded = selected_checkpoint()
+    if loaded is None:
+        stop()
+
+    st.title("Attention Explorer")
+    st.caption(
+        "An English→German encoder–decoder Transformer as in *Attention Is All You Need* (Vaswani et al., 2017): "
+        f"{loaded.config.encoder_layers}+{loaded.config.decoder_layers} layers, {loaded.config.num_heads} heads, "
+        f"d_model {loaded.config.d_model} — checkpoint `{loaded.path.name}`."
+    )
+    with st.form("translate"):
+        st.text_area("English sentence", key="text", height=90, max_chars=None)
+        st.form_submit_button("Translate", type="primary")
+
+    text = st.session_state["text"]
+    if not text.strip():
+        st.info("Type an English sentence above and press **Translate**.")
+        save_to_url()
+        stop()
+    if len(text) > MAX_CHARACTERS:
+        st.warning(f"The input has {len(text):,} characters; only the first {MAX_CHARACTERS:,} are translated.")
+        text = text[:MAX_CHARACTERS]
+
+    with st.spinner("Translating…"):
+        translation = cached_translation(str(loaded.path), text, int(st.session_state["beam"]),
+                                         float(st.session_state["alpha"]), loaded)  # fmt: skip
+    if translation.truncated:
+        st.warning(
+            f"The sentence is longer than {MAX_SOURCE_TOKENS} tokens; only its first {MAX_SOURCE_TOKENS - 1} "
+            "pieces (plus </s>) were translated and are shown."
+        )
+    st.subheader("Translation")
+    st.markdown(f"### {html.escape(translation.translation) or '∅'}", unsafe_allow_html=True)
+    decoding = "greedy" if translation.beam_size == 1 else f"beam {translation.beam_size}, α = {translation.alpha}"
+    st.caption(
+        f"{decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention recorded in "
+        f"{translation.seconds['attention'] * 1000:.0f} ms"
+    )
+
+    if loading is not None:
+        loading.empty()
+    maps = translation.maps
+    if st.session_state["merge"]:
+        maps = merged_view(maps)
+    if not st.session_state["specials"]:
+        maps = without_specials(maps)
+    token_strip("Source tokens", maps.source_tokens)
+    token_strip("Decoder input tokens", maps.target_tokens)
+
+    # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
+    # render fast.
+    views = {
+        "Heads": lambda: heads_view(maps, translation),
+        "Model view": lambda: grid_view(maps),
+        "Token focus": lambda: focus_view(maps),
+        "bertviz": lambda: bertviz_panel(maps),
+    }
+    if st.session_state.get(VIEW_KEY) not in views:
+        st.session_state.pop(VIEW_KEY, None)
+    for tab, render in zip(st.tabs(list(views), key=VIEW_KEY, on_change="rerun"), views.values(), strict=True):
+        if tab.open:
+            with tab:
+                render()
+    save_to_url()
+
+
+def query_labels(maps: AttentionMaps, kind: str) -> list[str]:
+    queries, _ = maps.tokens(kind)
+    if kind != "encoder" and st.session_state.get("predicted"):
+        return [f"→{token}" for token in maps.predicted_tokens]
+    return queries
+
+
+def heads_view(maps: AttentionMaps, translation: Translation) -> None:
+    st.radio("Attention", KINDS, key="kind", format_func=KIND_LABELS.get, horizontal=True)
+    kind = st.session_state["kind"]
+    layer, head = layer_head_pickers(maps)
+    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    matrix = maps.matrix(kind, layer, head)
+    show_figure(viz.attention_heatmap(matrix, queries, keys, describe(kind, layer, head), causal=kind == "decoder"),
+                key="heatmap")  # fmt: skip
+    left, right = st.columns(2)
+    left.download_button(
+        "Download this matrix (CSV)",
+        matrix_csv(matrix, queries, keys),
+        file_name=f"attention-{kind}-layer{'avg' if layer is None else layer + 1}-"
+        f"head{'avg' if head is None else head + 1}.csv",
+        mime="text/csv",
+    )
+    right.download_button(
+        "Download every head (NPZ)", maps_npz(maps, translation), file_name="attention.npz",
+        mime="application/octet-stream",
+    )  # fmt: skip
+
+
+def grid_view(maps: AttentionMaps) -> None:
+    kind = st.radio("Attention", KINDS, key="grid_kind", format_func=KIND_LABELS.get, horizontal=True)
+    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    show_figure(
+        viz.model_view_grid(maps.weights(kind), queries, keys, f"{KIND_TITLES[kind]}: every layer and head",
+                            causal=kind == "decoder"),
+        key="grid",
+    )  # fmt: skip
+    st.caption("Choose a cell to open it large:")
+    layer, head = layer_head_pickers(maps, prefix="grid_")
+    show_figure(
+        viz.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
+                              causal=kind == "decoder"),
+        key="grid_cell",
+    )  # fmt: skip
+
+
+def focus_view(maps: AttentionMaps) -> None:
+    kind = st.radio("Attention", KINDS, key="focus_kind", format_func=KIND_LABELS.get, horizontal=True)
+    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    left, right = st.columns(2)
+    layer = left.selectbox("Layer", range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1),
+                           index=min(4, maps.num_layers - 1))  # fmt: skip
+    options = [None, *range(len(queries))]
+    query = right.selectbox(
+        "Query token", options, key="focus_query",
+        format_func=lambda i: "all tokens" if i is None else f"{i + 1}: {queries[i]}",
+    )  # fmt: skip
+    heads = st.multiselect("Heads", list(range(maps.num_heads)), default=list(range(maps.num_heads)),
+                           format_func=lambda h: f"head {h + 1}", key="focus_heads")  # fmt: skip
+    title = f"{KIND_TITLES[kind]}, layer {layer + 1}" + ("" if query is None else f": attention of “{queries[query]}”")
+    show_figure(viz.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None, query_index=query,
+                                title=title), key="focus")  # fmt: skip
+
+
+def bertviz_panel(maps: AttentionMaps) -> None:
+    left, right = st.columns(2)
+    view = left.radio("View", ["head view", "model view"], key="bertviz_view", horizontal=True)
+    kind = right.selectbox("Attention", ["all", *KINDS], key="bertviz_kind",
+                           format_func=lambda k: "all three" if k == "all" else KIND_LABELS[k])  # fmt: skip
+    selected = None if kind == "all" else kind
+    if view == "head view":
+        document = bertviz_view.head_view_html(maps, selected)
+    else:
+        document = bertviz_view.model_view_html(maps, selected)
+    st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
+    st.download_button(
+        "Download this view (standalone HTML, works offline)", document,
+        file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
+    )  # fmt: skip
+    st.caption("bertviz by Jesse Vig; its scripts and libraries are served with the page, nothing is fetched online.")
