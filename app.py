@@ -38,10 +38,10 @@ def translate_and_explore() -> None:
 
 # The pages, with the names and order the sidebar shows (instead of file names).
 PAGES = [
-    st.Page(translate_and_explore, title="Translate and explore", icon="🔍", default=True),
-    st.Page("pages/3_Paper_figures.py", title="Paper figures", icon="📄"),
-    st.Page("pages/4_Head_discovery.py", title="Head discovery", icon="🔎"),
-    st.Page("pages/1_Positional_encoding.py", title="Positional encoding", icon="〰️"),
-    st.Page("pages/2_Model_and_training.py", title="Model and training", icon="📈"),
+    st.Page(translate_and_explore, title="Translate and explore", icon=":material/translate:", default=True),
+    st.Page("pages/3_Paper_figures.py", title="Paper figures", icon=":material/article:"),
+    st.Page("pages/4_Head_discovery.py", title="Head discovery", icon=":material/search:"),
+    st.Page("pages/1_Positional_encoding.py", title="Positional encoding", icon=":material/waves:"),
+    st.Page("pages/2_Model_and_training.py", title="Model and training", icon=":material/monitoring:"),
 ]
 st.navigation(PAGES).run()
