@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from transformer import viz
-from transformer.analysis import word_attention, word_index
+from transformer.analysis import head_statistics, word_attention, word_index
 from transformer.app_state import measured_heads, page_checkpoint, show_figure
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint
 from transformer.decode import translate
@@ -21,7 +21,6 @@ from transformer.figures import (
     making_heads,
     paper_heads,
     paper_layer,
-    structure_heads,
 )
 from transformer.heads import SCORE_DESCRIPTIONS
 from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
@@ -132,7 +131,7 @@ if "error" in making:
     right.warning(f"Cannot measure Figure 3 on this model: {making['error']}")
     best_making = []
 else:
-    best_making = making_heads(making, layer, [])
+    best_making = making_heads(making, layer)
 with right:
     if "error" not in making:
         per_layer = making["heads_on_more_difficult_per_layer"]
@@ -235,7 +234,7 @@ with right:
 # ------------------------------------------------------------------------------------------------ Figure 5
 st.header(f"Figure 5 — {FIGURES[5].title}")
 law_attention = point.attention[5]
-default_structure = structure_heads(law_attention.weights[layer], law_attention.tokens)
+default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
 left, right = st.columns([3, 2])
 with left:
     heads = st.multiselect(
@@ -253,18 +252,17 @@ with left:
     if not heads:
         st.info("Choose one or two heads.")
 with right:
-    real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
-    rows = law_attention.weights[layer][:, real]
-    entropy = -(rows * np.log2(np.where(rows > 0, rows, 1.0))).sum(-1).mean(-1)
-    distance = (rows * np.abs(np.arange(rows.shape[-1])[None, None, :] - np.array(real)[None, :, None])).sum(-1)
+    statistics = head_statistics(law_attention.weights, law_attention.tokens)  # over the real (not <pad>) queries
     st.dataframe(
         {
             "head": [head + first for head in range(num_heads)],
-            "entropy (bits)": np.round(entropy, 2),
-            "mean distance": np.round(distance.mean(-1), 2),
+            "entropy (bits)": np.round(statistics["entropy"][layer], 2),
+            "mean distance": np.round(statistics["mean_distance"][layer], 2),
         },
         hide_index=True,
     )
+    real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
+    rows = law_attention.weights[layer][:, real]
     chosen = heads if len(heads) == 2 else default_structure
     difference = 0.5 * np.abs(rows[chosen[0]] - rows[chosen[1]]).sum(-1).mean()
     paper_side(

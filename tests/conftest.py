@@ -6,6 +6,7 @@ import base64
 import importlib.util
 import json
 import random
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,9 +14,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
 from transformer import train
+from transformer.checkpoint import read_json, write_json
 from transformer.tokenizer import Tokenizer, train_tokenizer
 
 torch.set_num_threads(2)  # the machines this runs on have two cores
@@ -80,6 +83,18 @@ def trained_checkpoint(corpus: dict[str, Path], spm_path: Path, tmp_path_factory
     out = tmp_path_factory.mktemp("run")
     assert train.main(train_arguments(corpus, spm_path, out, "--max-steps", "600", "--log-every", "50")) == 0
     return train.ckpt.run_checkpoints(out)[-1]
+
+
+def uniform_encoder_copy(checkpoint: Path, folder: Path, step: int) -> Path:
+    """A copy of the checkpoint whose encoder queries are all zero, so every encoder head attends uniformly."""
+    shutil.copytree(checkpoint, folder)
+    weights = load_file(str(folder / "model.safetensors"))
+    for name in weights:
+        if name.startswith("encoder_layers.") and ".self_attention.query." in name:
+            weights[name] = weights[name] * 0
+    save_file(weights, str(folder / "model.safetensors"))
+    write_json(folder / "meta.json", {**read_json(folder / "meta.json"), "step": step, "train_hours": 0.01})
+    return folder
 
 
 def charts(app: AppTest) -> list[dict]:

@@ -4,16 +4,14 @@ and the command-line tools on the tiny trained checkpoint."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from safetensors.torch import load_file, save_file
 
-from tests.conftest import needs_browser
+from tests.conftest import needs_browser, uniform_encoder_copy
 from transformer import figures, timeline
-from transformer.checkpoint import CheckpointError, load_checkpoint, read_json, write_json
+from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
 from transformer.heads import (
     build_dictionary,
     head_score_tables,
@@ -161,18 +159,6 @@ def test_figures_cli_renders_pngs_with_chromium(trained_checkpoint: Path, tmp_pa
     for number in (3, 4, 5):
         data = (out / f"figure_{number}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn figure, not a blank page
-
-
-def uniform_encoder_copy(checkpoint: Path, folder: Path, step: int) -> Path:
-    """A copy of the checkpoint whose encoder queries are all zero, so every encoder head attends uniformly."""
-    shutil.copytree(checkpoint, folder)
-    weights = load_file(str(folder / "model.safetensors"))
-    for name in weights:
-        if name.startswith("encoder_layers.") and ".self_attention.query." in name:
-            weights[name] = weights[name] * 0
-    save_file(weights, str(folder / "model.safetensors"))
-    write_json(folder / "meta.json", {**read_json(folder / "meta.json"), "step": step, "train_hours": 0.01})
-    return folder
 
 
 def test_timeline_keeps_each_snapshots_attention_and_scores(trained_checkpoint: Path, tmp_path: Path):

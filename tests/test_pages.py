@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import array, charts, no_exceptions
-from tests.test_heads import uniform_encoder_copy
+from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
 from transformer import timeline
 from transformer.checkpoint import read_json, write_json
 

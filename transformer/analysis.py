@@ -211,6 +211,11 @@ HEAD_SCORES = {
 }
 
 
+def entropy_bits(weights: np.ndarray) -> np.ndarray:
+    """Entropy in bits of each attention row [..., keys] → [...] (zero weights contribute nothing)."""
+    return -(weights * np.log2(np.where(weights > 0, weights, 1.0))).sum(-1)
+
+
 def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) -> dict[str, np.ndarray]:
     """Scores of every head of one sentence's self-attention [L, H, S, S], each averaged over the query positions
     that are not padding; returns {score name: [L, H]} for the names in :data:`HEAD_SCORES`."""
@@ -231,7 +236,7 @@ def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) ->
                                       np.zeros((*weights.shape[:-2], 1))], axis=-1),
         "delimiter_mass": weights[..., delimiter].sum(-1),
         "self_mass": np.diagonal(weights, axis1=-2, axis2=-1),
-        "entropy": -(weights * np.log2(np.where(weights > 0, weights, 1.0))).sum(-1),
+        "entropy": entropy_bits(weights),
     }  # fmt: skip
     return {name: values[..., queries].mean(-1) for name, values in per_query.items()}
 

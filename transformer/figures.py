@@ -33,6 +33,7 @@ import plotly.graph_objects as go
 from transformer.analysis import (
     SPECIAL_TOKENS,
     encoder_attention,
+    entropy_bits,
     its_metrics,
     making_metrics,
     merge_matrix,
@@ -168,7 +169,7 @@ def structure_heads(layer_weights: np.ndarray, tokens: Sequence[str], candidates
     layer_weights = np.asarray(layer_weights, dtype=np.float64)
     real = np.array([token != "<pad>" for token in tokens])
     rows = layer_weights[:, real]  # [H, Q, S]
-    entropy = -(rows * np.log2(np.where(rows > 0, rows, 1.0))).sum(-1).mean(-1)
+    entropy = entropy_bits(rows).mean(-1)
     order = [int(head) for head in np.argsort(entropy, kind="stable")]
     first = order[0]
     others = order[1 : 1 + candidates] or order[:1]
@@ -182,7 +183,7 @@ def anaphora_heads(its: dict[str, object], layer: int) -> list[int]:
     return [int(head) for head in np.argsort(-strength, kind="stable")[:2]]
 
 
-def making_heads(making: dict[str, object], layer: int, words: Sequence[str]) -> list[int]:
+def making_heads(making: dict[str, object], layer: int) -> list[int]:
     """Figure 3's heads in one layer: those whose strongest non-self word from "making" is "more" or "difficult"."""
     strongest = making["strongest_word_from_making"][layer]
     return [head for head, word in enumerate(strongest) if word in ("more", "difficult")]
@@ -273,8 +274,7 @@ def paper_figures(loaded: LoadedCheckpoint, one_based: bool = True) -> tuple[dic
     layer = paper_layer(config.encoder_layers, one_based)
     figures: dict[str, go.Figure] = {}
     making = metrics["figure_3"]
-    words = attention[3].view()[0]
-    chosen_making = making_heads(making, layer, words) if "error" not in making else []
+    chosen_making = making_heads(making, layer) if "error" not in making else []
     figures["figure_3"] = figure_3(attention[3], layer, chosen_making or None)
     its = metrics["figure_4"]
     chosen_its = anaphora_heads(its, layer) if "error" not in its else paper_heads(config.num_heads, one_based)

@@ -78,14 +78,25 @@ def dev_sample(count: int) -> tuple[str, list[str]]:
 
 
 # ------------------------------------------------------------------------------------------------ encoder scores
-def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[str, np.ndarray]:
-    """Mean of :func:`~transformer.analysis.head_statistics` over the sentences: {name: [L, H]}."""
+Attention = tuple[list[str], np.ndarray]  # one sentence's pieces and encoder self-attention [L, H, S, S]
+
+
+def encoder_attentions(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> list[Attention]:
+    return [encoder_attention(loaded.model, loaded.tokenizer, sentence) for sentence in sentences]
+
+
+def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
+    """Mean of :func:`~transformer.analysis.head_statistics` over sentences: {name: [L, H]}."""
     totals: dict[str, np.ndarray] = {}
-    for sentence in sentences:
-        tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, sentence)
+    for tokens, weights in attention:
         for name, values in head_statistics(weights, tokens).items():
             totals[name] = totals.get(name, 0) + values
-    return {name: values / max(1, len(sentences)) for name, values in totals.items()}
+    return {name: values / max(1, len(attention)) for name, values in totals.items()}
+
+
+def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[str, np.ndarray]:
+    """Mean of :func:`~transformer.analysis.head_statistics` over the sentences: {name: [L, H]}."""
+    return mean_statistics(encoder_attentions(loaded, sentences))
 
 
 def pronoun_to_antecedent(
@@ -102,21 +113,33 @@ def pronoun_to_antecedent(
     return weight, row.argmax(-1) == antecedent_index
 
 
-def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.ndarray]:
-    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones)."""
-    examples = load_anaphora_examples() if examples is None else examples
+def mean_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """``anaphora`` and ``anaphora_hits`` [L, H] from the examples' attention (NaN when no example is usable)."""
     weight_sum, hits, used = 0.0, 0.0, 0
-    for example in examples:
-        tokens, weights = encoder_attention(loaded.model, loaded.tokenizer, example.sentence)
+    for (tokens, weights), example in zip(attention, examples, strict=True):
         try:
             weight, hit = pronoun_to_antecedent(weights, tokens, example.pronoun, example.antecedent)
         except ValueError:
             continue  # a tokenizer that cannot spell the word (e.g. a test vocabulary)
         weight_sum, hits, used = weight_sum + weight, hits + hit, used + 1
     if used == 0:
-        shape = (loaded.config.encoder_layers, loaded.config.num_heads)
         return {"anaphora": np.full(shape, np.nan), "anaphora_hits": np.full(shape, np.nan)}
     return {"anaphora": weight_sum / used, "anaphora_hits": hits / used}
+
+
+def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.ndarray]:
+    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones)."""
+    examples = load_anaphora_examples() if examples is None else examples
+    attention = encoder_attentions(loaded, [example.sentence for example in examples])
+    return mean_anaphora(attention, examples, (loaded.config.encoder_layers, loaded.config.num_heads))
+
+
+def pronoun_sentence_scores(loaded: LoadedCheckpoint) -> dict[str, np.ndarray]:
+    """The head statistics and the anaphora scores over the shipped pronoun sentences, one encoder pass each."""
+    examples = load_anaphora_examples()
+    attention = encoder_attentions(loaded, [example.sentence for example in examples])
+    shape = (loaded.config.encoder_layers, loaded.config.num_heads)
+    return {**mean_statistics(attention), **mean_anaphora(attention, examples, shape)}
 
 
 # ------------------------------------------------------------------------------------------------ cross alignment

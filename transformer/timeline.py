@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from transformer.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
-from transformer.heads import anaphora_scores, encoder_scores, load_anaphora_examples
+from transformer.heads import pronoun_sentence_scores
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
@@ -44,8 +45,7 @@ class TimelinePoint:
 def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
     attention = {number: sentence_attention(loaded, FIGURES[number]) for number in FIGURE_SENTENCES}
     attention[5] = attention[4]
-    sentences = [example.sentence for example in load_anaphora_examples()]
-    scores = {**encoder_scores(loaded, sentences), **anaphora_scores(loaded)}
+    scores = pronoun_sentence_scores(loaded)
     meta = loaded.meta or {}
     hours = meta.get("train_hours")
     return TimelinePoint(
@@ -82,8 +82,6 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
     if not path.exists():
         return []
     try:
-        from safetensors import safe_open
-
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
         tensors = load_file(str(path))

@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--amp",
         choices=["none", "bf16"],
         default="none",
-        help="bfloat16 autocast: GPUs, and CPUs with AVX512-BF16 or AMX (about 1.3x faster on such a CPU)",
+        help="bfloat16 autocast: GPUs, and CPUs with AVX512-BF16 or AMX (measure: the gain depends on the batches)",
     )
     data = parser.add_argument_group("data")
     data.add_argument("--train", nargs="+", default=DEFAULT_TRAIN, help="corpus prefixes PREFIX[:UPSAMPLE]")
