@@ -127,3 +127,64 @@ def test_beam_search_prefers_the_best_length_normalised_hypothesis(reversal):
     with torch.no_grad():
         for row, beam, greedy in zip(source, beam_search(model, source, 4), greedy_decode(model, source), strict=True):
             assert score(row, beam) >= score(row, greedy) - 1e-4
+
+
+
+def beam_search_counting_steps(model: Transformer, source: torch.Tensor, **options) -> tuple[list[list[int]], int]:
+    """Beam search, and how many decoder steps it ran."""
+    steps = []
+    decode = model.decode
+    model.decode = lambda *args, **kwargs: steps.append(1) or decode(*args, **kwargs)
+    try:
+        return beam_search(model, source, **options), len(steps)
+    finally:
+        del model.decode
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+def test_early_stop_saves_steps_without_changing_results(reversal, alpha):
+    """Stopping once no live hypothesis can beat the best finished one must cut steps and never change a result.
+
+    An untrained model with a raised </s> logit finishes some hypotheses early while others run on to the limit.
+    """
+    torch.manual_seed(8)
+    untrained = Transformer(preset("tiny")).eval()
+    project = untrained.project
+    source, _, _ = reversal_batch(6, torch.Generator().manual_seed(10))
+    saved = 0
+    for model, eos_bonus in ((reversal[0], 0.0), (untrained, 0.0), (untrained, 2.4), (untrained, 2.8)):
+        if model is untrained:
+            untrained.project = lambda hidden, bonus=eos_bonus: project(hidden).index_add(
+                -1, torch.tensor([EOS_ID]), torch.full((*hidden.shape[:-1], 1), bonus)
+            )
+        for row in source:
+            row = row[row != 0].unsqueeze(0)
+            fast, fast_steps = beam_search_counting_steps(model, row, beam_size=4, alpha=alpha)
+            full, full_steps = beam_search_counting_steps(model, row, beam_size=4, alpha=alpha, early_stop=False)
+            assert fast == full
+            assert fast_steps <= full_steps
+            saved += full_steps - fast_steps
+    assert saved > 0
+
+
+def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win():
+    """With α = 1, a hypothesis finished at step 1 (log P ≈ -0.55) loses to one that ends at step 12 (log P ≈ -0.85,
+    divided by a 2.8× larger length penalty). The search must not stop after step 1 just because the live one
+    scores worse *now*; only the largest penalty it could still reach bounds it."""
+    model = Transformer(preset("tiny")).eval()
+    steps = []
+
+    def scripted_logits(hidden: torch.Tensor) -> torch.Tensor:
+        steps.append(1)
+        logits = torch.full((hidden.size(0), model.config.vocab_size), -30.0)
+        if len(steps) == 1:
+            logits[:, EOS_ID], logits[:, 5] = -1.0, -1.3
+        elif len(steps) < 12:
+            logits[:, 6] = 0.0
+        else:
+            logits[:, EOS_ID] = 0.0
+        return logits
+
+    model.project = scripted_logits
+    assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[5] + [6] * 10]
+    assert len(steps) == 12

@@ -1,8 +1,9 @@
 """Greedy and beam-search decoding with cached keys and values (§6.1).
 
 Beam search follows the paper's settings by default: beam size 4, length penalty α = 0.6 (Wu et al. 2016:
-lp(Y) = ((5 + |Y|) / 6)^α, scores are log P(Y|X) / lp(Y)), maximum output length = input length + 50. A sentence's
-search ends once it holds ``beam_size`` finished hypotheses, so beam size 1 is exactly greedy decoding.
+lp(Y) = ((5 + |Y|) / 6)^α, scores are log P(Y|X) / lp(Y)), maximum output length = input length + 50, ending early
+when possible. A sentence's search ends once it holds ``beam_size`` finished hypotheses (so beam size 1 is exactly
+greedy decoding) or once no live hypothesis can beat the best finished one.
 """
 
 from __future__ import annotations
@@ -59,8 +60,15 @@ def greedy_decode(model: Transformer, source: Tensor) -> list[list[int]]:
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, source: Tensor, beam_size: int = 4, alpha: float = 0.6) -> list[list[int]]:
-    """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>."""
+def beam_search(
+    model: Transformer, source: Tensor, beam_size: int = 4, alpha: float = 0.6, early_stop: bool = True
+) -> list[list[int]]:
+    """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>.
+
+    A sentence's search ends when it holds ``beam_size`` finished hypotheses, at its length limit, or (with
+    ``early_stop``) as soon as no live hypothesis can still beat the best finished one; the last rule only saves
+    time and never changes the result.
+    """
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
     config = model.config
@@ -100,14 +108,25 @@ def beam_search(model: Transformer, source: Tensor, beam_size: int = 4, alpha: f
             origin = sentence * beams + int(origins[sentence, rank])
             hypothesis = sequences[origin, 1:].tolist()
             finished[sentence].append((float(top_scores[sentence, rank]) / penalty, hypothesis))
+        alive_scores = top_scores.masked_fill(ends, float("-inf"))
+        alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (B, K), in order of score
         for sentence in range(batch):
-            if not done[sentence] and (len(finished[sentence]) >= beams or step >= limits[sentence]):
+            if done[sentence]:
+                continue
+            if len(finished[sentence]) >= beams or step >= limits[sentence]:
                 done[sentence] = True
+            elif early_stop and finished[sentence]:
+                # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is
+                # its score now over the largest length penalty it can get. Below the best finished score, the
+                # rest of the search cannot change the result.
+                longest = int(limits[sentence])
+                largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(longest, alpha))
+                best_finished = max(score for score, _ in finished[sentence])
+                if float(alive_scores[sentence, 0]) / largest_penalty < best_finished:
+                    done[sentence] = True
         if done.all():
             break
 
-        alive_scores = top_scores.masked_fill(ends, float("-inf"))
-        alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (B, K), in order of score
         rows = (origins.gather(1, alive_ranks) + batch_offsets).view(-1)  # (B·K,)
         next_tokens = tokens.gather(1, alive_ranks).view(-1, 1)
         scores = alive_scores.masked_fill(done.unsqueeze(1), float("-inf"))

@@ -71,25 +71,23 @@ class MultiHeadAttention(nn.Module):
         key_value: Tensor | None = None,
         mask: Tensor | None = None,
         need_weights: bool = False,
-        cache: dict[str, Tensor] | None = None,
-        cache_kind: str = "self",
+        cache: dict[str, Tensor] | SelfAttentionCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
         """query (B, Tq, D); key_value (B, Tk, D), or None for self-attention.
 
-        ``cache`` enables incremental decoding: for ``cache_kind="self"`` the new keys/values are appended to the
-        cached ones; for ``cache_kind="cross"`` the projected encoder memory is computed once and then reused.
+        ``cache`` enables incremental decoding: a :class:`SelfAttentionCache` appends the new keys/values to the
+        cached ones; a dict (cross-attention) keeps the projected encoder memory, computed once and then reused.
         Returns the output (B, Tq, D) and, if ``need_weights``, the probabilities (B, H, Tq, Tk).
         """
         q = self.split_heads(self.query(query))  # (B, H, Tq, K)
-        if cache is not None and cache_kind == "cross" and "key" in cache:
+        if isinstance(cache, dict) and "key" in cache:  # encoder memory, projected at the first step
             k, v = cache["key"], cache["value"]
         else:
             k, v = self.project_key_value(query if key_value is None else key_value)  # (B, H, Tk, K)
-            if cache is not None:
-                if cache_kind == "self" and "key" in cache:
-                    k = torch.cat([cache["key"], k], dim=2)
-                    v = torch.cat([cache["value"], v], dim=2)
+            if isinstance(cache, dict):
                 cache["key"], cache["value"] = k, v
+            elif cache is not None:  # self-attention: append the new positions to the cached ones
+                k, v = cache.extend(k, v)
 
         dropout_p = self.attention_dropout if self.training else 0.0
         weights = None
@@ -153,14 +151,13 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None,
         memory_mask: Tensor,
         need_weights: bool = False,
-        cache: dict[str, dict[str, Tensor]] | None = None,
+        cache: LayerCache | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         attended, self_weights = self.self_attention(
             x,
             mask=self_mask,
             need_weights=need_weights,
-            cache=None if cache is None else cache["self"],
-            cache_kind="self",
+            cache=None if cache is None else cache.self_attention,
         )
         x = self.self_attention_norm(x + self.dropout(attended))
         attended, cross_weights = self.cross_attention(
@@ -168,8 +165,7 @@ class DecoderLayer(nn.Module):
             memory,
             mask=memory_mask,
             need_weights=need_weights,
-            cache=None if cache is None else cache["cross"],
-            cache_kind="cross",
+            cache=None if cache is None else cache.cross_attention,
         )
         x = self.cross_attention_norm(x + self.dropout(attended))
         x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
@@ -187,22 +183,62 @@ class Seq2SeqOutput:
 
 
 class DecoderCache:
-    """Keys and values of every decoder layer for incremental (one token at a time) decoding."""
+    """Keys and values of every decoder layer for incremental (one token at a time) decoding.
+
+    Self-attention keys and values of all layers live in one buffer shaped (B, L, 2, H, capacity, K) that grows by
+    doubling, so a step writes the new position in place instead of concatenating, and beam search reorders every
+    layer's history with one ``index_select``. Cross-attention keys and values are computed once per sentence.
+    """
 
     def __init__(self, num_layers: int) -> None:
-        self.layers: list[dict[str, dict[str, Tensor]]] = [{"self": {}, "cross": {}} for _ in range(num_layers)]
+        self.num_layers = num_layers
+        self.length = 0  # target positions already decoded
+        self.buffer: Tensor | None = None
+        self.layers = [LayerCache(SelfAttentionCache(self, index), {}) for index in range(num_layers)]
 
-    @property
-    def length(self) -> int:
-        """Number of target positions already decoded."""
-        self_cache = self.layers[0]["self"]
-        return self_cache["key"].size(2) if "key" in self_cache else 0
+    def extend(self, layer: int, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        """Write layer ``layer``'s new keys/values (B, H, T_new, K) after the cached ones; return all of them."""
+        start, end = self.length, self.length + key.size(2)
+        if self.buffer is None or end > self.buffer.size(4):
+            self.grow(key, end)
+        assert self.buffer is not None
+        self.buffer[:, layer, 0, :, start:end] = key
+        self.buffer[:, layer, 1, :, start:end] = value
+        return self.buffer[:, layer, 0, :, :end], self.buffer[:, layer, 1, :, :end]
+
+    def grow(self, like: Tensor, needed: int) -> None:
+        batch, heads, _, width = like.shape
+        capacity = max(needed, 16 if self.buffer is None else 2 * self.buffer.size(4))
+        buffer = like.new_zeros(batch, self.num_layers, 2, heads, capacity, width)
+        if self.buffer is not None:
+            buffer[..., : self.length, :] = self.buffer[..., : self.length, :]
+        self.buffer = buffer
+
+    def advance(self, positions: int) -> None:
+        """Called once every layer has written ``positions`` new positions."""
+        self.length += positions
 
     def reorder(self, indices: Tensor) -> None:
         """Keep rows ``indices`` of the batch (beam search); cross-attention keys are shared by a sentence's beams."""
-        for layer in self.layers:
-            for name in ("key", "value"):
-                layer["self"][name] = layer["self"][name].index_select(0, indices)
+        if self.buffer is not None:
+            self.buffer = self.buffer.index_select(0, indices)
+
+
+@dataclass
+class SelfAttentionCache:
+    """One decoder layer's view of :class:`DecoderCache`."""
+
+    owner: DecoderCache
+    layer: int
+
+    def extend(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
+        return self.owner.extend(self.layer, key, value)
+
+
+@dataclass
+class LayerCache:
+    self_attention: SelfAttentionCache
+    cross_attention: dict[str, Tensor]
 
 
 class Transformer(nn.Module):
@@ -289,6 +325,8 @@ class Transformer(nn.Module):
             x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights, layer_cache)
             self_weights.append(layer_self)
             cross_weights.append(layer_cross)
+        if cache is not None:
+            cache.advance(target.size(1))
         if not need_weights:
             return x, None, None
         return x, torch.stack(self_weights, dim=1), torch.stack(cross_weights, dim=1)
