@@ -3,8 +3,11 @@
 1. Submit → figures built, in process: beam-4 translation, one teacher-forced pass recording every head, then the
    figures of the open tab (the page builds only the open tab: Heads by default), and separately the figures of
    the three other tabs (layers × heads grid and large cell, token focus, bertviz head view). Repeated
-   ``--repeats`` times on a sentence of 30 source pieces; prints the median and the spread.
-2. First render: with Debian's Chromium (driven by Playwright) already open, starts ``streamlit run app.py`` on a
+   ``--repeats`` times on a fixed sentence of 30 source pieces, with a float32 and a bfloat16 search (the app's
+   default on CPUs with native bfloat16); prints the median and the spread.
+2. The same submit → Heads view time over the newstest2013 sentences of 29–31 pieces (up to 25 of them, each
+   once after a warm-up), since the number of decoding steps depends on the sentence and its translation.
+3. First render: with Debian's Chromium (driven by Playwright) already open, starts ``streamlit run app.py`` on a
    free local port and measures the time from launching the server until the page shows its first attention
    heatmap; then the same for a one-chart Streamlit app, the floor that Streamlit and plotly.js alone cost on this
    machine. Medians of three launches each. Skipped with a note when Playwright or Chromium is missing.
@@ -30,6 +33,8 @@ import torch
 from transformer import bertviz_view, viz
 from transformer.analysis import translate_with_attention
 from transformer.checkpoint import load_checkpoint
+from transformer.data import DATA_ROOT
+from transformer.decode import PRECISIONS, default_precision
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SENTENCE = (
@@ -56,16 +61,17 @@ def other_views(translation) -> None:
     bertviz_view.head_view_html(maps)
 
 
-def submit_latency(checkpoint: str | None, repeats: int) -> None:
-    loaded = load_checkpoint(checkpoint)
+def submit_latency(loaded, repeats: int, precision: str) -> None:
     pieces = len(loaded.tokenizer.encode(SENTENCE))
-    print(f"checkpoint {loaded.path}, {torch.get_num_threads()} threads; sentence of {pieces} pieces (+ </s>)")
+    print(f"\n{precision} search, {torch.get_num_threads()} threads; sentence of {pieces} pieces (+ </s>)")
     names = ("translate (beam 4) + attention", "Heads view figures", "submit → Heads view",
              "the other three views", "submit → every view")  # fmt: skip
     timings: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeats + 1):  # the first run warms up caches and is not counted
         started = time.perf_counter()
-        translation = translate_with_attention(loaded.model, loaded.tokenizer, SENTENCE, beam_size=4)
+        translation = translate_with_attention(
+            loaded.model, loaded.tokenizer, SENTENCE, beam_size=4, precision=precision
+        )
         translated = time.perf_counter()
         heads_view(translation)
         shown = time.perf_counter()
@@ -80,6 +86,29 @@ def submit_latency(checkpoint: str | None, repeats: int) -> None:
     for name, values in timings.items():
         print(f"{name:>31}: median {statistics.median(values):6.0f} ms  (min {min(values):.0f}, "
               f"max {max(values):.0f}, {repeats} runs)")  # fmt: skip
+
+
+def dev_sentences_latency(loaded, precision: str, count: int = 25) -> None:
+    path = DATA_ROOT / "dev" / "newstest2013.en"
+    if not path.is_file():
+        print(f"\nnewstest2013 sentences: skipped ({path} missing)")
+        return
+    lines = path.read_text(encoding="utf-8").splitlines()
+    sentences = [line for line in lines if 29 <= len(loaded.tokenizer.encode(line)) <= 31][:count]
+    translate_with_attention(loaded.model, loaded.tokenizer, sentences[0], beam_size=4, precision=precision)
+    times, lengths = [], []
+    for sentence in sentences:
+        started = time.perf_counter()
+        translation = translate_with_attention(
+            loaded.model, loaded.tokenizer, sentence, beam_size=4, precision=precision
+        )
+        heads_view(translation)
+        times.append((time.perf_counter() - started) * 1000)
+        lengths.append(len(translation.maps.target_tokens) - 1)
+    print(f"\n{precision} search, {len(sentences)} newstest2013 sentences of 29–31 pieces (outputs of "
+          f"{min(lengths)}–{max(lengths)} pieces, median {statistics.median(lengths):.0f}): submit → Heads view "
+          f"median {statistics.median(times):.0f} ms (min {min(times):.0f}, max {max(times):.0f}; "
+          f"{sum(t <= 300 for t in times)} of {len(times)} within 300 ms)")  # fmt: skip
 
 
 def free_port() -> int:
@@ -160,7 +189,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--skip-browser", action="store_true")
     args = parser.parse_args()
-    submit_latency(args.checkpoint, args.repeats)
+    loaded = load_checkpoint(args.checkpoint)
+    print(f"checkpoint {loaded.path}")
+    precisions = sorted(PRECISIONS, key=lambda precision: precision != default_precision())
+    for precision in precisions:
+        submit_latency(loaded, args.repeats, precision)
+    for precision in precisions:
+        dev_sentences_latency(loaded, precision)
     if not args.skip_browser:
         first_render(args.checkpoint)
 

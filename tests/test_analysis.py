@@ -47,6 +47,17 @@ def test_translation_records_every_head_with_matching_tokens(translation):
     assert np.allclose(maps.matrix("encoder", 1, None), maps.encoder[1].mean(0))
 
 
+def test_bfloat16_search_finds_the_translation_and_records_float32_attention(translation):
+    loaded, exact = translation
+    fast = translate_with_attention(
+        loaded.model, loaded.tokenizer, "the small cat sees the big dog.", precision="bfloat16"
+    )
+    assert fast.precision == "bfloat16" and fast.translation == exact.translation
+    for kind in ("encoder", "decoder", "cross"):  # the same float32 pass over the same output: the same numbers
+        assert fast.maps.weights(kind).dtype == np.float32
+        assert np.array_equal(fast.maps.weights(kind), exact.maps.weights(kind))
+
+
 def test_merging_pieces_sums_keys_and_averages_queries():
     matrix = np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25], [0.3, 0.3, 0.4]])
     merged = merge_matrix(matrix, [[0, 1], [2]], [[0], [1, 2]])

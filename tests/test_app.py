@@ -150,6 +150,20 @@ def test_greedy_decoding_and_url_round_trip(checkpoint):
     assert app.query_params["beam"] == "4"
 
 
+def test_search_precision_from_the_url_and_the_sidebar(checkpoint):
+    app = start(precision="float32")
+    no_exceptions(app)
+    assert app.radio(key="precision").value == "float32"
+    assert any("float32 search" in element.value for element in app.caption)
+    exact = heatmap_z(app)
+    app.radio(key="precision").set_value("bfloat16").run()
+    no_exceptions(app)
+    assert any("bfloat16 search" in element.value for element in app.caption)
+    assert app.query_params["precision"] == "bfloat16"
+    assert np.array_equal(heatmap_z(app), exact)  # same output here, and attention is recorded in float32
+    assert start(precision="float8").radio(key="precision").value in ("float32", "bfloat16")  # ignored, no error
+
+
 def test_checkpoint_selector_switches_models(checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     from transformer import checkpoint as ckpt
 

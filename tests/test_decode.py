@@ -7,7 +7,7 @@ import torch
 
 from transformer.config import preset
 from transformer.data import pad
-from transformer.decode import EXTRA_OUTPUT_TOKENS, beam_search, greedy_decode, length_penalty
+from transformer.decode import EXTRA_OUTPUT_TOKENS, beam_search, greedy_decode, length_penalty, search_model
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID
 from transformer.train import learning_rate, sequence_losses
@@ -129,7 +129,6 @@ def test_beam_search_prefers_the_best_length_normalised_hypothesis(reversal):
             assert score(row, beam) >= score(row, greedy) - 1e-4
 
 
-
 def beam_search_counting_steps(model: Transformer, source: torch.Tensor, **options) -> tuple[list[list[int]], int]:
     """Beam search, and how many decoder steps it ran."""
     steps = []
@@ -188,3 +187,25 @@ def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win():
     model.project = scripted_logits
     assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[5] + [6] * 10]
     assert len(steps) == 12
+
+
+def test_bfloat16_search_copy_reverses_and_follows_weight_updates(reversal):
+    model, _ = reversal
+    assert search_model(model, "float32") is model
+    reduced = search_model(model, "bfloat16")
+    assert reduced is search_model(model, "bfloat16")  # made once
+    assert {p.dtype for p in reduced.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in model.parameters()} == {torch.float32}  # the original is untouched
+    source, _, sequences = reversal_batch(100, torch.Generator().manual_seed(321))
+    outputs = beam_search(reduced, source, beam_size=4)
+    assert sum(out == seq[::-1] for out, seq in zip(outputs, sequences, strict=True)) / len(sequences) >= 0.95
+
+    changed = Transformer(preset("tiny")).eval()
+    before = search_model(changed, "bfloat16")
+    with torch.no_grad():
+        changed.embedding.weight.mul_(2)
+    after = search_model(changed, "bfloat16")
+    assert after is not before
+    assert torch.allclose(after.embedding.weight.float(), changed.embedding.weight, rtol=1e-2)
+    with pytest.raises(ValueError, match="precision"):
+        search_model(model, "float8")

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.decode import beam_search, encode_source, greedy_decode, max_source_tokens
+from transformer.decode import encode_source, max_source_tokens, search, search_model
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, join_pieces
 
@@ -82,6 +82,7 @@ class Translation:
     truncated: bool = False
     beam_size: int = 4
     alpha: float = 0.6
+    precision: str = "float32"
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -112,15 +113,21 @@ def translate_with_attention(
     beam_size: int = 4,
     alpha: float = 0.6,
     max_tokens: int | None = None,
+    precision: str = "float32",
 ) -> Translation:
-    """Translate one sentence (beam search, or greedy for beam 1), then record attention over the output."""
+    """Translate one sentence (beam search, or greedy for beam 1), then record attention over the output.
+
+    The search runs in ``precision`` (see :func:`~transformer.decode.search_model`); the attention is always
+    recorded with the float32 model, for exactly the output that was found.
+    """
     model.eval()
+    searcher = search_model(model, precision)
     limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
     encoded = encode_source(tokenizer, text, limit)
     device = next(model.parameters()).device
     source = torch.tensor([encoded.ids], dtype=torch.long, device=device)
     started = time.perf_counter()
-    output = greedy_decode(model, source)[0] if beam_size == 1 else beam_search(model, source, beam_size, alpha)[0]
+    output = search(searcher, source, beam_size, alpha)[0]
     decoded = time.perf_counter()
     maps = attention_for(model, tokenizer, encoded.ids, output)
     recorded = time.perf_counter()
@@ -131,6 +138,7 @@ def translate_with_attention(
         truncated=encoded.truncated,
         beam_size=beam_size,
         alpha=alpha,
+        precision=precision,
         seconds={"decode": decoded - started, "attention": recorded - decoded},
     )
 

@@ -8,6 +8,8 @@ greedy decoding) or once no live hypothesis can beat the best finished one.
 
 from __future__ import annotations
 
+import copy
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -19,6 +21,45 @@ from transformer.model import DecoderCache, Transformer
 from transformer.tokenizer import EOS_ID, Tokenizer
 
 EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50
+PRECISIONS = ("float32", "bfloat16")
+
+
+def bfloat16_is_fast(device: torch.device | str = "cpu") -> bool:
+    """Whether ``device`` multiplies bfloat16 natively (CPUs with AVX512-BF16 or AMX, recent GPUs)."""
+    device = torch.device(device)
+    try:
+        if device.type == "cuda":
+            return torch.cuda.is_bf16_supported()
+        return device.type == "cpu" and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def default_precision(device: torch.device | str = "cpu") -> str:
+    """bfloat16 where it is native (searching with half the weight memory traffic is ~30% faster on a 2-core
+    AVX512-BF16 CPU), float32 elsewhere (emulated bfloat16 would be slower)."""
+    return "bfloat16" if bfloat16_is_fast(device) else "float32"
+
+
+_SEARCH_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def search_model(model: Transformer, precision: str) -> Transformer:
+    """The model to search with: ``model`` itself for float32, else a bfloat16 copy.
+
+    The copy is made once per model and made again after the model's weights change (each parameter's version
+    counter moves on every in-place update, e.g. an optimizer step).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
+    if precision == "float32":
+        return model
+    versions = tuple(parameter._version for parameter in model.parameters())
+    cached = _SEARCH_COPIES.get(model)
+    if cached is None or cached[0] != versions:
+        reduced = copy.deepcopy(model).to(torch.bfloat16).eval()
+        _SEARCH_COPIES[model] = cached = (versions, reduced)
+    return cached[1]
 
 
 def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
@@ -142,6 +183,11 @@ def beam_search(
     return best
 
 
+def search(model: Transformer, source: Tensor, beam_size: int, alpha: float) -> list[list[int]]:
+    """Greedy decoding for beam size 1, beam search otherwise."""
+    return greedy_decode(model, source) if beam_size == 1 else beam_search(model, source, beam_size, alpha)
+
+
 @dataclass
 class EncodedSource:
     ids: list[int]
@@ -169,9 +215,14 @@ def translate(
     alpha: float = 0.6,
     batch_size: int = 32,
     max_tokens: int | None = None,
+    precision: str = "float32",
 ) -> list[str]:
-    """Translate many sentences, batched by similar length; results come back in input order."""
+    """Translate many sentences, batched by similar length; results come back in input order.
+
+    ``precision="bfloat16"`` searches with a bfloat16 copy of the model (see :func:`search_model`).
+    """
     model.eval()
+    searcher = search_model(model, precision)
     limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
     encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
@@ -180,7 +231,7 @@ def translate(
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         source = pad([encoded[i] for i in chunk]).to(device)
-        outputs = greedy_decode(model, source) if beam_size == 1 else beam_search(model, source, beam_size, alpha)
+        outputs = search(searcher, source, beam_size, alpha)
         for index, output in zip(chunk, outputs, strict=True):
             results[index] = tokenizer.decode(output)
     return results

@@ -30,6 +30,8 @@ def record_scores(checkpoint: Path, result: dict) -> None:
     meta = read_json(meta_path) if meta_path.is_file() else {}
     stem = Path(result["src"]).name.removesuffix(".gz").rsplit(".", 1)[0]
     key = f"{stem}" + ("" if result["limit"] is None else f"[:{result['limit']}]") + f" beam{result['beam']}"
+    if result.get("precision", "float32") != "float32":
+        key += f" {result['precision']}"
     meta.setdefault("scores", {})[key] = {
         name: result[name] for name in ("bleu", "chrf", "sentences", "alpha", "bleu_signature", "chrf_signature")
     }
@@ -62,7 +64,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         pairs = pairs[: args.limit]
     started = time.time()
     hypotheses = translate(
-        loaded.model, loaded.tokenizer, [s for s, _ in pairs], args.beam, args.alpha, args.batch_size
+        loaded.model,
+        loaded.tokenizer,
+        [s for s, _ in pairs],
+        args.beam,
+        args.alpha,
+        args.batch_size,
+        precision=args.precision,
     )
     seconds = time.time() - started
     references = [[t for _, t in pairs]]
@@ -79,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "limit": args.limit,
         "beam": args.beam,
         "alpha": args.alpha,
+        "precision": args.precision,
         "bleu": round(bleu.score, 2),
         "chrf": round(chrf.score, 2),
         "bleu_signature": str(bleu_metric.get_signature()),
@@ -92,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"BLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF {result['chrf']:.2f}  ({result['chrf_signature']})")
-        print(f"{len(pairs)} sentences, beam {args.beam}, {seconds:.1f}s")
+        print(f"{len(pairs)} sentences, beam {args.beam}, {args.precision} search, {seconds:.1f}s")
     return 0
 
 

@@ -31,6 +31,7 @@ from transformer.app_state import (
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
 )
+from transformer.decode import PRECISIONS, default_precision
 
 DEFAULT_SENTENCE = "The Law will never be perfect, but its application should be just."
 MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising, with a notice
@@ -40,9 +41,12 @@ KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "c
 # ------------------------------------------------------------------------------------------------ URL state
 # Each widget's value lives in st.session_state under its key; the URL mirrors the keys below.
 VIEW_KEY = "view"
-URL_KEYS = {"text": str, "beam": int, "alpha": float, "kind": str, "layer": str, "head": str, VIEW_KEY: str}
+URL_KEYS = {
+    "text": str, "beam": int, "alpha": float, "precision": str, "kind": str, "layer": str, "head": str, VIEW_KEY: str,
+}  # fmt: skip
 DEFAULTS = {
-    "text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "kind": "encoder", "layer": "5", "head": "1", VIEW_KEY: "Heads",
+    "text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "precision": default_precision(), "kind": "encoder",
+    "layer": "5", "head": "1", VIEW_KEY: "Heads",
 }  # fmt: skip
 
 
@@ -57,8 +61,9 @@ def restore_from_url() -> None:
             st.session_state[key] = kind(value) if value is not None else DEFAULTS[key]
         except ValueError:
             st.session_state[key] = DEFAULTS[key]
-    if st.session_state["kind"] not in KINDS:
-        st.session_state["kind"] = DEFAULTS["kind"]
+    for key, allowed in (("kind", KINDS), ("precision", PRECISIONS)):
+        if st.session_state[key] not in allowed:
+            st.session_state[key] = DEFAULTS[key]
     st.session_state["beam"] = min(max(int(st.session_state["beam"]), 1), 8)
     st.session_state["alpha"] = min(max(float(st.session_state["alpha"]), 0.0), 2.0)
 
@@ -69,9 +74,13 @@ def save_to_url() -> None:
 
 # ------------------------------------------------------------------------------------------------ translation
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_translation(checkpoint_path: str, text: str, beam: int, alpha: float, _loaded) -> Translation:
+def cached_translation(
+    checkpoint_path: str, text: str, beam: int, alpha: float, precision: str, _loaded
+) -> Translation:
     """Translations are cached per checkpoint folder, sentence and decoding settings."""
-    return translate_with_attention(_loaded.model, _loaded.tokenizer, text, beam, alpha, MAX_SOURCE_TOKENS)
+    return translate_with_attention(
+        _loaded.model, _loaded.tokenizer, text, beam, alpha, MAX_SOURCE_TOKENS, precision=precision
+    )
 
 
 def token_strip(label: str, tokens: list[str]) -> None:
@@ -164,6 +173,15 @@ def main(loading=None) -> None:
             st.slider("Length penalty α", 0.0, 2.0, step=0.1, key="alpha")
         else:
             st.session_state["beam"] = 1
+        st.radio(
+            "Search precision",
+            PRECISIONS,
+            key="precision",
+            horizontal=True,
+            help="bfloat16 searches with a half-size copy of the weights: faster on CPUs with AVX512-BF16 or AMX, "
+            "the same BLEU, and the same translation for 88% of multi30k test sentences. Attention is always "
+            "recorded in float32.",
+        )
         st.header("Display")
         st.toggle("Merge word pieces into words", key="merge", value=False)
         st.toggle("Show <s>, </s> and padding", key="specials", value=True)
@@ -195,7 +213,8 @@ def main(loading=None) -> None:
 
     with st.spinner("Translating…"):
         translation = cached_translation(str(loaded.path), text, int(st.session_state["beam"]),
-                                         float(st.session_state["alpha"]), loaded)  # fmt: skip
+                                         float(st.session_state["alpha"]), st.session_state["precision"],
+                                         loaded)  # fmt: skip
     if translation.truncated:
         st.warning(
             f"The sentence is longer than {MAX_SOURCE_TOKENS} tokens; only its first {MAX_SOURCE_TOKENS - 1} "
@@ -204,6 +223,7 @@ def main(loading=None) -> None:
     st.subheader("Translation")
     st.markdown(f"### {html.escape(translation.translation) or '∅'}", unsafe_allow_html=True)
     decoding = "greedy" if translation.beam_size == 1 else f"beam {translation.beam_size}, α = {translation.alpha}"
+    decoding += f", {translation.precision} search"
     st.caption(
         f"{decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention recorded in "
         f"{translation.seconds['attention'] * 1000:.0f} ms"
