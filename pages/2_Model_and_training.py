@@ -97,6 +97,8 @@ st.latex(
     r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
 )
 trained_warmup, trained_scale = trained_schedule(loaded.path, meta)
+step = meta.get("step") if isinstance(meta.get("step"), int) else None
+parent = meta.get("fine_tuned_from") if isinstance(meta.get("fine_tuned_from"), dict) else None
 if trained_warmup is None or trained_scale is None:
     st.caption("The checkpoint does not record its schedule; the sliders start at the paper's values.")
 else:
@@ -104,8 +106,13 @@ else:
         f"This checkpoint was trained with warm-up {trained_warmup:,} and scale {trained_scale:g}; the sliders start "
         "there."
     )
+if parent is not None and isinstance(parent.get("step"), int) and step is not None:
+    st.caption(
+        f"It was fine-tuned from `{parent.get('checkpoint')}` (step {parent['step']:,}), where the schedule started "
+        f"again: the marked step below is {step - parent['step']:,} steps into it (step {step:,} overall)."
+    )
+    step -= parent["step"]
 trained_warmup, trained_scale = int(trained_warmup or 4000), float(trained_scale or 1.0)
-step = meta.get("step") if isinstance(meta.get("step"), int) else None
 first, second, third = st.columns(3)
 warmup = first.slider(
     "Warm-up steps",

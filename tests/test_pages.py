@@ -105,6 +105,18 @@ def test_model_page_without_a_log_shows_the_model_card_and_scores(shipped_copy: 
     assert any(json.loads(element.value) == {"newstest2014 BLEU": 1.5} for element in app.json)
 
 
+def test_model_page_places_a_fine_tuned_checkpoint_on_its_own_schedule(shipped_copy: Path):
+    meta = read_json(shipped_copy / "meta.json")
+    write_json(
+        shipped_copy / "meta.json", {**meta, "fine_tuned_from": {"checkpoint": "base", "step": meta["step"] - 200}}
+    )
+    app = run_page(MODEL)
+    no_exceptions(app)
+    assert any("fine-tuned from `base`" in caption.value for caption in app.caption)
+    marker = charts(app)[-1]["figure"]["data"][1]
+    assert array(marker["x"]).tolist() == [200]  # steps since the schedule restarted, not since the first run began
+
+
 @pytest.mark.parametrize("page", [POSITIONAL, MODEL, FIGURES, HEADS])
 def test_a_broken_checkpoint_is_explained_not_raised(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     broken = tmp_path / "broken"

@@ -182,11 +182,28 @@ def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tm
 
 def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path, corpus, spm_path, tmp_path: Path):
     shipped = ckpt.export(trained_checkpoint, tmp_path / "shipped")
+    parent = json.loads((shipped / ckpt.META_FILE).read_text())
     run = tmp_path / "fine-tune"
-    arguments = train_arguments(corpus, spm_path, run, "--max-steps", "3", "--init-from", str(shipped))
+    start = parent["step"]
+    arguments = train_arguments(corpus, spm_path, run, "--max-steps", str(start + 3), "--init-from", str(shipped))
     assert train.main(arguments) == 0
+    steps = records(run)
+    # The parent's log opens this run's log; then one "init" record; then the new steps, counted on.
+    logged = [r["step"] for r in records(trained_checkpoint.parents[1]) if r["step"] <= start]
+    assert len(logged) > 1 and [r["step"] for r in steps] == [*logged, start + 1, start + 2, start + 3]
+    assert records(run, "init")[0]["step"] == start and records(run, "init")[0]["checkpoint"] == str(shipped)
     # A model starting from trained weights begins far below a fresh model's loss (≈ ln of the vocabulary).
-    assert records(run)[0]["loss"] < 0.5 * records(trained_checkpoint.parents[1])[0]["loss"]
+    assert steps[len(logged)]["loss"] < 0.5 * steps[0]["loss"]
+    # The schedule warms up again from its first step.
+    assert steps[len(logged)]["lr"] == pytest.approx(train.learning_rate(1, 32, warmup=100, scale=0.5))
+    meta = json.loads((ckpt.run_checkpoints(run)[-1] / ckpt.META_FILE).read_text())
+    assert meta["step"] == start + 3 and meta["tokens_seen"] > parent["tokens_seen"]
+    assert meta["fine_tuned_from"] == {"checkpoint": str(shipped), "step": start, "data": parent["data"]}
+
+    resumed = ["--out", str(run), "--resume", "--max-steps", str(start + 4), "--progress", "lines", "--threads", "1"]
+    assert train.main(resumed) == 0
+    assert records(run)[-1]["step"] == start + 4
+    assert records(run)[-1]["lr"] == pytest.approx(train.learning_rate(4, 32, warmup=100, scale=0.5))
 
 
 def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_path: Path):

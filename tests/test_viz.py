@@ -242,6 +242,20 @@ def test_training_curves_switch_between_steps_and_hours():
     assert steps.args[0]["x"] == [[100, 200], [200], [200]]
     assert hours.args[0]["x"] == [[0.1, 0.2], [0.2], [0.2]]
     assert len(viz.training_curves([]).layout.annotations) == 1  # says there is nothing yet
+    assert fig.layout.shapes == ()  # no fine-tuning mark in a single run
+
+
+def test_training_curves_mark_where_fine_tuning_started():
+    records = [
+        {"kind": "train", "step": 100, "loss": 6.0, "train_hours": 0.1},
+        {"kind": "init", "step": 100, "checkpoint": "base", "dev": "multi30k_val", "train_hours": 0.1},
+        {"kind": "train", "step": 150, "loss": 4.0, "train_hours": 0.3},
+    ]
+    fig = viz.training_curves(records)
+    (mark,) = fig.layout.shapes
+    assert mark.x0 == mark.x1 == 100 and "multi30k_val" in mark.label.text
+    steps, hours = fig.layout.updatemenus[0].buttons
+    assert steps.args[1]["shapes"][0]["x0"] == 100 and hours.args[1]["shapes"][0]["x0"] == 0.1
 
 
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():

@@ -261,7 +261,32 @@ def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16:
     meta["weights_dtype"] = str(dtype).removeprefix("torch.")
     if paths_to_average:
         meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
-    return save_checkpoint(out, weights, config, tokenizer, meta)
+    written = save_checkpoint(out, weights, config, tokenizer, meta)
+    copy_training_log(source, written, meta.get("step"))
+    return written
+
+
+def copy_training_log(source: Path, out: Path, step: int | None) -> None:
+    """Give an exported checkpoint its training log (the app plots its curves from it): the source's own, or that of
+    the run it sits in (``RUN/checkpoints/step-N``), up to the source's step."""
+    log = source / TRAINING_LOG_FILE
+    if not log.is_file() and source.parent.name == "checkpoints":
+        log = source.parent.parent / METRICS_FILE
+    if log.is_file():
+        write_atomically(out / TRAINING_LOG_FILE, log_up_to(log, step))
+
+
+def log_up_to(path: Path, step: int | None) -> bytes:
+    """The lines of a JSONL training log whose records are at or before ``step`` (all of them for None)."""
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if step is None or record.get("step", 0) <= step:
+            kept.append(line)
+    return "".join(f"{line}\n" for line in kept).encode("utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -286,9 +311,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not paths:
                 raise CheckpointError(f"{args.inputs[0]}: no checkpoints found")
             written = export(paths[-1], args.out, paths, fp16=args.fp16)
-            if run is not None and (run / METRICS_FILE).is_file():
-                # The app plots the run's curves from the shipped folder.
-                shutil.copyfile(run / METRICS_FILE, written / TRAINING_LOG_FILE)
             print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}) into {written}")
         elif args.command == "export":
             print(f"wrote {export(args.checkpoint, args.out, fp16=not args.fp32)}")

@@ -80,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = parser.add_argument_group("run")
     run.add_argument("--out", type=Path, required=True, help="run folder: checkpoints, snapshots, metrics.jsonl")
     run.add_argument("--resume", action="store_true", help="continue the run in --out from its latest checkpoint")
-    run.add_argument("--max-steps", type=int, default=100_000, help="stop after this many optimizer steps")
+    run.add_argument(
+        "--max-steps",
+        type=int,
+        default=100_000,
+        help="stop at this optimizer step (a run started with --init-from counts on from its checkpoint's step)",
+    )
     run.add_argument("--max-hours", type=float, default=None, help="stop after this many hours of this invocation")
     run.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     run.add_argument("--threads", type=int, default=None, help="CPU threads per process (default: cores / processes)")
@@ -219,12 +224,7 @@ class MetricsLog:
         """Forget records past ``step`` (written after the checkpoint a resumed run starts from)."""
         if not self.enabled or not self.path.is_file():
             return
-        kept = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(json.JSONDecodeError):
-                if json.loads(line).get("step", 0) <= step:
-                    kept.append(line)
-        ckpt.write_atomically(self.path, "".join(f"{line}\n" for line in kept).encode("utf-8"))
+        ckpt.write_atomically(self.path, ckpt.log_up_to(self.path, step))
 
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:
@@ -286,6 +286,8 @@ class Trainer:
         self.tokens_seen = 0
         self.train_seconds = 0.0
         self.cpu_seconds = 0.0  # CPU time of this process (all its threads); unlike wall time, not inflated by pauses
+        self.schedule_start = 0  # the step the learning-rate schedule (and its warm-up) starts from
+        self.parent: dict[str, Any] | None = None  # the checkpoint a fine-tuning run started from
         if resume_from is not None:
             self.load_state(resume_from)
         elif args.init_from is not None:
@@ -371,13 +373,27 @@ class Trainer:
         return examples
 
     def load_initial_weights(self, path: Path) -> None:
-        """Weights of another checkpoint of the same shape; optimizer, schedule and data start afresh."""
+        """Weights of another checkpoint of the same shape; optimizer, schedule (with its warm-up) and data order
+        start afresh. Steps, tokens and hours count on from the checkpoint's own, and its training log (if it has
+        one) opens this run's log, so the curves and the model's history stay whole."""
         if ckpt.load_config(path) != self.config:
             raise ckpt.CheckpointError(f"{path / ckpt.CONFIG_FILE}: does not match --preset {self.args.preset}")
         weights = ckpt.read_tensors(path / ckpt.MODEL_FILE)
         ckpt.check_weights(path, weights, self.model)
         self.model.load_state_dict({name: tensor.float() for name, tensor in weights.items()})
-        self.say(f"initialised from {path}")
+        meta = ckpt.read_json(path / ckpt.META_FILE) if (path / ckpt.META_FILE).is_file() else {}
+        self.step = self.schedule_start = int(meta.get("step", 0))
+        self.tokens_seen = int(meta.get("tokens_seen", 0))
+        self.train_seconds = float(meta.get("train_hours", 0.0)) * 3600
+        self.cpu_seconds = float(meta.get("cpu_hours", 0.0)) * 3600
+        self.parent = {"checkpoint": str(path), "step": self.step, "data": meta.get("data")}
+        parent_log = path / ckpt.TRAINING_LOG_FILE
+        if self.log.enabled and parent_log.is_file() and not self.log.path.exists():
+            ckpt.write_atomically(self.log.path, ckpt.log_up_to(parent_log, self.step))
+        # Dev scores after this record may come from another dev set than those before it.
+        dev = Path(self.args.dev).name if self.args.dev else None
+        self.log.write({"kind": "init", **self.parent, "dev": dev, "train_hours": self.train_seconds / 3600})
+        self.say(f"initialised from {path} (step {self.step:,}, {self.tokens_seen:,} tokens)")
 
     def load_state(self, path: Path) -> None:
         weights = ckpt.read_tensors(path / ckpt.MODEL_FILE)
@@ -393,6 +409,8 @@ class Trainer:
         self.step, self.epoch, self.position = progress["step"], progress["epoch"], progress["position"]
         self.tokens_seen, self.train_seconds = progress["tokens_seen"], progress["train_seconds"]
         self.cpu_seconds = progress.get("cpu_seconds", 0.0)
+        self.schedule_start = progress.get("schedule_start", 0)
+        self.parent = progress.get("parent")
         self.say(f"resumed {path} at step {self.step} (epoch {self.epoch}, batch {self.position})")
 
     # ----------------------------------------------------------------------------------------------- saving
@@ -406,6 +424,7 @@ class Trainer:
             "processes": self.dist.world_size,
             "device": str(self.device.type),
             "data": self.args.train,
+            **({"fine_tuned_from": self.parent} if self.parent else {}),
             "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
 
@@ -426,6 +445,8 @@ class Trainer:
                 "tokens_seen": self.tokens_seen,
                 "train_seconds": self.train_seconds,
                 "cpu_seconds": self.cpu_seconds,
+                "schedule_start": self.schedule_start,
+                "parent": self.parent,
             },
         }
         path = self.checkpoints / f"step-{self.step:07d}"
@@ -473,7 +494,7 @@ class Trainer:
         grad_norm = nn.utils.clip_grad_norm_(
             self.model.parameters(), args.clip_norm if args.clip_norm > 0 else float("inf")
         )
-        lr = learning_rate(self.step + 1, self.config.d_model, args.warmup, args.lr_scale)
+        lr = learning_rate(self.step + 1 - self.schedule_start, self.config.d_model, args.warmup, args.lr_scale)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()

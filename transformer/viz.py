@@ -689,6 +689,11 @@ def training_curves(records: list[dict]) -> go.Figure:
             ),
             secondary_y=secondary,
         )
+    starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
+    marks = {
+        axis: [fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours")) for r in starts]
+        for axis in ("step", "hours")
+    }
     if not train and not dev:
         fig.add_annotation(
             text="No training records in the log yet",
@@ -710,16 +715,21 @@ def training_curves(records: list[dict]) -> go.Figure:
                 "yanchor": "bottom",
                 "showactive": True,
                 "buttons": [
-                    {"label": "by step", "method": "update", "args": [{"x": by_step}, {"xaxis.title.text": "step"}]},
+                    {
+                        "label": "by step",
+                        "method": "update",
+                        "args": [{"x": by_step}, {"xaxis.title.text": "step", "shapes": marks["step"]}],
+                    },
                     {
                         "label": "by training hours",
                         "method": "update",
-                        "args": [{"x": by_hours}, {"xaxis.title.text": "training hours"}],
+                        "args": [{"x": by_hours}, {"xaxis.title.text": "training hours", "shapes": marks["hours"]}],
                     },
                 ],
             }
         ],
         title={"text": "Training run: loss and dev BLEU"},
+        shapes=marks["step"],
         hovermode="x unified",
         height=460,
         margin={"l": 10, "r": 10, "t": 90, "b": 10},
@@ -730,6 +740,22 @@ def training_curves(records: list[dict]) -> go.Figure:
     fig.update_yaxes(title_text="loss (label-smoothed, per token)", secondary_y=False)
     fig.update_yaxes(title_text="dev BLEU", secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
+
+
+def fine_tuning_mark(record: dict, x: float | None) -> dict:
+    """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with what changed."""
+    dev = f"; dev set {record['dev']}" if record.get("dev") else ""
+    return {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "xref": "x",
+        "y0": 0,
+        "y1": 1,
+        "yref": "paper",
+        "line": {"dash": "dash", "color": "#888", "width": 1},
+        "label": {"text": f"fine-tuning: new data mix{dev}", "textposition": "end", "font": {"size": 11}},
+    }
 
 
 def learning_rate_curve(
