@@ -9,6 +9,7 @@ checkpoint) and prints the last dev record.
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -24,19 +25,33 @@ def main() -> None:
     records = read_metrics(args.log)
     train = [r for r in records if r.get("kind") == "train"]
     dev = [r for r in records if r.get("kind") == "dev" and r.get("dev_bleu") is not None]
+    starts = [r for r in records if r.get("kind") == "init"]  # fine-tuning began here (--init-from)
     if not train:
         raise SystemExit(f"{args.log}: no training records")
+    # Dev records are drawn phase by phase: a fine-tuning run may validate on another dev set.
+    edges = [float("-inf"), *(r["step"] for r in starts), float("inf")]
+    phases = [[r for r in dev if low < r["step"] <= high] for low, high in itertools.pairwise(edges)]
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), constrained_layout=True)
     for axis, x_key, x_label in ((axes[0], "step", "optimizer step"), (axes[1], "train_hours", "training hours")):
         axis.plot([r[x_key] for r in train], [r["loss"] for r in train], color="#1f77b4", lw=1, label="training loss")
-        axis.plot([r[x_key] for r in dev], [r["dev_loss"] for r in dev], "o-", color="#ff7f0e", label="dev loss")
+        bleu = axis.twinx()
+        for index, phase in enumerate(phases):
+            label = "" if index else "_"
+            axis.plot([r[x_key] for r in phase], [r["dev_loss"] for r in phase], "o-", color="#ff7f0e",
+                      label=f"{label}dev loss")  # fmt: skip
+            bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
+                      label=f"{label}dev BLEU")  # fmt: skip
+        for start in starts:
+            axis.axvline(start[x_key], color="#888", ls=":", lw=1)
+            dev_set = f"\ndev set: {start['dev']}" if start.get("dev") else ""
+            axis.annotate(f"fine-tuning{dev_set}", (start[x_key], 1), xycoords=("data", "axes fraction"),
+                          xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
+                          color="#555")  # fmt: skip
         axis.set_xlabel(x_label)
         axis.set_ylabel("label-smoothed cross-entropy")
         axis.grid(alpha=0.3)
-        bleu = axis.twinx()
-        bleu.plot([r[x_key] for r in dev], [r["dev_bleu"] for r in dev], "s--", color="#2ca02c", label="dev BLEU")
-        bleu.set_ylabel("greedy dev BLEU (newstest2013 subset)")
-        lines = axis.get_lines() + bleu.get_lines()
+        bleu.set_ylabel("greedy dev BLEU (dev subset)")
+        lines = [line for line in axis.get_lines() + bleu.get_lines() if not line.get_label().startswith("_")]
         axis.legend(lines, [line.get_label() for line in lines], loc="center right")
     figure.suptitle(f"{args.log}: {train[-1]['step']:,} steps, {train[-1]['train_hours']:.1f} h")
     args.out.parent.mkdir(parents=True, exist_ok=True)
