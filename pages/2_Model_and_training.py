@@ -13,19 +13,10 @@ from transformer.app_state import (
     page_checkpoint,
     show_figure,
 )
-from transformer.checkpoint import METRICS_FILE, TRAINER_FILE, TRAINING_LOG_FILE
+from transformer.checkpoint import METRICS_FILE, TRAINER_FILE, TRAINING_LOG_FILE, training_log
 
 LOG_NAMES = (TRAINING_LOG_FILE, METRICS_FILE)
 MODEL_CARD = "MODEL_CARD.md"
-
-
-def metrics_log(checkpoint: Path) -> Path | None:
-    """The training log next to a checkpoint: in its own folder when shipped with one, else in the run folder that
-    holds ``checkpoints/step-…`` or ``snapshots/step-…``, where the trainer writes it."""
-    folders = [checkpoint]
-    if checkpoint.parent.name in ("checkpoints", "snapshots"):
-        folders.append(checkpoint.parent.parent)
-    return next((folder / name for folder in folders for name in LOG_NAMES if (folder / name).is_file()), None)
 
 
 def trained_schedule(checkpoint: Path, meta: dict) -> tuple[int | None, float | None]:
@@ -76,7 +67,7 @@ with right:
     st.json(meta, expanded=False)
 
 st.subheader("Training curves")
-log = metrics_log(loaded.path)
+log = training_log(loaded.path)
 records = viz.read_metrics(log) if log is not None else []
 if records:
     st.caption(f"From `{log}` ({len(records):,} records). The buttons switch the x axis to training hours.")

@@ -266,13 +266,20 @@ def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16:
     return written
 
 
+def training_log(checkpoint: Path) -> Path | None:
+    """A checkpoint's training log: in its own folder when shipped with one, else in the run folder that holds
+    ``checkpoints/step-…`` or ``snapshots/step-…``, where the trainer writes it."""
+    folders = [checkpoint]
+    if checkpoint.parent.name in ("checkpoints", "snapshots"):
+        folders.append(checkpoint.parent.parent)
+    names = (TRAINING_LOG_FILE, METRICS_FILE)
+    return next((folder / name for folder in folders for name in names if (folder / name).is_file()), None)
+
+
 def copy_training_log(source: Path, out: Path, step: int | None) -> None:
-    """Give an exported checkpoint its training log (the app plots its curves from it): the source's own, or that of
-    the run it sits in (``RUN/checkpoints/step-N``), up to the source's step."""
-    log = source / TRAINING_LOG_FILE
-    if not log.is_file() and source.parent.name == "checkpoints":
-        log = source.parent.parent / METRICS_FILE
-    if log.is_file():
+    """Give an exported checkpoint its training log (the app plots its curves from it), up to the source's step."""
+    log = training_log(source)
+    if log is not None:
         write_atomically(out / TRAINING_LOG_FILE, log_up_to(log, step))
 
 

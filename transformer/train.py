@@ -286,7 +286,6 @@ class Trainer:
         self.tokens_seen = 0
         self.train_seconds = 0.0
         self.cpu_seconds = 0.0  # CPU time of this process (all its threads); unlike wall time, not inflated by pauses
-        self.schedule_start = 0  # the step the learning-rate schedule (and its warm-up) starts from
         self.parent: dict[str, Any] | None = None  # the checkpoint a fine-tuning run started from
         if resume_from is not None:
             self.load_state(resume_from)
@@ -382,13 +381,13 @@ class Trainer:
         ckpt.check_weights(path, weights, self.model)
         self.model.load_state_dict({name: tensor.float() for name, tensor in weights.items()})
         meta = ckpt.read_json(path / ckpt.META_FILE) if (path / ckpt.META_FILE).is_file() else {}
-        self.step = self.schedule_start = int(meta.get("step", 0))
+        self.step = int(meta.get("step", 0))
         self.tokens_seen = int(meta.get("tokens_seen", 0))
         self.train_seconds = float(meta.get("train_hours", 0.0)) * 3600
         self.cpu_seconds = float(meta.get("cpu_hours", 0.0)) * 3600
         self.parent = {"checkpoint": str(path), "step": self.step, "data": meta.get("data")}
-        parent_log = path / ckpt.TRAINING_LOG_FILE
-        if self.log.enabled and parent_log.is_file() and not self.log.path.exists():
+        parent_log = ckpt.training_log(path)
+        if self.log.enabled and parent_log is not None and not self.log.path.exists():
             ckpt.write_atomically(self.log.path, ckpt.log_up_to(parent_log, self.step))
         # Dev scores after this record may come from another dev set than those before it.
         dev = Path(self.args.dev).name if self.args.dev else None
@@ -409,9 +408,13 @@ class Trainer:
         self.step, self.epoch, self.position = progress["step"], progress["epoch"], progress["position"]
         self.tokens_seen, self.train_seconds = progress["tokens_seen"], progress["train_seconds"]
         self.cpu_seconds = progress.get("cpu_seconds", 0.0)
-        self.schedule_start = progress.get("schedule_start", 0)
         self.parent = progress.get("parent")
         self.say(f"resumed {path} at step {self.step} (epoch {self.epoch}, batch {self.position})")
+
+    @property
+    def schedule_start(self) -> int:
+        """The step the learning-rate schedule (and its warm-up) starts from: a fine-tuning run's first."""
+        return self.parent["step"] if self.parent else 0
 
     # ----------------------------------------------------------------------------------------------- saving
     def meta(self) -> dict[str, Any]:
@@ -445,7 +448,6 @@ class Trainer:
                 "tokens_seen": self.tokens_seen,
                 "train_seconds": self.train_seconds,
                 "cpu_seconds": self.cpu_seconds,
-                "schedule_start": self.schedule_start,
                 "parent": self.parent,
             },
         }
