@@ -35,15 +35,17 @@ def main() -> None:
     for axis, x_key, x_label in ((axes[0], "step", "optimizer step"), (axes[1], "train_hours", "training hours")):
         axis.plot([r[x_key] for r in train], [r["loss"] for r in train], color="#1f77b4", lw=1, label="training loss")
         bleu = axis.twinx()
+        first = next((index for index, phase in enumerate(phases) if phase), 0)
         for index, phase in enumerate(phases):
-            label = "" if index else "_"
+            label = "" if index == first else "_"  # one legend entry per kind, however many phases
             axis.plot([r[x_key] for r in phase], [r["dev_loss"] for r in phase], "o-", color="#ff7f0e",
                       label=f"{label}dev loss")  # fmt: skip
             bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
                       label=f"{label}dev BLEU")  # fmt: skip
-        for start in starts:
+        for previous, start in zip([{}, *starts], starts, strict=False):
             axis.axvline(start[x_key], color="#888", ls=":", lw=1)
-            dev_set = f"\ndev set: {start['dev']}" if start.get("dev") else ""
+            changed = start.get("dev") and start.get("dev") != previous.get("dev")
+            dev_set = f"\ndev set: {start['dev']}" if changed else ""
             axis.annotate(f"fine-tuning{dev_set}", (start[x_key], 1), xycoords=("data", "axes fraction"),
                           xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
                           color="#555")  # fmt: skip

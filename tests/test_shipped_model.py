@@ -1,0 +1,65 @@
+"""The model the app opens on: what ships in checkpoints/en-de-small, and what its documents say about it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from safetensors import safe_open
+
+from transformer import checkpoint as ckpt
+from transformer.config import preset
+from transformer.decode import translate
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+TEST_SETS = ("multi30k_test2016", "newstest2014", "newstest2013")
+
+
+@pytest.fixture(scope="module")
+def shipped() -> Path:
+    return ckpt.REPOSITORY_CHECKPOINTS / ckpt.DEFAULT_CHECKPOINT_NAME
+
+
+def test_the_default_checkpoint_is_the_small_preset_stored_in_float16(shipped: Path, monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_CHECKPOINT", raising=False)
+    assert ckpt.resolve() == shipped
+    config = ckpt.load_config(shipped)
+    small = preset("small", vocab_size=config.vocab_size)
+    assert config.to_dict() == small.to_dict()
+    with safe_open(shipped / ckpt.MODEL_FILE, framework="pt") as weights:
+        dtypes = {weights.get_slice(name).get_dtype() for name in weights.keys()}  # noqa: SIM118 (not a dict)
+    assert dtypes == {"F16"}
+    assert (shipped / ckpt.MODEL_FILE).stat().st_size < 50e6
+    for name in (ckpt.TOKENIZER_FILE, ckpt.META_FILE, "training_log.jsonl", "MODEL_CARD.md"):
+        assert (shipped / name).is_file(), f"{name} is missing from the shipped checkpoint"
+
+
+def test_the_shipped_model_translates_everyday_sentences():
+    loaded = ckpt.load_checkpoint()
+    coffee, park = translate(
+        loaded.model, loaded.tokenizer, ["I would like a cup of coffee.", "The children are playing in the park."]
+    )
+    assert {"Tasse", "Kaffee"} <= set(coffee.rstrip(".").split()), coffee
+    assert {"Kinder", "spielen", "Park"} <= set(park.rstrip(".").split()), park
+
+
+def test_the_training_log_ends_at_the_shipped_step(shipped: Path):
+    meta = ckpt.read_json(shipped / ckpt.META_FILE)
+    records = [json.loads(line) for line in (shipped / "training_log.jsonl").read_text().splitlines() if line]
+    steps = [r["step"] for r in records if r.get("kind") == "train"]
+    assert steps == sorted(steps) and meta["step"] - 100 <= steps[-1] <= meta["step"]
+    assert any(r.get("kind") == "dev" and r.get("dev_bleu") is not None for r in records)
+
+
+def test_the_model_card_and_readme_report_the_recorded_scores(shipped: Path):
+    """Every beam-4 BLEU recorded by `transformer.evaluate --record` is the one the documents print."""
+    meta = ckpt.read_json(shipped / ckpt.META_FILE)
+    card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    for test_set in TEST_SETS:
+        score = meta["scores"][f"{test_set} beam4"]
+        for text, document in ((card, "MODEL_CARD.md"), (readme, "README.md")):
+            assert f"{score['bleu']:.2f} | {score['chrf']:.2f}" in text, f"{document}: {test_set} score out of date"
+    assert f"{meta['step']:,} steps" in card and f"{meta['step']:,} steps" in readme
+    assert score["bleu_signature"] in card
