@@ -42,7 +42,7 @@ def main() -> None:
                       label=f"{label}dev loss")  # fmt: skip
             bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
                       label=f"{label}dev BLEU")  # fmt: skip
-        for previous, start in zip([{}, *starts], starts, strict=False):
+        for previous, start in itertools.pairwise([{}, *starts]):
             axis.axvline(start[x_key], color="#888", ls=":", lw=1)
             changed = start.get("dev") and start.get("dev") != previous.get("dev")
             dev_set = f"\ndev set: {start['dev']}" if changed else ""

@@ -13,9 +13,8 @@ from transformer.app_state import (
     page_checkpoint,
     show_figure,
 )
-from transformer.checkpoint import METRICS_FILE, TRAINER_FILE, TRAINING_LOG_FILE, training_log
+from transformer.checkpoint import LOG_FILES, TRAINER_FILE, training_log
 
-LOG_NAMES = (TRAINING_LOG_FILE, METRICS_FILE)
 MODEL_CARD = "MODEL_CARD.md"
 
 
@@ -74,7 +73,7 @@ if records:
     show_figure(viz.training_curves(records), key="training_curves")
 else:
     st.info(
-        f"No training log found for this checkpoint (looked for {' or '.join(LOG_NAMES)} in its folder and its run "
+        f"No training log found for this checkpoint (looked for {' or '.join(LOG_FILES)} in its folder and its run "
         "folder). A shipped checkpoint may come without one; `python -m transformer.train` writes `metrics.jsonl`."
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from safetensors import safe_open
 from transformer import checkpoint as ckpt
 from transformer.config import preset
 from transformer.decode import translate
+from transformer.viz import read_metrics
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEST_SETS = ("multi30k_test2016", "newstest2014", "newstest2013")
@@ -31,7 +31,7 @@ def test_the_default_checkpoint_is_the_small_preset_stored_in_float16(shipped: P
         dtypes = {weights.get_slice(name).get_dtype() for name in weights.keys()}  # noqa: SIM118 (not a dict)
     assert dtypes == {"F16"}
     assert (shipped / ckpt.MODEL_FILE).stat().st_size < 50e6
-    for name in (ckpt.TOKENIZER_FILE, ckpt.META_FILE, "training_log.jsonl", "MODEL_CARD.md"):
+    for name in (ckpt.TOKENIZER_FILE, ckpt.META_FILE, ckpt.TRAINING_LOG_FILE, "MODEL_CARD.md"):
         assert (shipped / name).is_file(), f"{name} is missing from the shipped checkpoint"
 
 
@@ -46,7 +46,7 @@ def test_the_shipped_model_translates_everyday_sentences():
 
 def test_the_training_log_ends_at_the_shipped_step(shipped: Path):
     meta = ckpt.read_json(shipped / ckpt.META_FILE)
-    records = [json.loads(line) for line in (shipped / "training_log.jsonl").read_text().splitlines() if line]
+    records = read_metrics(shipped / ckpt.TRAINING_LOG_FILE)
     steps = [r["step"] for r in records if r.get("kind") == "train"]
     assert steps == sorted(steps) and meta["step"] - 100 <= steps[-1] <= meta["step"]
     assert any(r.get("kind") == "dev" and r.get("dev_bleu") is not None for r in records)
@@ -61,5 +61,5 @@ def test_the_model_card_and_readme_report_the_recorded_scores(shipped: Path):
         score = meta["scores"][f"{test_set} beam4"]
         for text, document in ((card, "MODEL_CARD.md"), (readme, "README.md")):
             assert f"{score['bleu']:.2f} | {score['chrf']:.2f}" in text, f"{document}: {test_set} score out of date"
+        assert score["bleu_signature"] in card
     assert f"{meta['step']:,} steps" in card and f"{meta['step']:,} steps" in readme
-    assert score["bleu_signature"] in card

@@ -45,6 +45,7 @@ STATE_FILE = "training_state.safetensors"
 TRAINER_FILE = "trainer.json"
 METRICS_FILE = "metrics.jsonl"  # in a training run's folder
 TRAINING_LOG_FILE = "training_log.jsonl"  # the same log, copied into a shipped checkpoint
+LOG_FILES = (TRAINING_LOG_FILE, METRICS_FILE)  # where training_log() looks, in this order
 
 REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 DEFAULT_CHECKPOINT_NAME = "en-de-small"
@@ -272,8 +273,7 @@ def training_log(checkpoint: Path) -> Path | None:
     folders = [checkpoint]
     if checkpoint.parent.name in ("checkpoints", "snapshots"):
         folders.append(checkpoint.parent.parent)
-    names = (TRAINING_LOG_FILE, METRICS_FILE)
-    return next((folder / name for folder in folders for name in names if (folder / name).is_file()), None)
+    return next((folder / name for folder in folders for name in LOG_FILES if (folder / name).is_file()), None)
 
 
 def copy_training_log(source: Path, out: Path, step: int | None) -> None:
