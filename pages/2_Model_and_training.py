@@ -18,16 +18,16 @@ from transformer.checkpoint import LOG_FILES, TRAINER_FILE, training_log
 MODEL_CARD = "MODEL_CARD.md"
 
 
-def trained_schedule(checkpoint: Path, meta: dict) -> tuple[int | None, float | None]:
-    """Warm-up steps and learning-rate scale the checkpoint was trained with, from meta.json or, for a checkpoint
-    still in its run folder, from the trainer state saved with it."""
-    if "warmup" in meta or "lr_scale" in meta:
-        return meta.get("warmup"), meta.get("lr_scale")
-    try:
-        arguments = json.loads((checkpoint / TRAINER_FILE).read_text(encoding="utf-8")).get("args", {})
-    except (OSError, json.JSONDecodeError, AttributeError):
-        return None, None
-    return arguments.get("warmup"), arguments.get("lr_scale")
+def trained_schedule(checkpoint: Path, meta: dict) -> dict:
+    """The trainer's arguments the checkpoint was trained with: recorded in meta.json by an export or average, or,
+    for a checkpoint still in its run folder, in the trainer state saved with it ({} when neither is readable)."""
+    arguments = meta.get("training_args")
+    if not isinstance(arguments, dict):
+        try:
+            arguments = json.loads((checkpoint / TRAINER_FILE).read_text(encoding="utf-8")).get("args", {})
+        except (OSError, json.JSONDecodeError, AttributeError):
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
@@ -86,23 +86,32 @@ st.latex(
     r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
     r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
 )
-trained_warmup, trained_scale = trained_schedule(loaded.path, meta)
+arguments = trained_schedule(loaded.path, meta)
+trained_warmup, trained_scale = arguments.get("warmup"), arguments.get("lr_scale")
 step = meta.get("step") if isinstance(meta.get("step"), int) else None
 parent = meta.get("fine_tuned_from") if isinstance(meta.get("fine_tuned_from"), dict) else None
-if trained_warmup is None or trained_scale is None:
+start = parent["step"] if parent is not None and isinstance(parent.get("step"), int) else 0
+cooldown = arguments.get("cooldown") if isinstance(arguments.get("cooldown"), int) else 0
+last_step = arguments.get("max_steps", 0) - start if cooldown > 0 and isinstance(arguments.get("max_steps"), int) else 0
+if not isinstance(trained_warmup, int) or not isinstance(trained_scale, (int, float)):
     st.caption("The checkpoint does not record its schedule; the sliders start at the paper's values.")
+    trained_warmup, trained_scale = 4000, 1.0
 else:
     st.caption(
         f"This checkpoint was trained with warm-up {trained_warmup:,} and scale {trained_scale:g}; the sliders start "
         "there."
     )
-if parent is not None and isinstance(parent.get("step"), int) and step is not None:
+if cooldown > 0 and last_step > 0:
     st.caption(
-        f"It was fine-tuned from `{parent.get('checkpoint')}` (step {parent['step']:,}), where the schedule started "
-        f"again: the marked step below is {step - parent['step']:,} steps into it (step {step:,} overall)."
+        f"Its run also annealed the rate (`--cooldown {cooldown:,}`, not in the paper): over the {cooldown:,} steps "
+        f"before step {last_step + start:,} the schedule is multiplied by a factor falling linearly to zero."
     )
-    step -= parent["step"]
-trained_warmup, trained_scale = int(trained_warmup or 4000), float(trained_scale or 1.0)
+if start and step is not None:
+    st.caption(
+        f"It was fine-tuned from `{parent.get('checkpoint')}` (step {start:,}), where the schedule started "
+        f"again: the marked step below is {step - start:,} steps into it (step {step:,} overall)."
+    )
+    step -= start
 first, second, third = st.columns(3)
 warmup = first.slider(
     "Warm-up steps",
@@ -113,17 +122,22 @@ warmup = first.slider(
     key="lr_warmup",
 )
 scale = second.slider(
-    "Scale", min(0.05, trained_scale), max(2.0, trained_scale), trained_scale, step=0.05, key="lr_scale"
+    "Scale", min(0.05, trained_scale), max(2.0, trained_scale), float(trained_scale), step=0.05, key="lr_scale"
 )
 steps = third.slider(
     "Steps shown",
     1000,
     300_000,
-    min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), 1000)),
+    min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)),
     step=1000,
     key="lr_steps",
 )
-show_figure(viz.learning_rate_curve(config.d_model, warmup, scale, steps, current_step=step), key="learning_rate")
+show_figure(
+    viz.learning_rate_curve(
+        config.d_model, warmup, scale, steps, current_step=step, cooldown=cooldown, last_step=last_step
+    ),
+    key="learning_rate",
+)
 
 st.subheader("Test scores")
 card = loaded.path / MODEL_CARD

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
 from transformer import timeline
 from transformer.checkpoint import read_json, write_json
+from transformer.train import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 POSITIONAL = "1_Positional_encoding.py"
@@ -37,7 +38,8 @@ def shipped_copy(trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.M
     folder = shutil.copytree(trained_checkpoint, tmp_path / "shipped")
     (folder / "trainer.json").unlink()
     meta = read_json(folder / "meta.json")
-    write_json(folder / "meta.json", {**meta, "warmup": 300, "lr_scale": 0.7, "scores": {"newstest2014 BLEU": 1.5}})
+    trained_with = {"warmup": 300, "lr_scale": 0.7}  # as an export records them
+    write_json(folder / "meta.json", {**meta, "training_args": trained_with, "scores": {"newstest2014 BLEU": 1.5}})
     (folder / "MODEL_CARD.md").write_text("# Tiny model\n\nTranslates **word for word**.\n", encoding="utf-8")
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
     return folder
@@ -115,6 +117,25 @@ def test_model_page_places_a_fine_tuned_checkpoint_on_its_own_schedule(shipped_c
     assert any("fine-tuned from `base`" in caption.value for caption in app.caption)
     marker = charts(app)[-1]["figure"]["data"][1]
     assert array(marker["x"]).tolist() == [200]  # steps since the schedule restarted, not since the first run began
+
+
+def test_model_page_draws_a_runs_cool_down(shipped_copy: Path):
+    meta = read_json(shipped_copy / "meta.json")
+    arguments = {"warmup": 300, "lr_scale": 0.7, "cooldown": 400, "max_steps": meta["step"] + 100}
+    write_json(
+        shipped_copy / "meta.json",
+        {**meta, "training_args": arguments, "fine_tuned_from": {"checkpoint": "base", "step": meta["step"] - 600}},
+    )
+    app = run_page(MODEL)
+    no_exceptions(app)
+    assert any("--cooldown 400" in caption.value for caption in app.caption)
+    schedule = charts(app)[-1]["figure"]
+    assert "cool-down = 400 to step 700" in schedule["layout"]["title"]["text"]
+    x, y = array(schedule["data"][0]["x"]), array(schedule["data"][0]["y"])
+    # The paper's curve until step 300 of the cool-down's window, then a straight fall to (almost) zero at step 700.
+    assert y[x == 300][0] == pytest.approx(learning_rate(300, 32, 300, 0.7))
+    assert y[x == 700][0] == pytest.approx(learning_rate(700, 32, 300, 0.7) / 400)
+    assert (y[x > 700] == 0).all() and (np.diff(y[(x >= 301) & (x <= 700)]) < 0).all()
 
 
 @pytest.mark.parametrize("page", [POSITIONAL, MODEL, FIGURES, HEADS])

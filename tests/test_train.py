@@ -32,6 +32,27 @@ def test_learning_rate_follows_the_paper():
     assert train.learning_rate(16000, d_model, warmup) == pytest.approx(d_model**-0.5 * 16000**-0.5)
     assert train.learning_rate(16000, d_model, warmup, scale=2) == pytest.approx(2 * d_model**-0.5 * 16000**-0.5)
 
+    # A cool-down leaves the schedule alone before its window and then falls linearly to 1/cooldown of it.
+    paper = train.learning_rate(20000, d_model, warmup)
+    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20100) == pytest.approx(paper)
+    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20049) == pytest.approx(paper / 2)
+    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20000) == pytest.approx(paper / 100)
+    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=19999) == 0
+
+
+def test_cooldown_anneals_a_fine_tuning_run_to_its_last_step(trained_checkpoint: Path, corpus, spm_path, tmp_path):
+    start = json.loads((trained_checkpoint / ckpt.META_FILE).read_text())["step"]
+    run = tmp_path / "cooldown"
+    extra = ("--max-steps", str(start + 4), "--init-from", str(trained_checkpoint), "--cooldown", "4")
+    assert train.main(train_arguments(corpus, spm_path, run, *extra)) == 0
+    # Counted from the fine-tuning's own first step: the four steps fall to a quarter of the paper's rate.
+    expected = [train.learning_rate(k, 32, warmup=100, scale=0.5) * (5 - k) / 4 for k in (1, 2, 3, 4)]
+    assert [r["lr"] for r in records(run)[-4:]] == pytest.approx(expected)
+    # The cool-down's end belongs to the run: a resumption asking for more steps is held to it.
+    resumed = ["--out", str(run), "--resume", "--max-steps", str(start + 9), "--progress", "lines", "--threads", "1"]
+    assert train.main(resumed) == 0
+    assert records(run)[-1]["step"] == start + 4
+
 
 def test_label_smoothed_loss_matches_torch(tokenizer):
     import torch

@@ -67,7 +67,8 @@ SAMPLE_SENTENCES = [
 # Arguments that describe the run itself; the others (length, logging, saving) may change when resuming.
 RUN_DEFINING = {
     "preset", "train", "dev", "src_lang", "tgt_lang", "spm", "vocab_size", "max_tokens", "batch_tokens", "accumulate",
-    "lr_scale", "warmup", "label_smoothing", "clip_norm", "dropout", "attention_dropout", "seed", "init_from",
+    "lr_scale", "warmup", "cooldown", "label_smoothing", "clip_norm", "dropout", "attention_dropout", "seed",
+    "init_from",
 }  # fmt: skip
 
 
@@ -114,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--attention-dropout", type=float, default=None, help="override the preset's")
     model.add_argument("--lr-scale", type=float, default=1.0, help="multiplies the paper's learning-rate schedule")
     model.add_argument("--warmup", type=int, default=4000, help="warm-up steps of the schedule")
+    model.add_argument(
+        "--cooldown",
+        type=int,
+        default=0,
+        help="lower the learning rate linearly to zero over the last N steps before --max-steps (0: the paper's "
+        "schedule throughout)",
+    )
     model.add_argument("--label-smoothing", type=float, default=0.1)
     model.add_argument("--clip-norm", type=float, default=1.0, help="gradient norm clip (0 turns it off)")
     model.add_argument("--seed", type=int, default=1)
@@ -142,10 +150,18 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, set[str]
     return args, given
 
 
-def learning_rate(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
-    """§5.3: lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5), times ``scale``."""
+def learning_rate(
+    step: int, d_model: int, warmup: int, scale: float = 1.0, cooldown: int = 0, last_step: int = 0
+) -> float:
+    """§5.3: lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5), times ``scale``.
+
+    With ``cooldown`` > 0 the rate is also multiplied by a factor that falls linearly from 1 to 1/cooldown over the
+    ``cooldown`` steps ending at ``last_step`` (an annealing not in the paper, for a run of known length)."""
     step = max(step, 1)
-    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    rate = scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    if cooldown > 0:
+        rate *= min(1.0, max(last_step - step + 1, 0) / cooldown)
+    return rate
 
 
 def sequence_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> tuple[Tensor, Tensor]:
@@ -333,7 +349,8 @@ class Trainer:
             if name in ("out", "resume"):
                 continue
             value = saved.get(name, default)  # runs saved by older versions lack newer arguments
-            if name in given and name not in RUN_DEFINING:
+            defining = name in RUN_DEFINING or (name == "max_steps" and saved.get("cooldown", 0) > 0)
+            if name in given and not defining:
                 continue  # how long to run, how often to save or log: the command line may change these
             if name in given and serialisable(getattr(self.args, name)) != value:
                 print(f"warning: --{name.replace('_', '-')} is fixed by the run; using {value!r}", file=sys.stderr)
@@ -496,7 +513,14 @@ class Trainer:
         grad_norm = nn.utils.clip_grad_norm_(
             self.model.parameters(), args.clip_norm if args.clip_norm > 0 else float("inf")
         )
-        lr = learning_rate(self.step + 1 - self.schedule_start, self.config.d_model, args.warmup, args.lr_scale)
+        lr = learning_rate(
+            self.step + 1 - self.schedule_start,
+            self.config.d_model,
+            args.warmup,
+            args.lr_scale,
+            cooldown=args.cooldown,
+            last_step=args.max_steps - self.schedule_start,
+        )
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.step()

@@ -759,12 +759,25 @@ def fine_tuning_mark(record: dict, x: float | None) -> dict:
 
 
 def learning_rate_curve(
-    d_model: int, warmup: int, scale: float, steps: int, current_step: int | None = None
+    d_model: int,
+    warmup: int,
+    scale: float,
+    steps: int,
+    current_step: int | None = None,
+    cooldown: int = 0,
+    last_step: int = 0,
 ) -> go.Figure:
-    """§5.3's schedule, lrate = scale · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), over ``steps`` steps."""
-    # The warm-up step is added to the sampled steps so the curve's sharp peak is drawn where it is.
-    grid = np.unique(np.r_[np.linspace(1, max(steps, 2), min(max(steps, 2), 1500)).round(), warmup].astype(int))
-    rates = [learning_rate(int(step), d_model, warmup, scale) for step in grid]
+    """§5.3's schedule, lrate = scale · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), over ``steps`` steps;
+    with ``cooldown``, annealed linearly to zero over the ``cooldown`` steps ending at ``last_step``."""
+    # The warm-up step (and the cool-down's start) join the sampled steps so the curve's corners are drawn in place.
+    corners = [warmup] + ([last_step - cooldown + 1, last_step] if cooldown > 0 else [])
+    grid = np.unique(np.r_[np.linspace(1, max(steps, 2), min(max(steps, 2), 1500)).round(), corners].astype(int))
+    grid = grid[grid >= 1]
+
+    def rate_at(step: int) -> float:
+        return learning_rate(step, d_model, warmup, scale, cooldown=cooldown, last_step=last_step)
+
+    rates = [rate_at(int(step)) for step in grid]
     peak = learning_rate(warmup, d_model, warmup, scale)
     fig = go.Figure(
         go.Scatter(
@@ -778,7 +791,7 @@ def learning_rate_curve(
         annotation_text=f"warm-up ends at step {warmup:,}: peak {peak:.2e}",
     )
     if current_step is not None:
-        rate = learning_rate(current_step, d_model, warmup, scale)
+        rate = rate_at(current_step)
         fig.add_trace(
             go.Scatter(
                 x=[current_step],
@@ -791,7 +804,10 @@ def learning_rate_curve(
     fig.update_xaxes(title_text="step")
     fig.update_yaxes(title_text="learning rate", exponentformat="e")
     fig.update_layout(
-        title={"text": f"Learning-rate schedule: d_model = {d_model}, warm-up = {warmup:,}, scale = {scale:g}"},
+        title={
+            "text": f"Learning-rate schedule: d_model = {d_model}, warm-up = {warmup:,}, scale = {scale:g}"
+            + (f", cool-down = {cooldown:,} to step {last_step:,}" if cooldown > 0 else "")
+        },
         height=400,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
