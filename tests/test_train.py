@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -225,6 +226,29 @@ def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path,
     assert train.main(resumed) == 0
     assert records(run)[-1]["step"] == start + 4
     assert records(run)[-1]["lr"] == pytest.approx(train.learning_rate(4, 32, warmup=100, scale=0.5))
+
+
+def test_fine_tuning_may_change_dropout_but_not_shape(trained_checkpoint: Path, corpus, spm_path, tmp_path, capsys):
+    start = json.loads((trained_checkpoint / ckpt.META_FILE).read_text())["step"]
+    run = tmp_path / "regularised"
+    extra = ("--max-steps", str(start + 2), "--init-from", str(trained_checkpoint), "--dropout", "0.3")
+    assert train.main(train_arguments(corpus, spm_path, run, *extra)) == 0
+    saved = ckpt.load_config(ckpt.run_checkpoints(run)[-1])
+    assert saved.dropout == 0.3 and saved.d_model == ckpt.load_config(trained_checkpoint).d_model
+    # Its loss starts where the parent left off, not from scratch: the weights were loaded despite the new rate.
+    parent_loss = records(trained_checkpoint.parents[1])[-1]["loss"]
+    assert records(run)[-2]["loss"] < 2 * parent_loss
+
+    # Another shape is refused with one line naming the file.
+    other = tmp_path / "other-shape"
+    shutil.copytree(trained_checkpoint, other)
+    config = json.loads((other / ckpt.CONFIG_FILE).read_text())
+    (other / ckpt.CONFIG_FILE).write_text(json.dumps({**config, "d_ff": config["d_ff"] * 2}))
+    capsys.readouterr()
+    extra = ("--max-steps", "2", "--init-from", str(other))
+    assert train.main(train_arguments(corpus, spm_path, tmp_path / "refused", *extra)) != 0
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and "config.json" in error and "does not match" in error
 
 
 def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_path: Path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import datetime
 import json
 import math
@@ -392,7 +393,11 @@ class Trainer:
         """Weights of another checkpoint of the same shape; optimizer, schedule (with its warm-up) and data order
         start afresh. Steps, tokens and hours count on from the checkpoint's own, and its training log (if it has
         one) opens this run's log, so the curves and the model's history stay whole."""
-        if ckpt.load_config(path) != self.config:
+        # Dropout rates are training choices, not shape: a fine-tune may change them (--dropout, --attention-dropout).
+        loaded = dataclasses.replace(
+            ckpt.load_config(path), dropout=self.config.dropout, attention_dropout=self.config.attention_dropout
+        )
+        if loaded != self.config:
             raise ckpt.CheckpointError(f"{path / ckpt.CONFIG_FILE}: does not match --preset {self.args.preset}")
         weights = ckpt.read_tensors(path / ckpt.MODEL_FILE)
         ckpt.check_weights(path, weights, self.model)
