@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+from tables import print_table  # benchmarks/tables.py, beside this script
 
 from transformer.data import DATA_ROOT, CorpusSpec, read_corpus
 
@@ -80,15 +81,7 @@ def main() -> None:
         f"% reference {ORDER}-grams seen in training",
     )
     for header, rows in ((train_header, train_rows), (test_header, test_rows)):
-        if args.markdown:
-            print("| " + " | ".join(header) + " |")
-            print("|" + "---|" * len(header))
-            for row in rows:
-                print("| " + " | ".join(row) + " |")
-        else:
-            widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-            for row in (header, *rows):
-                print("  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True)))
+        print_table(header, rows, args.markdown)
         print()
 
 

@@ -17,6 +17,7 @@ import math
 from pathlib import Path
 
 import torch
+from tables import print_table  # benchmarks/tables.py, beside this script
 
 from transformer import checkpoint as ckpt
 from transformer.data import DATA_ROOT, CorpusSpec, collate, encode_pairs, read_corpus
@@ -69,15 +70,7 @@ def main() -> None:
                 f"{math.exp(held_out_nll):.2f}",
             )
         )
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
-    else:
-        widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-        for row in (header, *rows):
-            print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    print_table(header, rows, args.markdown, align="left")
 
 
 if __name__ == "__main__":
