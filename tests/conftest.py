@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import os
 import random
 import shutil
 from collections.abc import Iterator
@@ -21,7 +22,8 @@ from transformer import train
 from transformer.checkpoint import read_json, write_json
 from transformer.tokenizer import Tokenizer, train_tokenizer
 
-torch.set_num_threads(2)  # the machines this runs on have two cores
+# The machines this runs on have two cores; OMP_NUM_THREADS=1 leaves one to a training run going on beside the tests.
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
 
 ENGLISH = "the a cat dog house tree red green small big sees likes has runs sleeps near under old new".split()
 GERMAN = "der ein katze hund haus baum rot grün klein groß sieht mag hat läuft schläft nahe unter alt neu".split()

@@ -77,9 +77,17 @@ def test_translation_appears_for_the_url_sentence(checkpoint):
     assert heatmap_z(app).shape[1] >= source_tokens - 1
 
 
+def heatmap_axes(app: AppTest) -> tuple[list[str], list[str]]:
+    """The Heads tab heatmap's (query labels, key labels)."""
+    layout = charts(app)[0]["figure"]["layout"]
+    return layout["yaxis"]["ticktext"], layout["xaxis"]["ticktext"]
+
+
 def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
     app = start(layer="1", head="1")
     encoder_head = heatmap_z(app)
+    source_queries, source_keys = heatmap_axes(app)
+    assert source_queries == source_keys  # encoder self-attention: source against source
     app.selectbox(key="head").set_value("2").run()
     other_head = heatmap_z(app)
     assert encoder_head.shape == other_head.shape and not np.allclose(encoder_head, other_head, equal_nan=True)
@@ -88,9 +96,14 @@ def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
     app.radio(key="kind").set_value("cross").run()
     no_exceptions(app)
     cross = heatmap_z(app)
-    assert cross.shape[1] == encoder_head.shape[1] and cross.shape[0] != encoder_head.shape[0]
+    cross_queries, cross_keys = heatmap_axes(app)
     app.radio(key="kind").set_value("decoder").run()
     decoder = heatmap_z(app)
+    target_queries, target_keys = heatmap_axes(app)
+    assert target_queries == target_keys and target_queries[0] != source_queries[0]  # the target starts with <s>
+    # Cross-attention: the target tokens ask, the source tokens answer, whatever the two lengths happen to be.
+    assert (cross_queries, cross_keys) == (target_queries, source_keys)
+    assert cross.shape == (len(target_queries), len(source_keys))
     assert np.isnan(decoder[np.triu_indices(decoder.shape[0], k=1)]).all()  # the future is masked, not zero
     assert app.query_params["kind"] == "decoder" and app.query_params["layer"] == "2"
 

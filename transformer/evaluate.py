@@ -2,8 +2,10 @@
 
     python -m transformer.evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
 
-Prints both scores with their sacreBLEU signatures, or with ``--json`` one JSON object (keys ``bleu``, ``chrf``,
-``sentences``, the signatures, the decoding settings and the time taken).
+Prints both scores with their sacreBLEU signatures and the model's health (:mod:`transformer.health`), or with
+``--json`` one JSON object (keys ``bleu``, ``chrf``, ``sentences``, the signatures, the decoding settings, the time
+taken, and the health measures: ``encoder_position_cosine`` and ``<kind>_entropy_normalised`` as lists per layer,
+``cross_alignment_best`` and its head); ``--no-health`` skips the health measures.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from transformer.checkpoint import META_FILE, CheckpointError, load_checkpoint, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
+from transformer.health import format_health, model_health
 from transformer.translate import add_decoding_arguments
 
 
@@ -48,6 +51,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--record", action="store_true", help="also store the scores in the checkpoint's meta.json (key 'scores')"
+    )
+    parser.add_argument(
+        "--no-health",
+        dest="health",
+        action="store_false",
+        help="skip the model-health measures (encoder position cosines, attention entropies, cross alignment)",
     )
     args = parser.parse_args(argv)
     if args.beam < 1:
@@ -94,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "chrf_signature": str(chrf_metric.get_signature()),
         "seconds": round(seconds, 1),
     }
+    if args.health:
+        result.update(model_health(loaded.model, loaded.tokenizer))
     if args.record:
         record_scores(loaded.path, result)
     if args.json:
@@ -102,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"BLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
         print(f"chrF {result['chrf']:.2f}  ({result['chrf_signature']})")
         print(f"{len(pairs)} sentences, beam {args.beam}, {args.precision} search, {seconds:.1f}s")
+        if args.health:
+            print(f"model health on {result['health_sample']}:\n{format_health(result)}")
     return 0
 
 

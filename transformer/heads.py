@@ -195,12 +195,8 @@ def word_alignment_hits(
 
 
 @torch.no_grad()
-def cross_scores(
-    loaded: LoadedCheckpoint, sentences: Sequence[str], dictionary: dict[str, set[str]] | None = None
-) -> dict[str, np.ndarray | int]:
-    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
-    dictionary = load_dictionary() if dictionary is None else dictionary
-    model, tokenizer = loaded.model, loaded.tokenizer
+def greedy_outputs(model, tokenizer, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
+    """The sentences' source ids and the model's greedy translations (ids), 16 sentences at a time."""
     model.eval()
     limit = max_source_tokens(model)
     encoded = [encode_source(tokenizer, sentence, limit).ids for sentence in sentences]
@@ -208,6 +204,21 @@ def cross_scores(
     for start in range(0, len(encoded), 16):
         batch = pad(encoded[start : start + 16]).to(next(model.parameters()).device)
         outputs += greedy_decode(model, batch)
+    return encoded, outputs
+
+
+@torch.no_grad()
+def cross_scores(
+    loaded: LoadedCheckpoint,
+    sentences: Sequence[str],
+    dictionary: dict[str, set[str]] | None = None,
+    translations: tuple[list[list[int]], list[list[int]]] | None = None,
+) -> dict[str, np.ndarray | int]:
+    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences
+    (``translations``: those of :func:`greedy_outputs`, when already computed)."""
+    dictionary = load_dictionary() if dictionary is None else dictionary
+    model, tokenizer = loaded.model, loaded.tokenizer
+    encoded, outputs = translations or greedy_outputs(model, tokenizer, sentences)
     shape = (loaded.config.decoder_layers, loaded.config.num_heads)
     dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
     dictionary_words = counted = 0

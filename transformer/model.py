@@ -258,11 +258,29 @@ class Transformer(nn.Module):
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
         self.reset_parameters()
 
-    def reset_parameters(self) -> None:
+    def reset_parameters(self, branch_gain: float = 1.0) -> None:
+        """Xavier-uniform linear layers (zero biases) and normal embeddings.
+
+        ``branch_gain`` < 1 shrinks the initial weights of the projections that make each sub-layer's contribution
+        to the residual stream: the attention value and output projections and both feed-forward layers (as
+        DeepNet's β, Wang et al. 2022, without its change to the residual connection). Each branch then starts at
+        about ``branch_gain``² of its size. With gain 1, post-norm layers add a near-uniform attention average of
+        comparable size at every layer, and the encoder's positions become nearly the same vector by the top
+        layers already at initialisation (rank collapse); the trainer's ``--branch-init-gain`` sets it.
+        """
         for module in self.modules():
             if isinstance(module, nn.Linear):
                 nn.init.xavier_uniform_(module.weight)
                 nn.init.zeros_(module.bias)
+        if branch_gain != 1.0:
+            with torch.no_grad():
+                for module in self.modules():
+                    if isinstance(module, MultiHeadAttention):
+                        module.value.weight.mul_(branch_gain)
+                        module.output.weight.mul_(branch_gain)
+                    elif isinstance(module, PositionwiseFeedForward):
+                        module.inner.weight.mul_(branch_gain)
+                        module.outer.weight.mul_(branch_gain)
         # With the √d_model scale (§3.4) an embedding std of d_model^-0.5 gives unit-variance inputs, and the same
         # matrix used as the output projection starts with logits of unit scale.
         nn.init.normal_(self.embedding.weight, mean=0.0, std=self.config.d_model**-0.5)

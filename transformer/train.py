@@ -49,6 +49,7 @@ from transformer.data import (
     read_parallel,
 )
 from transformer.decode import translate
+from transformer.health import format_health, health_sample, model_health
 from transformer.model import Transformer
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 
@@ -69,7 +70,7 @@ SAMPLE_SENTENCES = [
 RUN_DEFINING = {
     "preset", "train", "dev", "src_lang", "tgt_lang", "spm", "vocab_size", "max_tokens", "batch_tokens", "accumulate",
     "lr_scale", "warmup", "cooldown", "label_smoothing", "clip_norm", "dropout", "attention_dropout", "seed",
-    "init_from",
+    "init_from", "branch_init_gain",
 }  # fmt: skip
 
 
@@ -123,6 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="lower the learning rate linearly to zero over the last N steps before --max-steps (0: the paper's "
         "schedule throughout)",
     )
+    model.add_argument(
+        "--branch-init-gain",
+        type=float,
+        default=1.0,
+        help="scale the initial attention value/output and feed-forward weights (1: plain Xavier; smaller keeps the "
+        "encoder's positions apart at initialisation, see docs/training.md)",
+    )
     model.add_argument("--label-smoothing", type=float, default=0.1)
     model.add_argument("--clip-norm", type=float, default=1.0, help="gradient norm clip (0 turns it off)")
     model.add_argument("--seed", type=int, default=1)
@@ -134,6 +142,12 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("--eval-every", type=int, default=1000, help="validate every N steps (0: only at the end)")
     save.add_argument("--dev-loss-sentences", type=int, default=1000)
     save.add_argument("--dev-bleu-sentences", type=int, default=200)
+    save.add_argument(
+        "--no-health",
+        dest="health",
+        action="store_false",
+        help="skip the health measures (position cosines, attention entropies, alignment) at validation",
+    )
     save.add_argument("--log-every", type=int, default=50, help="steps between metric log lines")
     save.add_argument("--progress", choices=["auto", "bar", "lines"], default="auto")
     return parser
@@ -294,7 +308,11 @@ class Trainer:
             overrides["attention_dropout"] = args.attention_dropout
         self.config: ModelConfig = preset(args.preset, **overrides)
         torch.manual_seed(args.seed)
-        self.model = Transformer(self.config).to(self.device)
+        self.model = Transformer(self.config)
+        if args.branch_init_gain != 1.0:
+            torch.manual_seed(args.seed)
+            self.model.reset_parameters(branch_gain=args.branch_init_gain)
+        self.model = self.model.to(self.device)
         self.parameter_names = [name for name, _ in self.model.named_parameters()]
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9)
         self.step = 0
@@ -319,6 +337,7 @@ class Trainer:
             self.examples, args.batch_tokens, args.seed, rank=self.dist.rank, world_size=self.dist.world_size
         )
         self.dev_pairs = read_parallel(f"{args.dev}.{args.src_lang}", f"{args.dev}.{args.tgt_lang}") if args.dev else []
+        self.health_sample = health_sample() if args.health else None
         self.snapshot_steps = {int(s) for s in args.snapshot_steps.split(",") if s.strip()}
 
     # ----------------------------------------------------------------------------------------------- set-up
@@ -563,7 +582,9 @@ class Trainer:
 
         bleu = sacrebleu.corpus_bleu(hypotheses, [[t for _, t in bleu_pairs]]).score if bleu_pairs else None
         samples = translate(model, self.tokenizer, SAMPLE_SENTENCES, beam_size=1)
+        health = model_health(model, self.tokenizer, self.health_sample) if self.health_sample else {}
         return {
+            **health,
             "dev_loss": loss_sum / max(tokens, 1),
             "dev_nll": nll_sum / max(tokens, 1),
             "dev_ppl": math.exp(min(nll_sum / max(tokens, 1), 50)),
@@ -587,6 +608,8 @@ class Trainer:
                 f"greedy BLEU {result['dev_bleu']:.2f} on {result['dev_bleu_sentences']} sentences "
                 f"({time.time() - began:.0f}s)"
             )
+            if "encoder_position_cosine" in result:
+                self.say(format_health(result))
             for source, output in result["samples"].items():
                 self.say(f"  {source}\n  → {output}")
         self.dist.barrier()
