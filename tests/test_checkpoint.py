@@ -123,3 +123,18 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(saved, tokeni
     with pytest.raises(OSError):
         ckpt.save_checkpoint(path, ckpt.state_dict_for_saving(model), model.config, tokenizer, {"step": 9})
     assert ckpt.load_checkpoint(path).meta == {"step": 7}
+
+
+def test_sharded_export_loads_as_the_same_model(saved, tmp_path: Path, capsys):
+    path, model = saved
+    out = tmp_path / "sharded"
+    assert ckpt.main(["average", str(path), "--out", str(out), "--fp16", "--shard-mb", "0.03"]) == 0
+    shards = sorted(p.name for p in out.glob("model-*.safetensors"))
+    assert len(shards) > 1 and not (out / ckpt.MODEL_FILE).exists()
+    assert all((out / name).stat().st_size <= 0.03 * 2**20 + 2**13 for name in shards)  # tensors + header
+    whole = tmp_path / "whole"
+    assert ckpt.main(["average", str(path), "--out", str(whole), "--fp16"]) == 0
+    assert torch.equal(outputs(ckpt.load_checkpoint(out).model), outputs(ckpt.load_checkpoint(whole).model))
+    (out / shards[1]).unlink()
+    with pytest.raises(ckpt.CheckpointError, match=shards[1]):
+        ckpt.load_checkpoint(out)

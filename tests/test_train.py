@@ -268,3 +268,14 @@ def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == ["step-0000002", "step-0000005"]
     steps = [p.name for p in ckpt.run_checkpoints(run)]
     assert steps == ["step-0000003", "step-0000004", "step-0000005", "step-0000006"]
+
+
+def test_prefetch_keeps_order_and_passes_errors_on():
+    def items():
+        yield from range(50)
+        raise ValueError("corpus went away")
+
+    stream = train.prefetch(items(), depth=4)
+    assert [next(stream) for _ in range(50)] == list(range(50))
+    with pytest.raises(ValueError, match="corpus went away"):
+        next(stream)

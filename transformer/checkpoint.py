@@ -2,7 +2,8 @@
 
 A checkpoint is a folder holding
 
-- ``model.safetensors`` — the weights (fp32 while training, fp16 when exported for shipping);
+- ``model.safetensors`` — the weights (fp32 while training, fp16 when exported for shipping), or the same split into
+  ``model-00001-of-0000N.safetensors`` files (``--shard-mb``: for transfers with a per-file size limit);
 - ``config.json`` — the :class:`~transformer.config.ModelConfig`;
 - ``spm.model`` — the SentencePiece vocabulary;
 - ``meta.json`` — what it is: step, training time, data, scores;
@@ -87,7 +88,31 @@ def read_json(path: Path) -> Any:
         raise CheckpointError(f"{path}: not valid JSON ({error})") from None
 
 
+def shard_name(index: int, count: int) -> str:
+    """``model-00001-of-00002.safetensors``: one of the files of a weights file split by :func:`save_checkpoint`."""
+    return f"model-{index:05d}-of-{count:05d}.safetensors"
+
+
+def shards_of(path: Path) -> list[Path]:
+    """The shards that stand in for a missing ``model.safetensors``: every one of them, or raise."""
+    found = sorted(path.parent.glob("model-*-of-*.safetensors"))
+    if not found:
+        return []
+    count = int(found[0].stem.rsplit("-", 1)[1])
+    expected = [path.parent / shard_name(index, count) for index in range(1, count + 1)]
+    if found != expected:
+        missing = sorted({p.name for p in expected} - {p.name for p in found}) or [found[0].name]
+        raise CheckpointError(f"{path.parent}: sharded weights are incomplete or mixed (e.g. {missing[0]})")
+    return expected
+
+
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file; for a missing ``model.safetensors``, the union of its shards (``model-i-of-n``)."""
+    if not path.is_file() and path.name == MODEL_FILE and shards_of(path):
+        merged: dict[str, torch.Tensor] = {}
+        for shard in shards_of(path):
+            merged.update(read_tensors(shard))
+        return merged
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing")
     try:
@@ -117,15 +142,24 @@ def save_checkpoint(
     meta: Mapping[str, Any],
     training_state: Mapping[str, torch.Tensor] | None = None,
     trainer: Mapping[str, Any] | None = None,
+    shard_bytes: int | None = None,
 ) -> Path:
-    """Write a complete checkpoint folder at ``path``, replacing any folder there only once the new one is whole."""
+    """Write a complete checkpoint folder at ``path``, replacing any folder there only once the new one is whole.
+
+    With ``shard_bytes``, weights larger than that are split into ``model-00001-of-0000N.safetensors`` files of at
+    most about that size each (whole tensors per file), which :func:`read_tensors` reads back as one."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     if temporary.exists():
         shutil.rmtree(temporary)
     temporary.mkdir()
-    save_file(dict(weights), temporary / MODEL_FILE, metadata={"format": "pt"})
+    groups = shard_groups(weights, shard_bytes) if shard_bytes else [dict(weights)]
+    if len(groups) == 1:
+        save_file(groups[0], temporary / MODEL_FILE, metadata={"format": "pt"})
+    else:
+        for index, group in enumerate(groups, start=1):
+            save_file(group, temporary / shard_name(index, len(groups)), metadata={"format": "pt"})
     config.save(temporary / CONFIG_FILE)
     tokenizer.save(temporary / TOKENIZER_FILE)
     write_json(temporary / META_FILE, dict(meta))
@@ -144,6 +178,20 @@ def save_checkpoint(
     else:
         os.replace(temporary, path)
     return path
+
+
+def shard_groups(weights: Mapping[str, torch.Tensor], shard_bytes: int) -> list[dict[str, torch.Tensor]]:
+    """Split tensors, in order, into groups of at most ``shard_bytes`` (a larger tensor gets a group of its own)."""
+    groups: list[dict[str, torch.Tensor]] = [{}]
+    size = 0
+    for name, tensor in weights.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if groups[-1] and size + nbytes > shard_bytes:
+            groups.append({})
+            size = 0
+        groups[-1][name] = tensor
+        size += nbytes
+    return groups
 
 
 def check_weights(path: Path, weights: Mapping[str, torch.Tensor], model: Transformer) -> None:
@@ -243,8 +291,15 @@ def run_checkpoints(run_directory: Path) -> list[Path]:
     return sorted(found, key=lambda p: int(p.name.split("-")[1]))
 
 
-def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16: bool = True) -> Path:
-    """Write a shippable checkpoint (no optimizer state): ``source``'s, or the average of ``paths_to_average``."""
+def export(
+    source: Path,
+    out: Path,
+    paths_to_average: Sequence[Path] = (),
+    fp16: bool = True,
+    shard_bytes: int | None = None,
+) -> Path:
+    """Write a shippable checkpoint (no optimizer state): ``source``'s, or the average of ``paths_to_average``
+    (weights split into files of at most ``shard_bytes`` when given)."""
     config = load_config(source)
     try:
         tokenizer = Tokenizer.load(source / TOKENIZER_FILE)
@@ -262,7 +317,7 @@ def export(source: Path, out: Path, paths_to_average: Sequence[Path] = (), fp16:
     meta["weights_dtype"] = str(dtype).removeprefix("torch.")
     if paths_to_average:
         meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
-    written = save_checkpoint(out, weights, config, tokenizer, meta)
+    written = save_checkpoint(out, weights, config, tokenizer, meta, shard_bytes=shard_bytes)
     copy_training_log(source, written, meta.get("step"))
     return written
 
@@ -304,6 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     average.add_argument("--last", type=int, default=5, help="with a run folder: average its last K checkpoints")
     average.add_argument("--out", type=Path, required=True)
     average.add_argument("--fp16", action="store_true", help="store the averaged weights as float16")
+    average.add_argument("--shard-mb", type=float, default=None, help="split the weights into files of at most N MB")
     exporter = commands.add_parser("export", help="copy a checkpoint without optimizer state, as fp16 by default")
     exporter.add_argument("checkpoint", type=Path)
     exporter.add_argument("--out", type=Path, required=True)
@@ -317,7 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             paths = run_checkpoints(run)[-args.last :] if run else list(args.inputs)
             if not paths:
                 raise CheckpointError(f"{args.inputs[0]}: no checkpoints found")
-            written = export(paths[-1], args.out, paths, fp16=args.fp16)
+            shard_bytes = int(args.shard_mb * 2**20) if args.shard_mb else None
+            written = export(paths[-1], args.out, paths, fp16=args.fp16, shard_bytes=shard_bytes)
             print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}) into {written}")
         elif args.command == "export":
             print(f"wrote {export(args.checkpoint, args.out, fp16=not args.fp32)}")

@@ -119,7 +119,13 @@ class Batch:
         return int((self.source != PAD_ID).sum()) + self.num_target_tokens
 
     def to(self, device: torch.device | str) -> Batch:
-        return Batch(self.source.to(device), self.target_input.to(device), self.target_output.to(device))
+        non_blocking = self.source.is_pinned()
+        return Batch(
+            *(t.to(device, non_blocking=non_blocking) for t in (self.source, self.target_input, self.target_output))
+        )
+
+    def pin_memory(self) -> Batch:
+        return Batch(self.source.pin_memory(), self.target_input.pin_memory(), self.target_output.pin_memory())
 
 
 def pad(sequences: Sequence[Sequence[int]], value: int = PAD_ID) -> Tensor:

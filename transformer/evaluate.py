@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        loaded = load_checkpoint(args.checkpoint)
+        loaded = load_checkpoint(args.checkpoint, device=args.device)
         pairs = read_parallel(args.src, args.ref)
     except (CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -23,9 +23,11 @@ import datetime
 import json
 import math
 import os
+import queue
 import shutil
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -508,13 +510,20 @@ class Trainer:
 
     # ----------------------------------------------------------------------------------------------- training
     def batches(self) -> Iterator[Batch]:
-        """Endless stream of this process's batches, advancing epoch and position as it goes."""
-        while True:
-            for position, batch in self.sampler.iterate(self.epoch, self.position):
-                self.position = position + 1
-                yield batch
-            self.epoch += 1
-            self.position = 0
+        """Endless stream of this process's batches, advancing epoch and position as each is taken.
+
+        On a GPU the batches are made by a background thread, in pinned memory, a few steps ahead of the training."""
+
+        def made(epoch: int, position: int) -> Iterator[tuple[int, int, Batch]]:
+            while True:
+                for index, batch in self.sampler.iterate(epoch, position):
+                    yield epoch, index, batch.pin_memory() if self.device.type == "cuda" else batch
+                epoch, position = epoch + 1, 0
+
+        stream = made(self.epoch, self.position)
+        for epoch, index, batch in prefetch(stream, 32) if self.device.type == "cuda" else stream:
+            self.epoch, self.position = epoch, index + 1
+            yield batch
 
     def train_step(self, micro_batches: list[Batch]) -> dict[str, float]:
         args = self.args
@@ -694,6 +703,25 @@ class Trainer:
         )
         self.dist.close()
         return 0
+
+
+def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
+    """Items of ``items`` made by a daemon thread up to ``depth`` ahead of the consumer."""
+    slots: queue.Queue = queue.Queue(maxsize=depth)
+
+    def fill() -> None:
+        try:
+            for item in items:
+                slots.put((True, item))
+        except BaseException as error:  # handed to the consumer, which raises it
+            slots.put((False, error))
+
+    threading.Thread(target=fill, daemon=True, name="batches").start()
+    while True:
+        ok, item = slots.get()
+        if not ok:
+            raise item
+        yield item
 
 
 def autocast(device: torch.device, amp: str) -> contextlib.AbstractContextManager:

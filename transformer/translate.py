@@ -30,6 +30,7 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
         "shipped models' multi30k BLEU moved by at most 0.1, and most translations are identical)",
     )
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        loaded = load_checkpoint(args.checkpoint)
+        loaded = load_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
