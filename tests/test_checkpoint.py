@@ -126,7 +126,7 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(saved, tokeni
 
 
 def test_sharded_export_loads_as_the_same_model(saved, tmp_path: Path, capsys):
-    path, model = saved
+    path, _ = saved
     out = tmp_path / "sharded"
     assert ckpt.main(["average", str(path), "--out", str(out), "--fp16", "--shard-mb", "0.03"]) == 0
     shards = sorted(p.name for p in out.glob("model-*.safetensors"))
