@@ -1,9 +1,11 @@
-"""Training throughput of our ``small`` Transformer against ``torch.nn.Transformer`` of the same shape.
+"""Training throughput of the trainer's code path against its earlier one and against ``torch.nn.Transformer``.
 
-Both models train (forward, label-smoothed loss, backward, Adam step) on the same batches of random token ids whose
-lengths spread like real sentence batches. Prints tokens per second (source + target, padding excluded) for each,
-the achieved GFLOP/s against a large matrix product's GFLOP/s measured in the same run, and on the last line the
-ratio ours / reference.
+Three code paths train (forward, label-smoothed loss, backward, Adam step) the same ``small`` model shape on the same
+batches: by default real batches made by the trainer's sampler from the long run's data mix (random token ids with
+sentence-like lengths where the corpora are missing, or with ``--random``). ``current`` is the trainer's path,
+``baseline`` the path before fused projections, padding-free logits and fused Adam, ``reference`` torch.nn.Transformer.
+Prints tokens per second (source + target, padding excluded) for each, the achieved GFLOP/s against a large matrix
+product's measured in the same run, and the ratios current/reference and current/baseline.
 
     python benchmarks/train_throughput.py [--steps 20] [--batch-tokens 4096] [--threads N]
 """
@@ -12,15 +14,24 @@ from __future__ import annotations
 
 import argparse
 import math
+import random
 import statistics
 import time
 
 import torch
 from torch import nn
 
+from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, TOKENIZER_FILE
 from transformer.config import ModelConfig, preset
-from transformer.model import Transformer, sinusoidal_positional_encoding
-from transformer.train import sequence_losses
+from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, encode_pairs, read_corpus
+from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+from transformer.tokenizer import Tokenizer
+from transformer.train import fused_optimizer_option, sequence_losses, training_losses
+
+T = DATA_ROOT / "train"
+# Every training corpus, the in-domain ones weighted up: the long run's mix (4,000 pairs of each per weight unit).
+DEFAULT_MIX = [f"{T / name}" for name in ("tatoeba", "tatoeba_extra:2", "multi30k:3", "news:2", "news_2021_2023",
+               "wiki_postedit", "chat", "pud", "wmt_sample", "synthetic_bt", "synthetic_fwd")]  # fmt: skip
 
 
 class ReferenceTransformer(nn.Module):
@@ -86,19 +97,47 @@ def training_flops(config: ModelConfig, source: torch.Tensor, target: torch.Tens
     return 3.0 * batch * (encoder + decoder + projection)
 
 
-def train_seconds(model: nn.Module, batches, ours: bool) -> list[float]:
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+def train_seconds(model: nn.Module, batches, path: str) -> list[float]:
+    """Seconds per training step of one code path: ``current`` (the trainer's: fused Q/K/V projections, logits of
+    non-padding targets only, fused Adam), ``baseline`` (three projections, logits of every position, for-each Adam:
+    the trainer before those changes) or ``reference`` (torch.nn.Transformer)."""
+    fused = fused_optimizer_option() if path == "current" else {}
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, **fused)
+    MultiHeadAttention.fused_projections = path == "current"
     model.train()
     times = []
     for source, target in batches:
         started = time.perf_counter()
-        logits = model(source, target[:, :-1]).logits if ours else model(source, target[:, :-1])
-        loss, _ = sequence_losses(logits, target[:, 1:], 0.1)
+        if path == "current":
+            batch = Batch(source, target[:, :-1], target[:, 1:])
+            loss, _ = training_losses(model, batch, 0.1)
+        else:
+            logits = model(source, target[:, :-1]).logits if path == "baseline" else model(source, target[:, :-1])
+            loss, _ = sequence_losses(logits, target[:, 1:], 0.1)
         (loss / (target[:, 1:] != 0).sum()).backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - started)
+    MultiHeadAttention.fused_projections = True
     return times
+
+
+def real_batches(count: int, batch_tokens: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
+    """``count`` batches as the trainer makes them from the shipped model's data mix (None without the data)."""
+    if not (DATA_ROOT / "train" / "tatoeba.en.gz").is_file():
+        return None
+    tokenizer = Tokenizer.load(REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME / TOKENIZER_FILE)
+    examples = []
+    for spec in map(CorpusSpec.parse, DEFAULT_MIX):
+        pairs = read_corpus(spec)
+        random.Random(seed).shuffle(pairs)
+        examples += encode_pairs(pairs[: 4000 * spec.upsample], tokenizer)
+    sampler = BatchSampler(examples, batch_tokens, seed=seed)
+    batches = []
+    for _, batch in zip(range(count), (batch for _, batch in sampler.iterate(0)), strict=False):
+        target = torch.cat([batch.target_input, batch.target_output[:, -1:]], dim=1)  # <s> … </s>
+        batches.append((batch.source, target))
+    return batches
 
 
 def matmul_gflops(size: int = 2048, repeats: int = 10) -> float:
@@ -113,29 +152,35 @@ def matmul_gflops(size: int = 2048, repeats: int = 10) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="small")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per model and round")
+    parser.add_argument("--steps", type=int, default=20, help="timed steps per code path and round")
     parser.add_argument("--rounds", type=int, default=2, help="alternating rounds; the faster round counts")
     parser.add_argument("--batch-tokens", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--random", action="store_true", help="random token batches even where the corpora exist")
+    parser.add_argument("--no-reference", action="store_true", help="skip torch.nn.Transformer")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     config = preset(args.preset)
     torch.manual_seed(0)
-    ours, reference = Transformer(config), ReferenceTransformer(config)
-    batches = make_batches(args.steps, args.batch_tokens, config.vocab_size, seed=1)
+    models = {"current": Transformer(config), "baseline": Transformer(config)}
+    models["baseline"].load_state_dict(models["current"].state_dict())
+    if not args.no_reference:
+        models["reference"] = ReferenceTransformer(config)
+    batches = None if args.random else real_batches(args.steps, args.batch_tokens, seed=1)
+    source_of_batches = "real batches of the training mix" if batches else "random-token batches"
+    batches = batches or make_batches(args.steps, args.batch_tokens, config.vocab_size, seed=1)
     tokens = sum(int((s != 0).sum() + (t[:, 1:] != 0).sum()) for s, t in batches)
     flops = sum(training_flops(config, s, t) for s, t in batches)
-    reference_parameters = sum(p.numel() for p in reference.parameters())
-    print(f"{args.preset}: {ours.num_parameters():,} parameters (reference {reference_parameters:,})")
-    print(f"{torch.get_num_threads()} threads, torch {torch.__version__}, {args.steps} batches of ≤{args.batch_tokens} "
-          f"tokens per side, {tokens:,} real tokens")  # fmt: skip
-    train_seconds(ours, make_batches(2, args.batch_tokens, config.vocab_size, seed=2), ours=True)
-    train_seconds(reference, make_batches(2, args.batch_tokens, config.vocab_size, seed=2), ours=False)
-    best = {"ours": math.inf, "reference": math.inf}
+    print(f"{args.preset}: {models['current'].num_parameters():,} parameters")
+    print(f"{torch.get_num_threads()} threads, torch {torch.__version__}, {args.steps} {source_of_batches} of "
+          f"≤{args.batch_tokens} tokens per side, {tokens:,} real tokens")  # fmt: skip
+    for path, model in models.items():
+        train_seconds(model, batches[:2], path)  # warm-up
+    best = dict.fromkeys(models, math.inf)
     for _ in range(args.rounds):
-        best["ours"] = min(best["ours"], sum(train_seconds(ours, batches, ours=True)))
-        best["reference"] = min(best["reference"], sum(train_seconds(reference, batches, ours=False)))
+        for path, model in models.items():
+            best[path] = min(best[path], sum(train_seconds(model, batches, path)))
     peak = statistics.median(matmul_gflops() for _ in range(3))
     print(f"matrix product (2048², fp32): {peak:.1f} GFLOP/s")
     for name, seconds in best.items():
@@ -143,7 +188,9 @@ def main() -> None:
         print(
             f"{name:>9}: {tokens / seconds:,.0f} tokens/s, {achieved:.1f} GFLOP/s ({achieved / peak:.0%} of the matmul)"
         )
-    print(f"ratio ours/reference: {best['reference'] / best['ours']:.2f}")
+    if "reference" in best:
+        print(f"ratio current/reference: {best['reference'] / best['current']:.2f}")
+    print(f"ratio current/baseline: {best['baseline'] / best['current']:.2f}")
 
 
 if __name__ == "__main__":

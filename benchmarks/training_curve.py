@@ -1,4 +1,5 @@
-"""Draw a training run's curves — loss, dev loss and dev BLEU over steps and over hours — as one PNG.
+"""Draw a training run's curves — loss, dev loss and dev BLEU over steps and hours, and the model-health measures
+(encoder position cosines, cross-attention entropies, best head's alignment) where the log has them — as one PNG.
 
     python benchmarks/training_curve.py checkpoints/en-de-small/training_log.jsonl --out docs/training_curve.png
 
@@ -14,7 +15,31 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from transformer.viz import read_metrics
+from transformer.viz import health_records, read_metrics
+
+
+def draw_health(axes, records: list[dict]) -> None:
+    """Encoder position cosines (left) and cross-attention entropies with the best head's alignment (right), per
+    layer over steps: darker lines are higher layers."""
+    steps = [r["step"] for r in records]
+    panels = (
+        (axes[0], "encoder_position_cosine", plt.cm.Blues, "encoder: cosine between positions, per layer"),
+        (axes[1], "cross_entropy_normalised", plt.cm.Reds, "cross-attention entropy / uniform, per layer"),
+    )
+    for axis, field, colours, title in panels:
+        layers = len(records[-1][field])
+        for layer in range(layers):
+            axis.plot(steps, [r[field][layer] for r in records], "o-", ms=3, lw=1,
+                      color=colours(0.35 + 0.65 * (layer + 1) / layers), label=f"layer {layer + 1}")  # fmt: skip
+        axis.set_ylim(0, 1.02)
+        axis.set_title(title, fontsize=10)
+        axis.set_xlabel("optimizer step")
+        axis.grid(alpha=0.3)
+    alignment = [r.get("cross_alignment_best") for r in records]
+    axes[1].plot(steps, [a if a is not None else float("nan") for a in alignment], "k--", lw=1.5,
+                 label="best cross head's alignment")  # fmt: skip
+    for axis in axes:
+        axis.legend(fontsize=7, ncol=2, loc="best")
 
 
 def main() -> None:
@@ -31,7 +56,12 @@ def main() -> None:
     # Dev records are drawn phase by phase: a fine-tuning run may validate on another dev set.
     edges = [float("-inf"), *(r["step"] for r in starts), float("inf")]
     phases = [[r for r in dev if low < r["step"] <= high] for low, high in itertools.pairwise(edges)]
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4.2), constrained_layout=True)
+    healthy = health_records(records)
+    rows = 2 if healthy else 1
+    figure, grid = plt.subplots(rows, 2, figsize=(12, 4.2 * rows), constrained_layout=True, squeeze=False)
+    axes = grid[0]
+    if healthy:
+        draw_health(grid[1], healthy)
     for axis, x_key, x_label in ((axes[0], "step", "optimizer step"), (axes[1], "train_hours", "training hours")):
         axis.plot([r[x_key] for r in train], [r["loss"] for r in train], color="#1f77b4", lw=1, label="training loss")
         bleu = axis.twinx()

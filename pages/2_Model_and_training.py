@@ -77,6 +77,22 @@ else:
         "folder). A shipped checkpoint may come without one; `python -m transformer.train` writes `metrics.jsonl`."
     )
 
+st.subheader("Model health over training")
+if viz.health_records(records):
+    st.caption(
+        "Measured at every validation on the first 100 newstest2013 pairs (teacher-forced on the references): the mean "
+        "cosine between different positions after each encoder layer (near 1: every position holds the same vector "
+        "— the encoder has collapsed), each attention kind's entropy divided by that of uniform attention (near 1: "
+        "the heads average instead of selecting), and the best cross-attention head's dictionary alignment. "
+        "`python -m transformer.evaluate` measures them for any checkpoint."
+    )
+    show_figure(viz.health_curves(records), key="health_curves")
+else:
+    st.info(
+        "This checkpoint's training log has no health measures (the trainer records them at every validation). "
+        "`python -m transformer.evaluate --checkpoint … --src … --ref …` measures them for any checkpoint."
+    )
+
 st.subheader("Learning-rate schedule")
 st.markdown(
     "Adam with β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹ and a learning rate that rises linearly for the first warm-up "

@@ -186,3 +186,35 @@ def test_small_preset_is_the_papers_depth_and_heads():
     assert (config.encoder_layers, config.decoder_layers, config.num_heads, config.d_model, config.d_ff) == (
         6, 6, 8, 256, 1024,
     )  # fmt: skip
+
+
+def test_one_product_for_the_projections_changes_nothing(monkeypatch: pytest.MonkeyPatch):
+    """Fused Q/K/V (and cross-attention K/V) products give the paper's separate projections' outputs and gradients."""
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny")).eval()  # no dropout: the two passes must see the same network
+    source, target = torch.tensor([[5, 6, 7, 8, 3, 0]]), torch.tensor([[2, 9, 10, 11, 0]])
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(MultiHeadAttention, "fused_projections", fused)
+        model.zero_grad()
+        logits = model(source, target).logits
+        logits.square().sum().backward()
+        results.append((logits.detach(), model.encoder_layers[0].self_attention.key.weight.grad.clone()))
+    assert torch.allclose(results[0][0], results[1][0], atol=1e-5)
+    assert torch.allclose(results[0][1], results[1][1], atol=1e-5)
+
+
+def test_branch_gain_shrinks_only_the_residual_branches():
+    plain, scaled = Transformer(preset("tiny")), Transformer(preset("tiny"))
+    torch.manual_seed(0)
+    plain.reset_parameters()
+    torch.manual_seed(0)
+    scaled.reset_parameters(branch_gain=0.5)
+    layer, reference = scaled.encoder_layers[0], plain.encoder_layers[0]
+    for name in ("value", "output"):
+        assert torch.allclose(
+            getattr(layer.self_attention, name).weight, getattr(reference.self_attention, name).weight * 0.5
+        )
+    assert torch.allclose(layer.feed_forward.outer.weight, reference.feed_forward.outer.weight * 0.5)
+    assert torch.equal(layer.self_attention.query.weight, reference.self_attention.query.weight)
+    assert torch.equal(scaled.embedding.weight, plain.embedding.weight)

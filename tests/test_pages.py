@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
-from transformer import timeline
+from transformer import timeline, viz
 from transformer.checkpoint import read_json, write_json
 from transformer.train import learning_rate
 
@@ -77,20 +77,25 @@ def test_model_page_shows_configuration_training_curves_and_schedule(checkpoint:
     app = run_page(MODEL)
     no_exceptions(app)
     shown = charts(app)
-    assert len(shown) == 2  # training curves from the run's metrics.jsonl, learning-rate schedule
+    assert len(shown) == 3  # training curves and health from the run's metrics.jsonl, learning-rate schedule
     curves = {trace["name"]: trace for trace in shown[0]["figure"]["data"]}
     assert len(array(curves["training loss"]["y"])) == 600 // 50
     assert len(array(curves["dev loss"]["y"])) >= 1
+    # Health: one line per encoder layer (tiny: 2) with the values the trainer logged at its validation.
+    logged = [r for r in viz.read_metrics(checkpoint.parent.parent / "metrics.jsonl") if r.get("kind") == "dev"]
+    health = shown[1]["figure"]
+    cosines = [t for t in health["data"] if t["xaxis"] == "x" and t["name"].startswith("layer")]
+    assert [array(t["y"])[-1] for t in cosines] == pytest.approx(logged[-1]["encoder_position_cosine"], abs=1e-6)
     assert {metric.label: metric.value for metric in app.metric}["d_model"] == "32"
     table = app.dataframe[0].value
     assert table["parameters"].iloc[-1] == table["parameters"].iloc[:-1].sum()
     # The schedule starts from the trainer's own settings (conftest: --warmup 100 --lr-scale 0.5).
     assert app.slider(key="lr_warmup").value == 100 and app.slider(key="lr_scale").value == 0.5
-    assert "warm-up = 100," in shown[1]["figure"]["layout"]["title"]["text"]
+    assert "warm-up = 100," in shown[2]["figure"]["layout"]["title"]["text"]
 
     app.slider(key="lr_warmup").set_value(500).run()
     no_exceptions(app)
-    schedule = charts(app)[1]["figure"]
+    schedule = charts(app)[2]["figure"]
     assert "warm-up = 500," in schedule["layout"]["title"]["text"]
     x, y = array(schedule["data"][0]["x"]), array(schedule["data"][0]["y"])
     assert x[np.argmax(y)] == 500

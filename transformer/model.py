@@ -48,6 +48,8 @@ class MultiHeadAttention(nn.Module):
     The h per-head projections are stored side by side in one (D, D) matrix each for Q, K and V.
     """
 
+    fused_projections = True  # one matrix product for self-attention's Q, K, V (False: three, as in the paper)
+
     def __init__(self, d_model: int, num_heads: int, attention_dropout: float = 0.0) -> None:
         super().__init__()
         self.num_heads = num_heads
@@ -63,7 +65,11 @@ class MultiHeadAttention(nn.Module):
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, K)
 
     def project_key_value(self, x: Tensor) -> tuple[Tensor, Tensor]:
-        return self.split_heads(self.key(x)), self.split_heads(self.value(x))
+        if not self.fused_projections:
+            return self.split_heads(self.key(x)), self.split_heads(self.value(x))
+        weight = torch.cat([self.key.weight, self.value.weight])
+        key, value = F.linear(x, weight, torch.cat([self.key.bias, self.value.bias])).chunk(2, dim=-1)
+        return self.split_heads(key), self.split_heads(value)
 
     def forward(
         self,
@@ -79,10 +85,18 @@ class MultiHeadAttention(nn.Module):
         cached ones; a dict (cross-attention) keeps the projected encoder memory, computed once and then reused.
         Returns the output (B, Tq, D) and, if ``need_weights``, the probabilities (B, H, Tq, Tk).
         """
-        q = self.split_heads(self.query(query))  # (B, H, Tq, K)
-        if isinstance(cache, dict) and "key" in cache:  # encoder memory, projected at the first step
+        if key_value is None and self.fused_projections and not isinstance(cache, dict):
+            # Self-attention: Q, K and V in one matrix product of the three weights side by side (same result).
+            weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
+            bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
+            q, k, v = map(self.split_heads, F.linear(query, weight, bias).chunk(3, dim=-1))
+            if cache is not None:
+                k, v = cache.extend(k, v)
+        elif isinstance(cache, dict) and "key" in cache:  # encoder memory, projected at the first step
+            q = self.split_heads(self.query(query))  # (B, H, Tq, K)
             k, v = cache["key"], cache["value"]
         else:
+            q = self.split_heads(self.query(query))
             k, v = self.project_key_value(query if key_value is None else key_value)  # (B, H, Tk, K)
             if isinstance(cache, dict):
                 cache["key"], cache["value"] = k, v
@@ -353,13 +367,19 @@ class Transformer(nn.Module):
         """Pre-softmax linear transformation sharing the embedding matrix (§3.4). (…, D) → (…, V)."""
         return F.linear(hidden, self.embedding.weight)
 
-    def forward(self, source: Tensor, target_input: Tensor, need_weights: bool = False) -> Seq2SeqOutput:
-        """Teacher-forced pass: source (B, S), right-shifted target (B, T) → logits (B, T, V) and attention."""
+    def forward(
+        self, source: Tensor, target_input: Tensor, need_weights: bool = False, outputs: Tensor | None = None
+    ) -> Seq2SeqOutput:
+        """Teacher-forced pass: source (B, S), right-shifted target (B, T) → logits (B, T, V) and attention.
+
+        ``outputs`` (B, T) boolean: project only those positions, giving logits (N, V) for the N True ones (in
+        training, the non-padding targets: the output projection is the largest single matrix product)."""
         memory, encoder_attention = self.encode(source, need_weights)
         hidden, decoder_attention, cross_attention = self.decode(
             target_input, memory, self.source_mask(source), need_weights
         )
-        return Seq2SeqOutput(self.project(hidden), encoder_attention, decoder_attention, cross_attention)
+        logits = self.project(hidden if outputs is None else hidden[outputs])
+        return Seq2SeqOutput(logits, encoder_attention, decoder_attention, cross_attention)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

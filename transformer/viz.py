@@ -742,6 +742,60 @@ def training_curves(records: list[dict]) -> go.Figure:
     return fig
 
 
+HEALTH_PANELS = (
+    ("encoder_position_cosine", "Encoder: cosine between positions", "layer"),
+    ("encoder_entropy_normalised", "Encoder self-attention entropy / uniform", "layer"),
+    ("cross_entropy_normalised", "Cross-attention entropy / uniform", "layer"),
+    ("cross_alignment_best", "Best cross head's dictionary alignment", None),
+)
+
+
+def health_records(records: list[dict]) -> list[dict]:
+    """The dev records that carry the health measures (:mod:`transformer.health`), by step."""
+    return sorted(
+        (r for r in records if r.get("kind") == "dev" and isinstance(r.get("encoder_position_cosine"), list)),
+        key=lambda r: r["step"],
+    )
+
+
+def health_curves(records: list[dict]) -> go.Figure:
+    """The health measures over training: one line per layer (darker = higher layer) in each of four panels.
+
+    Collapse reads as cosines near 1 in the upper encoder layers and entropies near 1 (uniform attention); a healthy
+    run keeps the cosines low, sharpens the entropies and raises the best head's alignment."""
+    rows = health_records(records)
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[title for _, title, _ in HEALTH_PANELS],
+                        vertical_spacing=0.16, horizontal_spacing=0.08)  # fmt: skip
+    steps = [r["step"] for r in rows]
+    for index, (field, _, per) in enumerate(HEALTH_PANELS):
+        row, col = divmod(index, 2)
+        if per is None:
+            values = [r.get(field) for r in rows]
+            fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name="best head", showlegend=False,
+                                     line={"color": "#222"}, hovertemplate="alignment %{y:.3f}<extra></extra>"),
+                          row=row + 1, col=col + 1)  # fmt: skip
+            continue
+        layers = max((len(r.get(field) or []) for r in rows), default=0)
+        for layer in range(layers):
+            shade = 0.25 + 0.75 * (layer + 1) / layers
+            colour = f"rgba(31, 119, 180, {shade:.2f})" if col == 0 else f"rgba(214, 39, 40, {shade:.2f})"
+            values = [(r.get(field) or [None] * layers)[layer] for r in rows]
+            fig.add_trace(
+                go.Scatter(x=steps, y=values, mode="lines+markers", name=f"{per} {layer + 1}", showlegend=False,
+                           line={"color": colour}, marker={"size": 4},
+                           hovertemplate=f"{per} {layer + 1}: %{{y:.3f}}<extra></extra>"),
+                row=row + 1, col=col + 1,
+            )  # fmt: skip
+    if not rows:
+        fig.add_annotation(text="No health records in the log", showarrow=False, x=0.5, y=0.5, xref="paper",
+                           yref="paper", font={"size": 16})  # fmt: skip
+    fig.update_yaxes(range=[0, 1.02])
+    fig.update_xaxes(title_text="step", row=2)
+    fig.update_layout(title={"text": "Model health at each validation (darker line = higher layer)"}, height=620,
+                      margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT)  # fmt: skip
+    return fig
+
+
 def fine_tuning_mark(record: dict, x: float | None) -> dict:
     """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with what changed."""
     dev = f"; dev set {record['dev']}" if record.get("dev") else ""
