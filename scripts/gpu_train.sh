@@ -5,7 +5,7 @@
 #   scripts/gpu_train.sh pack             # here: copy the corpora into gpu_pack/ (git-ignored) so that they travel
 #   scripts/gpu_train.sh train            # on the GPU machine: train, average, export to $OUT/model, evaluate
 #
-# Settings (environment): MINUTES (training time, default 7), DEVICE (cuda), AMP (bf16), BATCH_TOKENS (32768 per
+# Settings (environment): MINUTES (training time, default 6), DEVICE (cuda), AMP (bf16), BATCH_TOKENS (32768 per
 # side), LR_SCALE (0.5), WARMUP (1000), DROPOUT (0.2), GAIN (the --branch-init-gain, 0.5), SAVE_MINUTES (0.5),
 # AVERAGE (4), SHARD_MB (15), EVAL_LIMIT (sentences per test set; empty: all), OUT (where results go, default
 # runs/gpu-out), PRESET (small), TRAIN (corpus specs relative to the data folder; default: every training corpus,
@@ -43,7 +43,7 @@ rm -rf "$RUN"
     --amp "${AMP:-bf16}" --spm checkpoints/en-de-small/spm.model --train "${train_specs[@]}" \
     --dev "$PACK/dev/newstest2013" --batch-tokens "${BATCH_TOKENS:-32768}" --lr-scale "${LR_SCALE:-0.5}" \
     --warmup "${WARMUP:-1000}" --dropout "${DROPOUT:-0.2}" --branch-init-gain "${GAIN:-0.5}" \
-    --max-hours "$("$PYTHON" -c "print(${MINUTES:-7} / 60)")" --save-every-minutes "${SAVE_MINUTES:-0.5}" \
+    --max-hours "$("$PYTHON" -c "print(${MINUTES:-6} / 60)")" --save-every-minutes "${SAVE_MINUTES:-0.5}" \
     --keep-last "${AVERAGE:-4}" --eval-every "${EVAL_EVERY:-1000}" --dev-bleu-sentences 200 --log-every 100 \
     --progress lines 2>&1 | tee "$OUT/train.log"
 

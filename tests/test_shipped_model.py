@@ -13,7 +13,7 @@ from transformer.decode import translate
 from transformer.viz import read_metrics
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-TEST_SETS = ("multi30k_test2016", "newstest2014", "newstest2013")
+TEST_SETS = ("multi30k_test2016", "newstest2014", "newstest2013", "tatoeba_new")
 
 
 @pytest.fixture(scope="module")
