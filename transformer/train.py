@@ -77,6 +77,9 @@ RUN_DEFINING = {
 }  # fmt: skip
 
 
+EARLIER_DEFAULTS = {"branch_init_gain": 1.0}  # what runs that predate an argument did, where the default changed
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.train",
@@ -130,9 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument(
         "--branch-init-gain",
         type=float,
-        default=1.0,
-        help="scale the initial attention value/output and feed-forward weights (1: plain Xavier; smaller keeps the "
-        "encoder's positions apart at initialisation, see docs/training.md)",
+        default=0.5,
+        help="scale the initial attention value/output and feed-forward weights (1: plain Xavier, with which the "
+        "encoder collapses; 0.5 keeps its positions apart, see docs/training.md)",
     )
     model.add_argument("--label-smoothing", type=float, default=0.1)
     model.add_argument("--clip-norm", type=float, default=1.0, help="gradient norm clip (0 turns it off)")
@@ -382,7 +385,8 @@ class Trainer:
         for name, default in defaults.items():
             if name in ("out", "resume"):
                 continue
-            value = saved.get(name, default)  # runs saved by older versions lack newer arguments
+            # Runs saved by older versions lack newer arguments: they ran with those arguments' earlier behaviour.
+            value = saved.get(name, EARLIER_DEFAULTS.get(name, default))
             defining = name in RUN_DEFINING or (name == "max_steps" and saved.get("cooldown", 0) > 0)
             if name in given and not defining:
                 continue  # how long to run, how often to save or log: the command line may change these
