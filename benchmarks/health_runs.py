@@ -16,6 +16,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from transformer.health import per_layer
 from transformer.viz import health_records, read_metrics
 
 PANELS = (
@@ -30,10 +31,6 @@ PANELS = (
 
 def mean(values: list[float]) -> float:
     return sum(values) / len(values)
-
-
-def numbers(values: list[float]) -> str:
-    return " ".join(f"{v:.2f}" for v in values)
 
 
 def main() -> None:
@@ -69,8 +66,8 @@ def main() -> None:
     for label, records in runs:
         for r in records:
             alignment = r.get("cross_alignment_best")
-            print(f"| {label} | {r['step']:,} | {r['dev_loss']:.3f} | {numbers(r['encoder_position_cosine'])} | "
-                  f"{numbers(r['cross_entropy_normalised'])} | {numbers(r['encoder_entropy_normalised'])} | "
+            print(f"| {label} | {r['step']:,} | {r['dev_loss']:.3f} | {per_layer(r['encoder_position_cosine'])} | "
+                  f"{per_layer(r['cross_entropy_normalised'])} | {per_layer(r['encoder_entropy_normalised'])} | "
                   f"{'–' if alignment is None else f'{alignment:.3f}'} |")  # fmt: skip
 
 

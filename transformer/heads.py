@@ -50,6 +50,7 @@ from transformer.analysis import (
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import DATA_ROOT, pad
 from transformer.decode import encode_source, greedy_decode, max_source_tokens
+from transformer.tokenizer import EOS_ID
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"
@@ -207,32 +208,36 @@ def greedy_outputs(model, tokenizer, sentences: Sequence[str]) -> tuple[list[lis
     return encoded, outputs
 
 
+def sentence_alignment_hits(
+    tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], cross: np.ndarray, dictionary: dict[str, set[str]]
+) -> tuple[np.ndarray, int, np.ndarray, int]:
+    """:func:`word_alignment_hits` of one sentence from its piece-level cross-attention [L, H, outputs + 1, source]
+    (a teacher-forced pass over ``<s>`` + ``output_ids``): row t is the query that predicts piece t of
+    ``output_ids`` + ``</s>``, so rows are grouped by the words they predict."""
+    predicted, source_tokens = tokenizer.pieces([*output_ids, EOS_ID]), tokenizer.pieces(source_ids)
+    output_groups, source_groups = word_groups(predicted), word_groups(source_tokens)
+    return word_alignment_hits(
+        merge_matrix(cross, output_groups, source_groups),
+        merge_tokens(source_tokens, source_groups),
+        merge_tokens(predicted, output_groups),
+        dictionary,
+    )
+
+
 @torch.no_grad()
 def cross_scores(
-    loaded: LoadedCheckpoint,
-    sentences: Sequence[str],
-    dictionary: dict[str, set[str]] | None = None,
-    translations: tuple[list[list[int]], list[list[int]]] | None = None,
+    loaded: LoadedCheckpoint, sentences: Sequence[str], dictionary: dict[str, set[str]] | None = None
 ) -> dict[str, np.ndarray | int]:
-    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences
-    (``translations``: those of :func:`greedy_outputs`, when already computed)."""
+    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
     dictionary = load_dictionary() if dictionary is None else dictionary
     model, tokenizer = loaded.model, loaded.tokenizer
-    encoded, outputs = translations or greedy_outputs(model, tokenizer, sentences)
+    encoded, outputs = greedy_outputs(model, tokenizer, sentences)
     shape = (loaded.config.decoder_layers, loaded.config.num_heads)
     dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
     dictionary_words = counted = 0
     for source_ids, output in zip(encoded, outputs, strict=True):
-        maps = attention_for(model, tokenizer, source_ids, output)
-        # Row t of cross-attention is the query that predicts predicted_tokens[t]: group rows by the predicted words.
-        output_groups, source_groups = word_groups(maps.predicted_tokens), word_groups(maps.source_tokens)
-        cross = merge_matrix(maps.cross, output_groups, source_groups)
-        hits = word_alignment_hits(
-            cross,
-            merge_tokens(maps.source_tokens, source_groups),
-            merge_tokens(maps.predicted_tokens, output_groups),
-            dictionary,
-        )
+        cross = attention_for(model, tokenizer, source_ids, output).cross
+        hits = sentence_alignment_hits(tokenizer, source_ids, output, cross, dictionary)
         dictionary_hits += hits[0]
         dictionary_words += hits[1]
         consensus_hits += hits[2]

@@ -12,10 +12,10 @@ translations stand in for the references.
 - ``<kind>_entropy_normalised`` (per layer of each attention kind: ``encoder``, ``decoder``, ``cross``): the mean
   entropy of a query's attention divided by the entropy of uniform attention over the keys it may see (queries that
   see a single key are left out). 1 means uniform attention: the head averages instead of selecting.
-- ``cross_alignment_best``: the best cross-attention head's dictionary alignment (``alignment_dictionary`` of
-  :func:`transformer.heads.cross_scores`): the share of target words whose most attended source word (in the row
-  that predicts the word) is a dictionary translation of it; ``cross_alignment_best_head`` is that head as
-  [layer, head], both 1-based.
+- ``cross_alignment_best``: the best cross-attention head's dictionary alignment (``alignment_dictionary`` as
+  :func:`transformer.heads.cross_scores` counts it, here over the references): the share of target words whose most
+  attended source word (in the row that predicts the word) is a dictionary translation of it;
+  ``cross_alignment_best_head`` is that head as [layer, head], both 1-based.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import DATA_ROOT, pad, read_parallel
 from transformer.decode import encode_source, max_source_tokens
 from transformer.model import Transformer
@@ -84,45 +83,67 @@ def normalised_entropy(weights: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
 
 
 @torch.no_grad()
-def attention_health(model: Transformer, sources: Sequence[Sequence[int]], outputs: Sequence[Sequence[int]]) -> dict:
-    """Position cosines and normalised entropies over teacher-forced (source, output) pairs of token ids."""
+def measure(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sources: Sequence[Sequence[int]],
+    outputs: Sequence[Sequence[int]],
+    dictionary: dict[str, set[str]],
+) -> dict[str, Any]:
+    """Every measure over teacher-forced (source, output) pairs of token ids, 16 pairs per forward pass.
+
+    Source ids end with </s>; outputs have neither <s> nor </s>. Each pass records all three attention kinds, and
+    hooks on the encoder layers keep their outputs for the position cosines."""
+    from transformer.heads import sentence_alignment_hits  # heads imports analysis, which the trainer needs not
+
     config = model.config
     device = next(model.parameters()).device
-    cosine_sum = torch.zeros(config.encoder_layers)
-    sentences = 0
-    entropy_sum = {kind: torch.zeros(n) for kind, n in zip(KINDS, (config.encoder_layers, config.decoder_layers,
-                                                                    config.decoder_layers), strict=True)}  # fmt: skip
-    entropy_count = {kind: torch.zeros_like(total) for kind, total in entropy_sum.items()}
-    for start in range(0, len(sources), 16):
-        source = pad(sources[start : start + 16]).to(device)
-        target = pad([[config.bos_id, *ids] for ids in outputs[start : start + 16]]).to(device)
-        source_keep = source != config.pad_id
-        source_mask = model.source_mask(source)
-        x = model.embed(source)
-        encoder_weights = []
-        for index, layer in enumerate(model.encoder_layers):
-            x, weights = layer(x, source_mask, need_weights=True)
-            encoder_weights.append(weights)
-            cosine = position_cosine(x, source_keep)
-            valid = ~cosine.isnan()
-            cosine_sum[index] += cosine[valid].sum().cpu()
-        sentences += int(valid.sum())
-        _, decoder_weights, cross_weights = model.decode(target, x, source_mask, need_weights=True)
-        target_keep = (target != config.pad_id)[:, None, :, None]  # (B, 1, T, 1): padding queries
-        masks = {
-            "encoder": source_mask & source_keep[:, None, :, None],
-            "decoder": model.target_mask(target) & target_keep,
-            "cross": source_mask & target_keep,
-        }
-        stacked = {"encoder": torch.stack(encoder_weights, 1), "decoder": decoder_weights, "cross": cross_weights}
-        for kind in KINDS:
-            total, count = normalised_entropy(stacked[kind], masks[kind])
-            entropy_sum[kind] += total.cpu()
-            entropy_count[kind] += count.cpu()
-    result: dict[str, Any] = {"encoder_position_cosine": (cosine_sum / max(sentences, 1)).tolist()}
+    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
+    entropy_sum = {kind: torch.zeros(count) for kind, count in layers.items()}
+    entropy_count = {kind: torch.zeros(count) for kind, count in layers.items()}
+    cosine_sum, sentences = torch.zeros(config.encoder_layers), 0
+    dictionary_hits, dictionary_words = np.zeros((config.decoder_layers, config.num_heads)), 0
+    states: list[Tensor] = []
+    hooks = [layer.register_forward_hook(lambda _m, _i, out: states.append(out[0])) for layer in model.encoder_layers]
+    try:
+        for start in range(0, len(sources), 16):
+            chunk = slice(start, start + 16)
+            source = pad(sources[chunk]).to(device)
+            target = pad([[config.bos_id, *ids] for ids in outputs[chunk]]).to(device)
+            states.clear()
+            result = model(source, target, need_weights=True)
+            source_keep = source != config.pad_id
+            cosines = torch.stack([position_cosine(state, source_keep) for state in states], 1)  # (B, L)
+            valid = ~cosines[:, 0].isnan()
+            cosine_sum += cosines[valid].sum(0).cpu()
+            sentences += int(valid.sum())
+            source_mask = model.source_mask(source)
+            target_keep = (target != config.pad_id)[:, None, :, None]  # (B, 1, T, 1): padding queries
+            masks = {
+                "encoder": source_mask & source_keep[:, None, :, None],
+                "decoder": model.target_mask(target) & target_keep,
+                "cross": source_mask & target_keep,
+            }
+            weights = {"encoder": result.encoder_attention, "decoder": result.decoder_attention,
+                       "cross": result.cross_attention}  # fmt: skip
+            for kind in KINDS:
+                total, count = normalised_entropy(weights[kind], masks[kind])
+                entropy_sum[kind] += total.cpu()
+                entropy_count[kind] += count.cpu()
+            cross = result.cross_attention.float().cpu().numpy()
+            for row, (source_ids, output_ids) in enumerate(zip(sources[chunk], outputs[chunk], strict=True)):
+                sentence_cross = cross[row, :, :, : len(output_ids) + 1, : len(source_ids)]
+                hits, words, *_ = sentence_alignment_hits(tokenizer, source_ids, output_ids, sentence_cross, dictionary)
+                dictionary_hits += hits
+                dictionary_words += words
+    finally:
+        for hook in hooks:
+            hook.remove()
+    measures: dict[str, Any] = {"encoder_position_cosine": (cosine_sum / max(sentences, 1)).tolist()}
     for kind in KINDS:
-        result[f"{kind}_entropy_normalised"] = (entropy_sum[kind] / entropy_count[kind].clamp(min=1)).tolist()
-    return result
+        measures[f"{kind}_entropy_normalised"] = (entropy_sum[kind] / entropy_count[kind].clamp(min=1)).tolist()
+    measures["alignment"] = dictionary_hits / dictionary_words if dictionary_words else None
+    return measures
 
 
 @torch.no_grad()
@@ -135,10 +156,9 @@ def model_health(
     """Every health measure (see the module's docstring), rounded to 4 places, with the sample's description.
 
     ``sample``: (description, [(English, German reference or "")]) instead of :func:`health_sample`'s."""
-    from transformer.heads import cross_scores, greedy_outputs
+    from transformer.heads import greedy_outputs, load_dictionary
 
     description, pairs = sample if sample is not None else health_sample()
-    sentences = [source for source, _ in pairs]
     was_training = model.training
     model.eval()
     try:
@@ -147,31 +167,31 @@ def model_health(
             sources = [encode_source(tokenizer, source, limit).ids for source, _ in pairs]
             targets = [tokenizer.encode(reference)[: limit - 1] for _, reference in pairs]
         else:
-            sources, targets = greedy_outputs(model, tokenizer, sentences)
-        result = attention_health(model, sources, targets)
-        loaded = LoadedCheckpoint(path=Path(), model=model, tokenizer=tokenizer, config=model.config)
-        scores = cross_scores(loaded, sentences, dictionary, (sources, targets))
-        alignment = np.nan_to_num(scores["alignment_dictionary"], nan=-1.0)
+            sources, targets = greedy_outputs(model, tokenizer, [source for source, _ in pairs])
+        measures = measure(model, tokenizer, sources, targets, load_dictionary() if dictionary is None else dictionary)
     finally:
         model.train(was_training)
-    layer, head = np.unravel_index(int(alignment.argmax()), alignment.shape)
-    best = float(alignment[layer, head])
-    result = {key: [round(v, 4) for v in values] for key, values in result.items()}
-    result["cross_alignment_best"] = round(best, 4) if best >= 0 else None
-    result["cross_alignment_best_head"] = [int(layer) + 1, int(head) + 1] if best >= 0 else None
+    alignment = measures.pop("alignment")
+    result: dict[str, Any] = {key: [round(v, 4) for v in values] for key, values in measures.items()}
+    result["cross_alignment_best"] = result["cross_alignment_best_head"] = None
+    if alignment is not None:
+        layer, head = np.unravel_index(int(alignment.argmax()), alignment.shape)
+        result["cross_alignment_best"] = round(float(alignment[layer, head]), 4)
+        result["cross_alignment_best_head"] = [int(layer) + 1, int(head) + 1]
     result["health_sample"] = description
     return result
 
 
+def per_layer(values: Sequence[float]) -> str:
+    """Per-layer values as the reports print them: ``0.24 0.65 0.92``."""
+    return " ".join(f"{v:.2f}" for v in values)
+
+
 def format_health(result: dict[str, Any]) -> str:
     """A few lines for a terminal: one per measure, values per layer."""
-
-    def numbers(values: Sequence[float]) -> str:
-        return " ".join(f"{v:.2f}" for v in values)
-
-    lines = [f"encoder position cosine by layer: {numbers(result['encoder_position_cosine'])}"]
+    lines = [f"encoder position cosine by layer: {per_layer(result['encoder_position_cosine'])}"]
     for kind in KINDS:
-        lines.append(f"{kind} attention entropy / uniform by layer: {numbers(result[f'{kind}_entropy_normalised'])}")
+        lines.append(f"{kind} attention entropy / uniform by layer: {per_layer(result[f'{kind}_entropy_normalised'])}")
     best = result.get("cross_alignment_best")
     if best is None:
         lines.append("best cross-attention head's dictionary alignment: no dictionary word in the sample")
