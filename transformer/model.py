@@ -48,7 +48,8 @@ class MultiHeadAttention(nn.Module):
     The h per-head projections are stored side by side in one (D, D) matrix each for Q, K and V.
     """
 
-    fused_projections = True  # one matrix product for self-attention's Q, K, V (False: three, as in the paper)
+    # One matrix product for self-attention's Q, K, V and cross-attention's K, V (False: one each, as in the paper).
+    fused_projections = True
 
     def __init__(self, d_model: int, num_heads: int, attention_dropout: float = 0.0) -> None:
         super().__init__()
@@ -85,8 +86,10 @@ class MultiHeadAttention(nn.Module):
         cached ones; a dict (cross-attention) keeps the projected encoder memory, computed once and then reused.
         Returns the output (B, Tq, D) and, if ``need_weights``, the probabilities (B, H, Tq, Tk).
         """
-        if key_value is None and self.fused_projections and not isinstance(cache, dict):
-            # Self-attention: Q, K and V in one matrix product of the three weights side by side (same result).
+        if key_value is None and self.fused_projections and query.size(1) > 1 and not isinstance(cache, dict):
+            # Self-attention: Q, K and V in one matrix product of the three weights side by side (same result). Not
+            # for one new position at a time (incremental decoding): there, joining the weights costs more than the
+            # three small products it saves.
             weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
             bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
             q, k, v = map(self.split_heads, F.linear(query, weight, bias).chunk(3, dim=-1))
