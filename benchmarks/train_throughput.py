@@ -26,7 +26,7 @@ from transformer.config import ModelConfig, preset
 from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, encode_pairs, read_corpus
 from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
 from transformer.tokenizer import Tokenizer
-from transformer.train import fused_optimizer_option, sequence_losses, training_losses
+from transformer.train import adam, sequence_losses, training_losses
 
 T = DATA_ROOT / "train"
 # Every training corpus, the in-domain ones weighted up: the long run's mix (4,000 pairs of each per weight unit).
@@ -101,8 +101,7 @@ def train_seconds(model: nn.Module, batches, path: str) -> list[float]:
     """Seconds per training step of one code path: ``current`` (the trainer's: fused Q/K/V projections, logits of
     non-padding targets only, fused Adam), ``baseline`` (three projections, logits of every position, for-each Adam:
     the trainer before those changes) or ``reference`` (torch.nn.Transformer)."""
-    fused = fused_optimizer_option() if path == "current" else {}
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, **fused)
+    optimizer = adam(model.parameters(), fused=path == "current", lr=1e-4)
     MultiHeadAttention.fused_projections = path == "current"
     model.train()
     times = []

@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import dataclasses
 import datetime
-import inspect
 import json
 import math
 import os
@@ -329,9 +328,7 @@ class Trainer:
             self.model.reset_parameters(branch_gain=args.branch_init_gain)
         self.model = self.model.to(self.device)
         self.parameter_names = [name for name, _ in self.model.named_parameters()]
-        self.optimizer = torch.optim.Adam(
-            self.model.parameters(), lr=0.0, betas=(0.9, 0.98), eps=1e-9, **fused_optimizer_option()
-        )
+        self.optimizer = adam(self.model.parameters(), fused=True)
         self.step = 0
         self.epoch = 0
         self.position = 0
@@ -720,9 +717,16 @@ class Trainer:
         return 0
 
 
-def fused_optimizer_option() -> dict[str, bool]:
-    """``fused=True`` where this torch's Adam has the single-kernel update (CPU and CUDA): same maths, fewer passes."""
-    return {"fused": True} if "fused" in inspect.signature(torch.optim.Adam).parameters else {}
+def adam(parameters, fused: bool, lr: float = 0.0) -> torch.optim.Adam:
+    """Adam with the paper's β1 = 0.9, β2 = 0.98, ε = 1e-9 (§5.3); ``fused``: the single-kernel update (same maths,
+    fewer passes over the weights) where this torch supports it on the parameters' device, else the default one."""
+    parameters = list(parameters)
+    if fused:
+        try:
+            return torch.optim.Adam(parameters, lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
+        except RuntimeError:  # e.g. torch < 2.4 on a CPU
+            pass
+    return torch.optim.Adam(parameters, lr=lr, betas=(0.9, 0.98), eps=1e-9)
 
 
 def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
