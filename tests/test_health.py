@@ -1,6 +1,6 @@
 """Model-health measures: what they report on hand-made attention, on a trained model and on a copy of it whose
-encoder attends uniformly, on a task that needs alignment trained with the trainer's defaults, in the trainer's log
-and in the evaluation CLI."""
+encoder attends uniformly, on a task that needs alignment trained with the trainer's defaults, and in the trainer's log
+(the evaluation CLI's health output is tested with its scores in test_train.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 
 from tests.conftest import ENGLISH, GERMAN, train_arguments, uniform_encoder_copy, write_corpus
 from transformer import checkpoint as ckpt
-from transformer import evaluate, train
+from transformer import train
 from transformer.health import HEALTH_KEYS, KINDS, model_health, normalised_entropy, position_cosine
 
 DICTIONARY = {english: {german} for english, german in zip(ENGLISH, GERMAN, strict=True)}
@@ -98,20 +98,3 @@ def test_trainer_logs_health_at_every_validation(trained_checkpoint: Path):
     dev = [json.loads(line) for line in log.read_text().splitlines() if '"kind": "dev"' in line]
     assert dev and all(key in dev[-1] for key in HEALTH_KEYS)
     assert all(len(dev[-1][f"{kind}_entropy_normalised"]) == 2 for kind in KINDS)
-
-
-def test_evaluate_reports_health_as_json(trained_checkpoint: Path, corpus, capsys):
-    arguments = [
-        "--checkpoint",
-        str(trained_checkpoint),
-        "--src",
-        f"{corpus['dev']}.en",
-        "--ref",
-        f"{corpus['dev']}.de",
-    ]
-    assert evaluate.main([*arguments, "--limit", "5", "--beam", "1", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    assert len(result["encoder_position_cosine"]) == 2 and len(result["cross_entropy_normalised"]) == 2
-    assert result["cross_alignment_best"] is None or 0 <= result["cross_alignment_best"] <= 1
-    assert evaluate.main([*arguments, "--limit", "5", "--beam", "1", "--json", "--no-health"]) == 0
-    assert "encoder_position_cosine" not in json.loads(capsys.readouterr().out)

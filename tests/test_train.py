@@ -167,7 +167,7 @@ def test_translate_cli_keeps_lines_aligned(trained_checkpoint: Path, monkeypatch
     assert "katze" in lines[0] and "haus" in lines[2]
 
 
-def test_evaluate_cli_reports_bleu_and_chrf_as_json(trained_checkpoint: Path, corpus, capsys):
+def test_evaluate_cli_reports_bleu_chrf_and_health_as_json(trained_checkpoint: Path, corpus, capsys):
     arguments = [
         "--checkpoint",
         str(trained_checkpoint),
@@ -182,6 +182,11 @@ def test_evaluate_cli_reports_bleu_and_chrf_as_json(trained_checkpoint: Path, co
     assert 30 < result["bleu"] <= 100 and 0 < result["chrf"] <= 100
     assert result["bleu_signature"].startswith("nrefs:1|") and "tok:13a" in result["bleu_signature"]
     assert result["chrf_signature"].startswith("nrefs:1|") and "nc:6" in result["chrf_signature"]
+    # The model's health comes with the scores (tiny: 2 layers), unless --no-health.
+    assert len(result["encoder_position_cosine"]) == 2 and len(result["cross_entropy_normalised"]) == 2
+    assert result["cross_alignment_best"] is None or 0 <= result["cross_alignment_best"] <= 1
+    assert evaluate.main([*arguments, "--limit", "5", "--beam", "1", "--json", "--no-health"]) == 0
+    assert "encoder_position_cosine" not in json.loads(capsys.readouterr().out)
 
 
 def test_evaluate_records_scores_in_the_checkpoint(trained_checkpoint: Path, corpus, tmp_path: Path, capsys):

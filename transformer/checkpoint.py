@@ -108,9 +108,10 @@ def shards_of(path: Path) -> list[Path]:
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file; for a missing ``model.safetensors``, the union of its shards (``model-i-of-n``)."""
-    if not path.is_file() and path.name == MODEL_FILE and shards_of(path):
+    shards = shards_of(path) if path.name == MODEL_FILE and not path.is_file() else []
+    if shards:
         merged: dict[str, torch.Tensor] = {}
-        for shard in shards_of(path):
+        for shard in shards:
             merged.update(read_tensors(shard))
         return merged
     if not path.is_file():
