@@ -5,16 +5,31 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer import viz
-from transformer.app_state import (
-    page_checkpoint,
-    show_figure,
-)
+from transformer import page_state, viz
+from transformer.app_state import page_checkpoint, save_page, show_figure
 from transformer.model import sinusoidal_positional_encoding
+from transformer.page_state import Field
 
 st.set_page_config(page_title="Positional encoding", page_icon="〰️", layout="wide")
 
-loaded = page_checkpoint()
+FIELDS = {
+    "pe_positions": Field(None, page_state.integer(10, 512)),
+    "pe_d_model": Field(None, int),
+    "pe_dimensions": Field(None, page_state.integers(0, 4095), page_state.dump_integers),
+    "pe_offset": Field(5, page_state.integer(1, 100)),
+}
+
+
+def default_dimensions(d_model: int) -> list[int]:
+    return sorted({0, 1, d_model // 8 * 2, d_model // 4 * 2 + 1, d_model - 2})
+
+
+def new_width() -> None:
+    """A new d_model starts from its own default dimensions."""
+    st.session_state["pe_dimensions"] = default_dimensions(st.session_state["pe_d_model"])
+
+
+loaded = page_checkpoint("positional", FIELDS)
 config = loaded.config
 
 st.title("Positional encoding")
@@ -24,17 +39,18 @@ st.markdown(
     "position; the wavelengths form a geometric progression from 2π to 10000 · 2π:"
 )
 st.latex(
-    r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \qquad"
+    r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \qquad "
     r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)"
 )
 
 even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
+max_positions = min(512, config.max_positions)
+page_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)
+page_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
 left, right = st.columns(2)
-num_positions = left.slider(
-    "Positions", 10, min(512, config.max_positions), min(100, config.max_positions), key="pe_positions"
-)
+num_positions = left.slider("Positions", 10, max_positions, key="pe_positions")
 d_model = right.select_slider(
-    "d_model", even_widths, value=config.d_model, key="pe_d_model",
+    "d_model", even_widths, key="pe_d_model", on_change=new_width,
     help=f"The loaded model uses d_model = {config.d_model}.",
 )  # fmt: skip
 pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
@@ -44,10 +60,8 @@ st.caption("One row per position, one column per dimension: fast sinusoids on th
 show_figure(viz.positional_encoding_heatmap(pe), key="pe_heatmap")
 
 st.subheader("Sinusoids of chosen dimensions")
-dimensions = st.multiselect(
-    "Dimensions", list(range(d_model)), default=sorted({0, 1, d_model // 8 * 2, d_model // 4 * 2 + 1, d_model - 2}),
-    key=f"pe_dimensions_{d_model}",  # a new width starts from its own default dimensions
-)  # fmt: skip
+page_state.ensure("pe_dimensions", default_dimensions(d_model), lambda chosen: all(0 <= i < d_model for i in chosen))
+dimensions = st.multiselect("Dimensions", list(range(d_model)), key="pe_dimensions")
 show_figure(viz.sinusoid_curves(pe, dimensions), key="pe_sinusoids")
 
 st.subheader("Which positions look alike")
@@ -69,7 +83,7 @@ st.latex(
     r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix},"
     r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}"
 )
-offset = st.slider("Offset k", 1, 100, 5, key="pe_offset")
+offset = st.slider("Offset k", 1, 100, key="pe_offset")
 st.caption(
     f"A d_model × d_model matrix M is fitted by least squares to PE(pos+k) ≈ PE(pos)·M on the even positions of "
     f"{2 * d_model + offset + 1} positions and tested on the odd ones; the exact rotation above is tested on all."
@@ -88,3 +102,4 @@ st.markdown(
     f"of the loaded model's {config.vocab_size:,} tokens are in comparison."
 )
 show_figure(viz.embedding_norms(loaded.model), key="pe_embedding_norms")
+save_page(FIELDS)

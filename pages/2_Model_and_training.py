@@ -8,12 +8,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer import viz
+from transformer import page_state, viz
 from transformer.app_state import (
     page_checkpoint,
+    save_page,
     show_figure,
 )
-from transformer.checkpoint import LOG_FILES, TRAINER_FILE, training_log
+from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, training_log
+from transformer.page_state import Field
 
 MODEL_CARD = "MODEL_CARD.md"
 
@@ -32,11 +34,16 @@ def trained_schedule(checkpoint: Path, meta: dict) -> dict:
 
 st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
 
-loaded = page_checkpoint()
-config, meta = loaded.config, loaded.meta
+FIELDS = {
+    "lr_warmup": Field(None, page_state.integer(1, 100_000)),
+    "lr_scale": Field(None, page_state.number(0.01, 10.0)),
+    "lr_steps": Field(None, page_state.integer(1000, 300_000)),
+}
+loaded = page_checkpoint("model", FIELDS)
+config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
 
 st.title("Model and training")
-st.caption(f"Checkpoint `{loaded.path}`")
+st.caption(f"Checkpoint `{portable_path(str(loaded.path))}`")
 
 st.subheader("Configuration")
 columns = st.columns(6)
@@ -69,7 +76,7 @@ st.subheader("Training curves")
 log = training_log(loaded.path)
 records = viz.read_metrics(log) if log is not None else []
 if records:
-    st.caption(f"From `{log}` ({len(records):,} records). The buttons switch the x axis to training hours.")
+    st.caption(f"From `{log.name}` ({len(records):,} records). The buttons switch the x axis to training hours.")
     show_figure(viz.training_curves(records), key="training_curves")
 else:
     st.info(
@@ -128,26 +135,18 @@ if start and step is not None:
         f"again: the marked step below is {step - start:,} steps into it (step {step:,} overall)."
     )
     step -= start
+warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
+scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
+page_state.ensure("lr_warmup", trained_warmup, lambda value: warmup_range[0] <= value <= warmup_range[1])
+page_state.ensure("lr_scale", float(trained_scale), lambda value: scale_range[0] <= value <= scale_range[1])
+page_state.ensure(
+    "lr_steps", min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)) // 1000 * 1000
+)
 first, second, third = st.columns(3)
-warmup = first.slider(
-    "Warm-up steps",
-    max(1, min(100, trained_warmup)),
-    max(20_000, trained_warmup),
-    trained_warmup,
-    step=100,
-    key="lr_warmup",
-)
-scale = second.slider(
-    "Scale", min(0.05, trained_scale), max(2.0, trained_scale), float(trained_scale), step=0.05, key="lr_scale"
-)
-steps = third.slider(
-    "Steps shown",
-    1000,
-    300_000,
-    min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)),
-    step=1000,
-    key="lr_steps",
-)
+warmup = first.slider("Warm-up steps", *warmup_range, step=100, key="lr_warmup")
+scale = second.slider("Scale", *scale_range, step=0.05, key="lr_scale")
+steps = third.slider("Steps shown", 1000, 300_000, step=1000, key="lr_steps")
+save_page(FIELDS)
 show_figure(
     viz.learning_rate_curve(
         config.d_model, warmup, scale, steps, current_step=step, cooldown=cooldown, last_step=last_step

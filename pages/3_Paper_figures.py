@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer import viz
+from transformer import page_state, viz
 from transformer.analysis import head_statistics, word_attention, word_index
-from transformer.app_state import measured_heads, page_checkpoint, show_figure
+from transformer.app_state import measured_heads, page_checkpoint, save_page, show_figure
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint
 from transformer.decode import translate
 from transformer.figures import (
@@ -23,6 +23,7 @@ from transformer.figures import (
     paper_layer,
 )
 from transformer.heads import SCORE_DESCRIPTIONS
+from transformer.page_state import Field
 from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 
 st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
@@ -40,7 +41,33 @@ def paper_translations(_loaded: LoadedCheckpoint, key: str) -> dict[int, str]:
     return {3: ours[0], 4: ours[1], 5: ours[1]}
 
 
-loaded = page_checkpoint()
+HEADS = page_state.integers(0, 63)
+FIELDS = {
+    "fig_first": Field(1, page_state.choice((1, 0))),
+    "fig_words": Field(True, page_state.flag, page_state.dump_flag),
+    "fig_specials": Field(True, page_state.flag, page_state.dump_flag),
+    "fig_step": Field(None, int),  # a training step of the timeline (the loaded model's by default)
+    "fig_layer": Field(None, page_state.integer(0, 63)),  # 0-based, whatever the numbering shown
+    "fig3_heads": Field(None, HEADS, page_state.dump_integers),
+    "fig4_heads": Field(None, HEADS, page_state.dump_integers),
+    "fig5_heads": Field(None, HEADS, page_state.dump_integers),
+    "fig_score": Field(None),
+}
+
+
+def forget_heads() -> None:
+    """Another layer starts from its own best-matching heads."""
+    for name in ("fig3_heads", "fig4_heads", "fig5_heads"):
+        st.session_state.pop(name, None)
+
+
+def forget_layer() -> None:
+    """Another numbering starts from the paper's layer in that numbering."""
+    st.session_state.pop("fig_layer", None)
+    forget_heads()
+
+
+loaded = page_checkpoint("figures", FIELDS)
 key = str(loaded.path)
 num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
 
@@ -59,10 +86,11 @@ first = st.sidebar.radio(
     (1, 0),
     format_func=lambda value: f"{value} (the paper's “layer 5” is the {'5th' if value else 'last'})",
     key="fig_first",
+    on_change=forget_layer,
     help="The paper says “layer 5 of 6” and “heads 5 and 6” without saying whether it counts from 0 or 1.",
 )
-words = st.sidebar.toggle("Merge pieces into words", True, key="fig_words")
-specials = st.sidebar.toggle("Show <EOS> and the paper's <pad> tokens", True, key="fig_specials")
+words = st.sidebar.toggle("Merge pieces into words", key="fig_words")
+specials = st.sidebar.toggle("Show <EOS> and the paper's <pad> tokens", key="fig_specials")
 view = {"words": words, "specials": specials}
 
 # ------------------------------------------------------------------------------------------------ which step
@@ -78,16 +106,17 @@ points = [point for point in timeline if point.step != live_step] + [live]
 points.sort(key=lambda point: point.step)
 if len(points) > 1:
     st.subheader("Heads over training")
+    by_step = {point.step: point for point in points}
+    page_state.ensure("fig_step", live.step, by_step.__contains__)
     chosen = st.select_slider(
         "Training step",
-        options=list(range(len(points))),
-        value=points.index(live),
-        format_func=lambda i: f"{points[i].step:,}" + (" (loaded)" if points[i] is live else ""),
+        options=list(by_step),
+        format_func=lambda step: f"{step:,}" + (" (loaded)" if by_step[step] is live else ""),
         key="fig_step",
         help="Snapshots the trainer kept during the run (`--snapshot-steps`), stored in the checkpoint's "
         f"`{TIMELINE_FILE}`. Move the slider to watch the same figures and scores as the heads specialise.",
     )
-    point = points[chosen]
+    point = by_step[chosen]
     hours = f", {point.train_hours:.2f} h of training" if point.train_hours is not None else ""
     st.caption(f"Showing step {point.step:,}{hours}" + ("" if point is live else " (a snapshot of the same run)."))
 else:
@@ -99,13 +128,21 @@ else:
 metrics = point.metrics
 
 the_paper_layer = paper_layer(num_layers, first == 1)
+page_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
 layer = st.selectbox(
     "Encoder layer",
     list(range(num_layers)),
-    index=the_paper_layer,
     format_func=lambda i: f"layer {i + first}" + (" (the paper's layer)" if i == the_paper_layer else ""),
-    key=f"fig_layer_{first}",
+    key="fig_layer",
+    on_change=forget_heads,
 )
+
+
+def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
+    """The heads the figure ``name`` draws: kept while the layer stays, the best-matching ones otherwise."""
+    page_state.ensure(
+        name, default, lambda heads: all(0 <= h < num_heads for h in heads) and (most is None or len(heads) <= most)
+    )
 
 
 def head_name(head: int) -> str:
@@ -165,12 +202,12 @@ with right:
         findings = "not measurable."
     paper_side(3, findings)
 with left:
+    pick_heads("fig3_heads", best_making or list(range(num_heads)))
     heads = st.multiselect(
         "Heads",
         list(range(num_heads)),
-        default=best_making or list(range(num_heads)),
         format_func=head_name,
-        key=f"fig3_heads_{layer}_{first}",
+        key="fig3_heads",
         help="Default: the heads of this layer whose strongest non-self word from “making” is “more” or "
         "“difficult” (all heads if there are none).",
     )
@@ -189,12 +226,12 @@ if "error" in its:
 else:
     best_its = anaphora_heads(its, layer)
 with left:
+    pick_heads("fig4_heads", best_its)
     heads = st.multiselect(
         "Heads (the first one is drawn in full on top)",
         list(range(num_heads)),
-        default=best_its,
         format_func=head_name,
-        key=f"fig4_heads_{layer}_{first}",
+        key="fig4_heads",
         help="Default: the two heads of this layer with the most weight from “its” on “Law” or “application”. "
         f"The paper's heads 5 and 6 are {', '.join(head_name(h) for h in paper_heads(num_heads, first == 1))} "
         "in this numbering.",
@@ -237,13 +274,13 @@ law_attention = point.attention[5]
 default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
 left, right = st.columns([3, 2])
 with left:
+    pick_heads("fig5_heads", default_structure, most=2)
     heads = st.multiselect(
         "Two heads",
         list(range(num_heads)),
-        default=default_structure,
         max_selections=2,
         format_func=head_name,
-        key=f"fig5_heads_{layer}_{first}",
+        key="fig5_heads",
         help="Default: the sharpest head of the layer (lowest entropy) and, among the next sharpest four, the one "
         "whose pattern differs most from it.",
     )
@@ -277,6 +314,7 @@ st.caption(
     "Encoder self-attention scores over the project's pronoun sentences "
     "(the *Head discovery* page computes them over the dev set, with cross-attention alignment too)."
 )
+page_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
 score = st.selectbox(
     "Score",
     list(point.scores),
@@ -285,3 +323,4 @@ score = st.selectbox(
 )
 show_figure(viz.score_heatmap(point.scores[score], f"{score} at step {point.step:,}", first=first), key="fig_scores")
 st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")
+save_page(FIELDS)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer import viz
+from transformer import page_state, viz
 from transformer.analysis import encoder_attention, head_statistics
-from transformer.app_state import measured_heads, page_checkpoint, show_figure
+from transformer.app_state import measured_heads, page_checkpoint, save_page, show_figure
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.figures import LAW_SENTENCE
 from transformer.heads import (
@@ -19,6 +19,7 @@ from transformer.heads import (
     cross_scores,
     head_score_tables,
 )
+from transformer.page_state import Field
 
 st.set_page_config(page_title="Head discovery", page_icon="🔎", layout="wide")
 SHARP_IS_LOW = {"entropy"}  # scores where the notable heads are the lowest
@@ -44,7 +45,17 @@ def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict
     }
 
 
-loaded = page_checkpoint()
+SOURCES = ("dev sample", "one sentence")
+KINDS = ("encoder self-attention", "cross-attention")
+FIELDS = {
+    "heads_first": Field(1, page_state.choice((1, 0))),
+    "heads_source": Field(SOURCES[0], page_state.choice(SOURCES)),
+    "heads_sample": Field(50, page_state.integer(10, 300)),
+    "heads_sentence": Field(LAW_SENTENCE, page_state.text(2000)),
+    "heads_kind": Field(KINDS[0], page_state.choice(KINDS)),
+    "heads_score": Field(None),
+}
+loaded = page_checkpoint("heads", FIELDS)
 name = str(loaded.path)
 first = st.sidebar.radio("Count layers and heads from", (1, 0), key="heads_first")
 
@@ -58,15 +69,16 @@ st.markdown(
 )
 
 source = st.radio(
-    "Measure over", ("dev sample", "one sentence"), horizontal=True, key="heads_source",
+    "Measure over", SOURCES, horizontal=True, key="heads_source",
     help="The dev sample is the first sentences of newstest2013 (or the project's pronoun sentences when the data "
     "is not installed); cross-attention is scored on the model's greedy translations.",
 )  # fmt: skip
 if source == "dev sample":
-    count = st.slider("Sentences", 10, 300, 50, step=10, key="heads_sample")
+    st.session_state["heads_sample"] = int(st.session_state["heads_sample"]) // 10 * 10
+    count = st.slider("Sentences", 10, 300, step=10, key="heads_sample")
     tables = sample_tables(loaded, name, count)
 else:
-    sentence = st.text_input("Sentence", LAW_SENTENCE, key="heads_sentence", max_chars=2000).strip()
+    sentence = st.text_input("Sentence", key="heads_sentence", max_chars=2000).strip()
     if not sentence:
         st.info("Type a sentence to score the heads on it.")
         st.stop()
@@ -106,14 +118,13 @@ st.caption("The *Paper figures* page draws them, in the paper's style.")
 # ------------------------------------------------------------------------------------------------ heatmaps
 st.header("Scores over layers × heads")
 kind = st.radio(
-    "Attention", ("encoder self-attention", "cross-attention"), horizontal=True, key="heads_kind",
+    "Attention", KINDS, horizontal=True, key="heads_kind",
     disabled=not cross,
 )  # fmt: skip
 scores = encoder if kind == "encoder self-attention" or not cross else cross
 names = [key for key in (*ENCODER_SCORES, *CROSS_SCORES) if key in scores]
-score = st.selectbox(
-    "Score", names, format_func=lambda key: f"{key} — {SCORE_DESCRIPTIONS[key]}", key=f"heads_score_{kind}"
-)
+page_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
+score = st.selectbox("Score", names, format_func=lambda key: f"{key} — {SCORE_DESCRIPTIONS[key]}", key="heads_score")
 show_figure(viz.score_heatmap(scores[score], f"{score} ({kind})", first=first), key="heads_heatmap")
 values = scores[score]
 if np.isfinite(values).any():
@@ -136,3 +147,4 @@ for layer in range(num_layers):
 for key in names:
     rows[key] = np.round(scores[key].reshape(-1), 4)
 st.dataframe(rows, hide_index=True, width="stretch")
+save_page(FIELDS)

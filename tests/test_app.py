@@ -163,6 +163,75 @@ def test_greedy_decoding_and_url_round_trip(checkpoint):
     assert app.query_params["beam"] == "4"
 
 
+def test_switching_to_greedy_and_using_the_page_keeps_working(checkpoint):
+    app = start()
+    app.slider(key="alpha").set_value(1.2).run()
+    app.radio(key="search").set_value("greedy").run()
+    no_exceptions(app)
+    app.button[0].click().run()  # Translate
+    no_exceptions(app)
+    app.toggle(key="merge").set_value(True).run()
+    no_exceptions(app)
+    assert any("greedy" in element.value for element in app.caption) and charts(app)
+    app.radio(key="search").set_value("beam").run()
+    assert app.slider(key="alpha").value == 1.2  # the hidden length penalty was kept
+    assert any("α = 1.2" in element.value for element in app.caption)
+
+
+def open_tab(app: AppTest, view: str) -> AppTest:
+    """Choose a tab as a click does (the testing API has no tab clicks): set the tabs' state and rerun."""
+    app.session_state["view"] = view
+    return app.run()
+
+
+def test_choices_hold_when_tabs_change(checkpoint):
+    app = start()
+    app.radio(key="kind").set_value("cross").run()
+    app.selectbox(key="layer").set_value("avg").run()
+    app.selectbox(key="head").set_value("avg").run()
+    open_tab(app, "Model view")
+    app.radio(key="grid_kind").set_value("decoder").run()
+    app.selectbox(key="grid_head").set_value("2").run()
+    open_tab(app, "Token focus")
+    app.selectbox(key="focus_layer").set_value(0).run()
+    app.multiselect(key="focus_heads").set_value([1, 3]).run()
+    open_tab(app, "bertviz")
+    app.radio(key="bertviz_view").set_value("model view").run()
+    open_tab(app, "Heads")
+    no_exceptions(app)
+    assert (app.radio(key="kind").value, app.selectbox(key="layer").value, app.selectbox(key="head").value) == (
+        "cross", "avg", "avg")  # fmt: skip
+    assert "all layers" in charts(app)[0]["figure"]["layout"]["title"]["text"]
+    assert app.query_params["kind"] == "cross" and app.query_params["layer"] == "avg"
+    assert app.query_params["grid_kind"] == "decoder" and app.query_params["focus_heads"] == "1,3"
+    open_tab(app, "Model view")
+    assert app.radio(key="grid_kind").value == "decoder" and app.selectbox(key="grid_head").value == "2"
+    open_tab(app, "Token focus")
+    assert app.selectbox(key="focus_layer").value == 0 and app.multiselect(key="focus_heads").value == [1, 3]
+    open_tab(app, "bertviz")
+    assert app.radio(key="bertviz_view").value == "model view"
+
+
+def test_a_link_reproduces_every_choice(checkpoint):
+    app = start()
+    app.radio(key="kind").set_value("decoder").run()
+    app.toggle(key="specials").set_value(False).run()
+    app.toggle(key="predicted").set_value(True).run()
+    open_tab(app, "Token focus")
+    app.radio(key="focus_kind").set_value("cross").run()
+    app.selectbox(key="focus_query").set_value(1).run()
+    link = dict(app.query_params)
+    copy = AppTest.from_file(APP, default_timeout=120)
+    for key, value in link.items():
+        copy.query_params[key] = value
+    copy.run()
+    no_exceptions(copy)
+    for key in ("kind", "specials", "predicted", "focus_kind", "focus_query", "focus_heads", "view"):
+        assert copy.query_params[key] == link[key], key
+    assert copy.toggle(key="specials").value is False and copy.toggle(key="predicted").value is True
+    assert charts(copy)[0]["figure"] == charts(app)[0]["figure"]
+
+
 def test_search_precision_from_the_url_and_the_sidebar(checkpoint):
     app = start(precision="float32")
     no_exceptions(app)

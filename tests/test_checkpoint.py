@@ -47,6 +47,27 @@ def test_fp16_export_is_half_the_size_and_close(saved, tmp_path: Path):
     assert torch.allclose(outputs(loaded.model), outputs(model), atol=2e-2)
 
 
+def test_export_records_no_folder_of_the_training_machine(saved, tmp_path: Path):
+    path, _ = saved
+    meta = {
+        "step": 7,
+        "data": ["/srv/alice/data/en-de/train/tatoeba:2", "D:\\corpora\\data\\en-de\\train\\chat"],
+        "fine_tuned_from": {"checkpoint": "/srv/alice/candidates/ft2", "step": 3},
+        "note": "a sentence / with a slash",
+    }
+    ckpt.write_json(path / ckpt.META_FILE, meta)
+    log = '{"kind": "init", "step": 0, "dev": "/srv/alice/data/en-de/dev/newstest2013"}\n{"step": 5, "loss": 2.0}\n'
+    (path / ckpt.METRICS_FILE).write_text(log, encoding="utf-8")
+    exported = ckpt.export(path, tmp_path / "shipped")
+    written = (exported / ckpt.META_FILE).read_text() + (exported / ckpt.TRAINING_LOG_FILE).read_text()
+    assert "alice" not in written and "corpora" not in written
+    shipped = ckpt.read_json(exported / ckpt.META_FILE)
+    assert shipped["data"] == ["en-de/train/tatoeba:2", "en-de/train/chat"]
+    assert shipped["fine_tuned_from"] == {"checkpoint": "ft2", "step": 3}
+    assert shipped["note"] == "a sentence / with a slash"
+    assert "en-de/dev/newstest2013" in written
+
+
 def test_averaging_is_the_element_wise_mean(saved, tmp_path: Path, tokenizer):
     path, model = saved
     torch.manual_seed(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,8 @@ def test_positional_encoding_page_shows_every_figure_and_follows_its_controls(ch
     no_exceptions(app)
     assert app.sidebar.selectbox(key="checkpoint").value == str(checkpoint)
     assert len(app.latex) >= 1
+    # Joined raw strings must not glue a command to the next symbol (KaTeX shows "\\qquadPE" as an error).
+    assert not any(re.search(r"\\q?quad[A-Za-z]", latex.value) for latex in app.latex)
     shown = charts(app)
     assert len(shown) == 5
     table = array(shown[0]["figure"]["data"][0]["z"])
@@ -62,11 +65,12 @@ def test_positional_encoding_page_shows_every_figure_and_follows_its_controls(ch
     app.slider(key="pe_positions").set_value(40).run()
     no_exceptions(app)
     assert array(charts(app)[0]["figure"]["data"][0]["z"]).shape == (40, 64)
-    dimensions = app.multiselect(key="pe_dimensions_64")
-    assert all(0 <= d < 64 for d in dimensions.value)
+    dimensions = app.multiselect(key="pe_dimensions")
+    assert all(0 <= d < 64 for d in dimensions.value) and 62 in dimensions.value  # the new width's own defaults
     dimensions.set_value([3]).run()
     curves = charts(app)[1]["figure"]["data"]
     assert [trace["name"].split(" (")[0] for trace in curves] == ["dim 3"]
+    assert (app.query_params["pe_d_model"], app.query_params["pe_dimensions"]) == ("64", "3")
 
     app.slider(key="pe_offset").set_value(17).run()
     no_exceptions(app)
@@ -201,13 +205,13 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
     assert any("In diesem Sinne" in m.value for m in app.markdown)  # the reference translation
     assert "&lt;pad&gt;" in labels(charts(app)[0]) and "&lt;EOS&gt;" in labels(charts(app)[0])
 
-    app.selectbox(key="fig_layer_1").set_value(0).run()
+    app.selectbox(key="fig_layer").set_value(0).run()
     no_exceptions(app)
     assert all("layer 1" in title for title in titles(app)[:5])
 
-    app.multiselect(key="fig3_heads_0_1").set_value([2]).run()
+    app.multiselect(key="fig3_heads").set_value([2]).run()
     assert legend(charts(app)[0]) == ["head 3"]
-    app.multiselect(key="fig3_heads_0_1").set_value([]).run()
+    app.multiselect(key="fig3_heads").set_value([]).run()
     no_exceptions(app)
     assert any("at least one head" in info.value for info in app.info)
     assert not titles(app)[0].startswith("Figure 3")
@@ -228,9 +232,10 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     app = run_page(FIGURES)
     no_exceptions(app)
     slider = app.select_slider(key="fig_step")
-    assert slider.value == 1  # the loaded model, the last point
+    loaded_step = slider.value
+    assert loaded_step == read_json(folder / "meta.json")["step"]  # the loaded model, the last point
     trained = charts(app)[1]["figure"]["data"]
-    slider.set_value(0).run()
+    slider.set_value(5).run()
     no_exceptions(app)
     assert any("Showing step 5" in caption.value for caption in app.caption)
     early_figure = charts(app)[1]["figure"]["data"]
@@ -238,7 +243,8 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     assert any("only for the loaded model" in m.value for m in app.markdown)
     app.selectbox(key="fig_score").set_value("entropy").run()
     early_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
-    app.select_slider(key="fig_step").set_value(1).run()
+    assert app.query_params["fig_step"] == "5" and app.query_params["fig_score"] == "entropy"
+    app.select_slider(key="fig_step").set_value(loaded_step).run()
     trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
 
@@ -253,7 +259,7 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
 
     app.radio(key="heads_kind").set_value("cross-attention").run()
     no_exceptions(app)
-    assert app.selectbox(key="heads_score_cross-attention").options[0].startswith("alignment_dictionary")
+    assert app.selectbox(key="heads_score").options[0].startswith("alignment_dictionary")
     assert "cross-attention" in titles(app)[0]
 
     app.radio(key="heads_source").set_value("one sentence").run()
@@ -262,3 +268,67 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
     app.text_input(key="heads_sentence").set_value("  ").run()
     no_exceptions(app)
     assert any("Type a sentence" in info.value for info in app.info)
+
+
+def reopen(app: AppTest, page: str) -> AppTest:
+    """The page opened afresh from the link ``app`` shows now (a new session: only the URL carries over)."""
+    copy = AppTest.from_file(str(PAGES / page), default_timeout=120)
+    for key, value in app.query_params.items():
+        copy.query_params[key] = value
+    return copy.run()
+
+
+def test_a_paper_figures_link_reproduces_the_view(checkpoint: Path):
+    app = run_page(FIGURES)
+    app.sidebar.toggle(key="fig_words").set_value(False).run()
+    app.selectbox(key="fig_layer").set_value(0).run()
+    app.multiselect(key="fig3_heads").set_value([1, 3]).run()
+    app.multiselect(key="fig5_heads").set_value([0]).run()
+    app.selectbox(key="fig_score").set_value("entropy").run()
+    copy = reopen(app, FIGURES)
+    no_exceptions(copy)
+    assert copy.selectbox(key="fig_layer").value == 0 and copy.multiselect(key="fig3_heads").value == [1, 3]
+    assert copy.sidebar.toggle(key="fig_words").value is False
+    assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]
+
+
+def test_a_head_discovery_link_reproduces_the_view(checkpoint: Path):
+    app = run_page(HEADS)
+    app.radio(key="heads_source").set_value("one sentence").run()
+    app.text_input(key="heads_sentence").set_value("The dog chased its tail.").run()
+    app.radio(key="heads_kind").set_value("cross-attention").run()
+    app.selectbox(key="heads_score").set_value(app.selectbox(key="heads_score").options[-1]).run()
+    copy = reopen(app, HEADS)
+    no_exceptions(copy)
+    assert copy.text_input(key="heads_sentence").value == "The dog chased its tail."
+    assert copy.radio(key="heads_kind").value == "cross-attention"
+    assert charts(copy)[0]["figure"] == charts(app)[0]["figure"]
+
+
+def test_malformed_links_fall_back_to_defaults(checkpoint: Path):
+    for page, query in (
+        (FIGURES, {"fig_layer": "99", "fig3_heads": "1,x", "fig_step": "-4", "fig_first": "7"}),
+        (HEADS, {"heads_sample": "1e9", "heads_kind": "<b>", "heads_score": "nonsense"}),
+        (POSITIONAL, {"pe_d_model": "33", "pe_dimensions": "5000", "pe_offset": "-1"}),
+        (MODEL, {"lr_warmup": "nan", "lr_scale": "inf", "lr_steps": "12"}),
+    ):
+        app = AppTest.from_file(str(PAGES / page), default_timeout=120)
+        for key, value in query.items():
+            app.query_params[key] = value
+        app.run()
+        no_exceptions(app)
+        assert charts(app), page
+
+
+def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
+    meta = read_json(shipped_copy / "meta.json")
+    write_json(
+        shipped_copy / "meta.json",
+        {**meta, "data": ["/home/trainer/data/en-de/train/tatoeba"],
+         "fine_tuned_from": {"checkpoint": "/home/trainer/candidates/base", "step": meta["step"] - 200}},
+    )  # fmt: skip
+    app = run_page(MODEL)
+    no_exceptions(app)
+    shown = " ".join(str(element.value) for element in [*app.markdown, *app.caption, *app.json, *app.info])
+    assert "/home/trainer" not in shown and str(shipped_copy.parent) not in shown
+    assert "fine-tuned from `base`" in shown and "en-de/train/tatoeba" in shown

@@ -318,6 +318,7 @@ def export(
     meta["weights_dtype"] = str(dtype).removeprefix("torch.")
     if paths_to_average:
         meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
+    meta = portable(meta)  # a shipped checkpoint names no folder of the machine it was trained on
     written = save_checkpoint(out, weights, config, tokenizer, meta, shard_bytes=shard_bytes)
     copy_training_log(source, written, meta.get("step"))
     return written
@@ -330,6 +331,37 @@ def training_log(checkpoint: Path) -> Path | None:
     if checkpoint.parent.name in ("checkpoints", "snapshots"):
         folders.append(checkpoint.parent.parent)
     return next((folder / name for folder in folders for name in LOG_FILES if (folder / name).is_file()), None)
+
+
+def portable_path(text: str) -> str:
+    """A path as a shipped checkpoint may record it, without the folders of the machine it was made on: inside this
+    repository, relative to it; under a ``data`` folder, from there on (``en-de/train/news:2``, as the data's own
+    ``SOURCES.md`` names corpora); anywhere else, the last name only (``ft2``). Other text is returned unchanged."""
+    windows = len(text) > 2 and text[1] == ":" and text[2] in "/\\"
+    if not (text.startswith(("/", "\\")) or windows):
+        return text
+    parts = [part for part in text.replace("\\", "/").split("/") if part]
+    if not parts:
+        return text
+    if not windows:
+        try:
+            return Path(text).resolve().relative_to(REPOSITORY_CHECKPOINTS.parent).as_posix()
+        except (ValueError, OSError):
+            pass
+    if "data" in parts[:-1]:
+        return "/".join(parts[len(parts) - parts[::-1].index("data") :])
+    return parts[-1]
+
+
+def portable(value: Any) -> Any:
+    """``value`` (JSON: dicts, lists, strings, numbers) with every absolute path made :func:`portable_path`."""
+    if isinstance(value, str):
+        return portable_path(value)
+    if isinstance(value, dict):
+        return {key: portable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [portable(item) for item in value]
+    return value
 
 
 def copy_training_log(source: Path, out: Path, step: int | None) -> None:
@@ -348,7 +380,7 @@ def log_up_to(path: Path, step: int | None) -> bytes:
         except json.JSONDecodeError:
             continue
         if step is None or record.get("step", 0) <= step:
-            kept.append(line)
+            kept.append(json.dumps(portable(record), ensure_ascii=False) if "/" in line or "\\" in line else line)
     return "".join(f"{line}\n" for line in kept).encode("utf-8")
 
 

@@ -15,7 +15,7 @@ import io
 import numpy as np
 import streamlit as st
 
-from transformer import bertviz_view, viz
+from transformer import bertviz_view, page_state, viz
 from transformer.analysis import (
     KIND_TITLES,
     KINDS,
@@ -26,12 +26,14 @@ from transformer.analysis import (
     without_specials,
 )
 from transformer.app_state import (
+    COMMON_FIELDS,
     selected_checkpoint,
     show_figure,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
 )
 from transformer.decode import PRECISIONS, default_precision
+from transformer.page_state import Field
 
 DEFAULT_SENTENCE = "The Law will never be perfect, but its application should be just."
 MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising, with a notice
@@ -39,37 +41,46 @@ MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a s
 KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
 
 # ------------------------------------------------------------------------------------------------ URL state
-# Each widget's value lives in st.session_state under its key; the URL mirrors the keys below.
+# Every control's value lives in st.session_state under its key and in the URL under the same name (page_state).
 VIEW_KEY = "view"
-URL_KEYS = {
-    "text": str, "beam": int, "alpha": float, "precision": str, "kind": str, "layer": str, "head": str, VIEW_KEY: str,
-}  # fmt: skip
-DEFAULTS = {
-    "text": DEFAULT_SENTENCE, "beam": 4, "alpha": 0.6, "precision": default_precision(), "kind": "encoder",
-    "layer": "5", "head": "1", VIEW_KEY: "Heads",
-}  # fmt: skip
+VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
+BERTVIZ_VIEWS = ("head view", "model view")
+FIELDS = {
+    "text": Field(DEFAULT_SENTENCE, page_state.text(100_000)),
+    "beam": Field(4, page_state.integer(1, 8)),
+    "alpha": Field(0.6, page_state.number(0.0, 2.0)),
+    "precision": Field(default_precision(), page_state.choice(PRECISIONS)),
+    "merge": Field(False, page_state.flag, page_state.dump_flag),
+    "specials": Field(True, page_state.flag, page_state.dump_flag),
+    "predicted": Field(False, page_state.flag, page_state.dump_flag),
+    VIEW_KEY: Field(VIEWS[0], page_state.choice(VIEWS)),
+    # Heads
+    "kind": Field("encoder", page_state.choice(KINDS)),
+    "layer": Field("5"),
+    "head": Field("1"),
+    # Model view
+    "grid_kind": Field("encoder", page_state.choice(KINDS)),
+    "grid_layer": Field("5"),
+    "grid_head": Field("1"),
+    # Token focus (layer, query position and heads as 0-based indices)
+    "focus_kind": Field("encoder", page_state.choice(KINDS)),
+    "focus_layer": Field(None, page_state.integer(0, 63), str),
+    "focus_query": Field(None, page_state.optional_integer(0, 10_000), page_state.dump_optional),
+    "focus_heads": Field(None, page_state.integers(0, 63), page_state.dump_integers),
+    # bertviz
+    "bertviz_view": Field(BERTVIZ_VIEWS[0], page_state.choice(BERTVIZ_VIEWS)),
+    "bertviz_kind": Field("all", page_state.choice(["all", *KINDS])),
+    **COMMON_FIELDS,
+}
 
 
 def restore_from_url() -> None:
-    """On a session's first run, take widget values from the URL (ignoring anything malformed)."""
-    if st.session_state.get("_restored"):
-        return
-    st.session_state["_restored"] = True
-    for key, kind in URL_KEYS.items():
-        value = st.query_params.get(key)
-        try:
-            st.session_state[key] = kind(value) if value is not None else DEFAULTS[key]
-        except ValueError:
-            st.session_state[key] = DEFAULTS[key]
-    for key, allowed in (("kind", KINDS), ("precision", PRECISIONS)):
-        if st.session_state[key] not in allowed:
-            st.session_state[key] = DEFAULTS[key]
-    st.session_state["beam"] = min(max(int(st.session_state["beam"]), 1), 8)
-    st.session_state["alpha"] = min(max(float(st.session_state["alpha"]), 0.0), 2.0)
+    """Take the controls from the URL on a session's first visit, and keep them while tabs and pages change."""
+    page_state.keep(FIELDS, "explore")
 
 
 def save_to_url() -> None:
-    st.query_params.from_dict({key: str(st.session_state[key]) for key in URL_KEYS if key in st.session_state})
+    page_state.save(FIELDS)
 
 
 # ------------------------------------------------------------------------------------------------ translation
@@ -164,8 +175,8 @@ def main(loading=None) -> None:
         st.header("Model")
         sidebar_checkpoint_picker()
         st.header("Decoding")
-        st.radio("Search", ["beam", "greedy"], key="search", horizontal=True,
-                 index=0 if st.session_state["beam"] > 1 else 1)  # fmt: skip
+        page_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
+        st.radio("Search", ["beam", "greedy"], key="search", horizontal=True)
         if st.session_state["search"] == "beam":
             if st.session_state["beam"] < 2:
                 st.session_state["beam"] = 4
@@ -183,9 +194,9 @@ def main(loading=None) -> None:
             "recorded in float32.",
         )
         st.header("Display")
-        st.toggle("Merge word pieces into words", key="merge", value=False)
-        st.toggle("Show <s>, </s> and padding", key="specials", value=True)
-        st.toggle("Label decoder rows by the token they predict", key="predicted", value=False)
+        st.toggle("Merge word pieces into words", key="merge")
+        st.toggle("Show <s>, </s> and padding", key="specials")
+        st.toggle("Label decoder rows by the token they predict", key="predicted")
         sidebar_figure_format_picker()
 
     loaded = selected_checkpoint()
@@ -241,14 +252,10 @@ def main(loading=None) -> None:
 
     # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     # render fast.
-    views = {
-        "Heads": lambda: heads_view(maps, translation),
-        "Model view": lambda: grid_view(maps),
-        "Token focus": lambda: focus_view(maps),
-        "bertviz": lambda: bertviz_panel(maps),
-    }
-    if st.session_state.get(VIEW_KEY) not in views:
-        st.session_state.pop(VIEW_KEY, None)
+    views = dict(zip(VIEWS, (
+        lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
+        lambda: bertviz_panel(maps),
+    ), strict=True))  # fmt: skip
     for tab, render in zip(st.tabs(list(views), key=VIEW_KEY, on_change="rerun"), views.values(), strict=True):
         if tab.open:
             with tab:
@@ -306,15 +313,18 @@ def focus_view(maps: AttentionMaps) -> None:
     kind = st.radio("Attention", KINDS, key="focus_kind", format_func=KIND_LABELS.get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     left, right = st.columns(2)
-    layer = left.selectbox("Layer", range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1),
-                           index=min(4, maps.num_layers - 1))  # fmt: skip
+    page_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
+    layer = left.selectbox("Layer", range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1))
     options = [None, *range(len(queries))]
+    page_state.ensure("focus_query", None, options.__contains__)
     query = right.selectbox(
         "Query token", options, key="focus_query",
         format_func=lambda i: "all tokens" if i is None else f"{i + 1}: {queries[i]}",
     )  # fmt: skip
-    heads = st.multiselect("Heads", list(range(maps.num_heads)), default=list(range(maps.num_heads)),
-                           format_func=lambda h: f"head {h + 1}", key="focus_heads")  # fmt: skip
+    page_state.ensure("focus_heads", list(range(maps.num_heads)),
+                      lambda heads: all(0 <= h < maps.num_heads for h in heads))  # fmt: skip
+    heads = st.multiselect("Heads", list(range(maps.num_heads)), format_func=lambda h: f"head {h + 1}",
+                           key="focus_heads")  # fmt: skip
     title = f"{KIND_TITLES[kind]}, layer {layer + 1}" + ("" if query is None else f": attention of “{queries[query]}”")
     show_figure(viz.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None, query_index=query,
                                 title=title), key="focus")  # fmt: skip
@@ -322,7 +332,7 @@ def focus_view(maps: AttentionMaps) -> None:
 
 def bertviz_panel(maps: AttentionMaps) -> None:
     left, right = st.columns(2)
-    view = left.radio("View", ["head view", "model view"], key="bertviz_view", horizontal=True)
+    view = left.radio("View", BERTVIZ_VIEWS, key="bertviz_view", horizontal=True)
     kind = right.selectbox("Attention", ["all", *KINDS], key="bertviz_kind",
                            format_func=lambda k: "all three" if k == "all" else KIND_LABELS[k])  # fmt: skip
     selected = None if kind == "all" else kind
