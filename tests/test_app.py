@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -138,9 +139,25 @@ def test_hostile_and_unusual_input_renders_as_text(checkpoint, text):
 def test_long_paste_is_cut_with_a_visible_notice(checkpoint):
     app = start("the cat sees the dog. " * 230)  # about 5,000 characters
     no_exceptions(app)
-    warnings = " ".join(element.value for element in app.warning)
-    assert "only the first 2,000 are translated" in warnings and "longer than 96 tokens" in warnings
+    (warning,) = app.warning  # one message, and it says how much was really translated
+    read = int(re.search(r"only its first ([\d,]+) characters", warning.value).group(1).replace(",", ""))
+    assert "5,060 characters" in warning.value and 20 < read < 1000
     assert heatmap_z(app).shape[1] <= 96
+
+
+@pytest.mark.parametrize(
+    "text", ["Ich möchte heute mit dir ins Kino gehen, aber ich habe keine Zeit.", "저는 학생입니다", "😀😀😀 🎉🎉"]
+)
+def test_input_that_is_not_english_is_flagged(checkpoint, text):
+    app = start(text)
+    no_exceptions(app)
+    assert any("This model reads English" in element.value for element in app.warning)
+    assert charts(app)  # still translated and shown: the tokens tell what the model did with it
+
+
+def test_english_input_is_not_flagged(checkpoint):
+    app = start(SENTENCE)
+    assert not app.warning
 
 
 def test_merging_pieces_and_hiding_specials_change_the_tokens(checkpoint):

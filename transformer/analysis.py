@@ -79,7 +79,8 @@ class Translation:
     source_text: str
     translation: str
     maps: AttentionMaps
-    truncated: bool = False
+    truncated: bool = False  # the source was longer than the model reads: see read_text
+    read_text: str = ""  # the part of the source the model read (all of it unless truncated)
     beam_size: int = 4
     alpha: float = 0.6
     precision: str = "float32"
@@ -136,6 +137,7 @@ def translate_with_attention(
         translation=tokenizer.decode(output),
         maps=maps,
         truncated=encoded.truncated,
+        read_text=tokenizer.decode(encoded.ids[:-1]) if encoded.truncated else text,
         beam_size=beam_size,
         alpha=alpha,
         precision=precision,

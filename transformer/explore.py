@@ -33,10 +33,11 @@ from transformer.app_state import (
     sidebar_figure_format_picker,
 )
 from transformer.decode import PRECISIONS, default_precision
+from transformer.input_check import not_english_reasons
 from transformer.page_state import Field
 
 DEFAULT_SENTENCE = "The Law will never be perfect, but its application should be just."
-MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising, with a notice
+MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model reads fewer pieces than this anyway)
 MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
 KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
 
@@ -218,18 +219,26 @@ def main(loading=None) -> None:
         st.info("Type an English sentence above and press **Translate**.")
         save_to_url()
         stop()
-    if len(text) > MAX_CHARACTERS:
-        st.warning(f"The input has {len(text):,} characters; only the first {MAX_CHARACTERS:,} are translated.")
-        text = text[:MAX_CHARACTERS]
+    pasted = len(text)
+    text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
     with st.spinner("Translating…"):
         translation = cached_translation(str(loaded.path), text, int(st.session_state["beam"]),
                                          float(st.session_state["alpha"]), st.session_state["precision"],
                                          loaded)  # fmt: skip
-    if translation.truncated:
+    if translation.truncated or pasted > len(text):
+        read = translation.read_text.strip()
+        ending = read[-40:].lstrip()
         st.warning(
-            f"The sentence is longer than {MAX_SOURCE_TOKENS} tokens; only its first {MAX_SOURCE_TOKENS - 1} "
-            "pieces (plus </s>) were translated and are shown."
+            f"The input has {pasted:,} characters and the model reads at most {MAX_SOURCE_TOKENS - 1} word pieces: "
+            f"only its first {len(read):,} characters, up to “…{ending}”, were translated and are shown below."
+        )
+    reasons = not_english_reasons(text, translation.maps.source_tokens)
+    if reasons:
+        st.warning(
+            "**This model reads English**, and this input does not look like English: "
+            + "; ".join(reasons)
+            + ". Its translation below is likely meaningless; the source tokens show what the model made of it."
         )
     st.subheader("Translation")
     st.markdown(f"### {html.escape(translation.translation) or '∅'}", unsafe_allow_html=True)

@@ -1,0 +1,54 @@
+"""Telling English input from input the model cannot read, with the shipped checkpoint's own tokenizer."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer import checkpoint as ckpt
+from transformer.input_check import looks_german, not_english_reasons
+from transformer.tokenizer import Tokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    return Tokenizer.load(ckpt.REPOSITORY_CHECKPOINTS / ckpt.DEFAULT_CHECKPOINT_NAME / ckpt.TOKENIZER_FILE)
+
+
+def reasons(tokenizer: Tokenizer, text: str) -> list[str]:
+    return not_english_reasons(text, tokenizer.pieces(tokenizer.encode(text)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The Law will never be perfect, but its application should be just.",
+        "Can you tell me where the train station is?",
+        "My brother lives in Berlin and works as a doctor.",
+        "We met in Zürich, then drove to Málaga.",
+        "Die Hard is a film; Der Spiegel is a magazine.",
+        "I paid 5 € for 2 coffees 😀",
+    ],
+)
+def test_english_is_not_flagged(tokenizer, text):
+    assert reasons(tokenizer, text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("Ich möchte heute mit dir ins Kino gehen, aber ich habe keine Zeit.", "German"),
+        ("Das ist nicht mein Hund.", "German"),
+        ("저는 학생입니다. 한국어를 공부해요.", "Latin alphabet"),
+        ("我爱北京天安门", "raw bytes"),
+        ("😀😀😀 🎉🎉 🚀", "raw bytes"),
+        ("Привет, как дела?", "Latin alphabet"),
+    ],
+)
+def test_other_input_is_flagged_with_the_reason(tokenizer, text, says):
+    found = reasons(tokenizer, text)
+    assert found and any(says in reason for reason in found), found
+
+
+def test_german_words_must_outnumber_english_ones():
+    assert looks_german("ich bin der Meinung")
+    assert not looks_german("the die is cast and the Kindergarten is open")

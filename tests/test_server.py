@@ -1,0 +1,89 @@
+"""``streamlit run app.py`` as users start it: the server stays on the machine.
+
+Python's socket layer is wrapped in the server process (a ``sitecustomize`` module on its path) so that every name
+lookup and connection to anything but this machine is refused and recorded; the project's own
+``.streamlit/config.toml`` is the only configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.test_browser import REPOSITORY, free_port, wait_until_healthy
+
+RECORDER = """
+import os, socket
+
+LOG = os.environ["OUTSIDE_REQUESTS_LOG"]
+LOCAL = ("127.", "::1", "localhost", "0.0.0.0", "::")
+
+
+def is_local(host):
+    if host is None or host == "":
+        return True
+    host = host.decode() if isinstance(host, bytes) else str(host)
+    return host.startswith(LOCAL)
+
+
+def refuse(what):
+    with open(LOG, "a", encoding="utf-8") as log:
+        log.write(what + "\\n")
+    raise OSError("the test allows no outside requests: " + what)
+
+
+lookup = socket.getaddrinfo
+
+
+def getaddrinfo(host, *args, **kwargs):
+    if not is_local(host):
+        refuse(f"lookup {host}")
+    return lookup(host, *args, **kwargs)
+
+
+connect, connect_ex = socket.socket.connect, socket.socket.connect_ex
+
+
+def guarded(original):
+    def call(self, address):
+        if isinstance(address, tuple) and not is_local(address[0]):
+            refuse(f"connect {address}")
+        return original(self, address)
+    return call
+
+
+socket.getaddrinfo = getaddrinfo
+socket.socket.connect = guarded(connect)
+socket.socket.connect_ex = guarded(connect_ex)
+"""
+
+
+def test_server_start_and_first_page_make_no_outside_request(tmp_path: Path, trained_checkpoint: Path):
+    (tmp_path / "sitecustomize.py").write_text(RECORDER, encoding="utf-8")
+    requests, log = tmp_path / "outside.log", tmp_path / "server.log"
+    port = free_port()
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
+        "OUTSIDE_REQUESTS_LOG": str(requests),
+        "TRANSFORMER_CHECKPOINT": str(trained_checkpoint),
+    }
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]  # config.toml's rest
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        wait_until_healthy(process, f"http://localhost:{port}/_stcore/health", log)
+        with urllib.request.urlopen(f"http://localhost:{port}/", timeout=10) as response:
+            assert response.status == 200
+        time.sleep(2)  # anything the start-up does in the background has had its chance
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    printed = log.read_text(encoding="utf-8", errors="replace")
+    assert not requests.exists(), requests.read_text(encoding="utf-8")
+    assert "External URL" not in printed and "external IP" not in printed, printed
+    assert f"localhost:{port}" in printed  # it says where to open the app
