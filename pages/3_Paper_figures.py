@@ -9,8 +9,7 @@ import streamlit as st
 from transformer import page_state, viz
 from transformer.analysis import head_statistics, word_attention, word_index
 from transformer.app_state import measured_heads, page_checkpoint, save_page, show_figure
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint
-from transformer.decode import translate
+from transformer.checkpoint import CheckpointError
 from transformer.figures import (
     FIGURES,
     PAPER_LAYER,
@@ -22,7 +21,7 @@ from transformer.figures import (
     paper_heads,
     paper_layer,
 )
-from transformer.heads import SCORE_DESCRIPTIONS
+from transformer.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
 from transformer.page_state import Field
 from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 
@@ -32,13 +31,6 @@ st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
 @st.cache_resource(show_spinner=False, max_entries=4)
 def cached_timeline(path: str, modified: float) -> list[TimelinePoint]:
     return load_timeline(path)
-
-
-@st.cache_data(show_spinner="Translating the paper's sentences…", max_entries=4)
-def paper_translations(_loaded: LoadedCheckpoint, key: str) -> dict[int, str]:
-    sentences = [FIGURES[3].sentence, FIGURES[4].sentence]
-    ours = translate(_loaded.model, _loaded.tokenizer, sentences, beam_size=4)
-    return {3: ours[0], 4: ours[1], 5: ours[1]}
 
 
 HEADS = page_state.integers(0, 63)
@@ -100,7 +92,8 @@ try:
 except CheckpointError as error:
     st.warning(f"The checkpoint's training timeline cannot be read ({error}); showing the loaded model only.")
     timeline = []
-live = measured_heads(loaded, key)
+measured = measured_heads(loaded, key)
+live = measured.point
 live_step = int((loaded.meta or {}).get("step", 0))
 points = [point for point in timeline if point.step != live_step] + [live]
 points.sort(key=lambda point: point.step)
@@ -154,7 +147,7 @@ def paper_side(number: int, findings: str) -> None:
     st.markdown(f"**Paper, Figure {number}:** *{figure.caption}*")
     st.markdown(f"**This model:** {findings}")
     if point is live:
-        st.markdown(f"**Our translation:** {paper_translations(loaded, key)[number]}")
+        st.markdown(f"**Our translation:** {measured.translations[number]}")
     else:
         st.markdown("**Our translation:** (only for the loaded model; a snapshot keeps its attention, not its weights)")
     st.markdown(f"**Reference** (newstest2013 line {figure.dev_line}): {figure.reference}")
@@ -318,9 +311,14 @@ page_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains
 score = st.selectbox(
     "Score",
     list(point.scores),
-    format_func=lambda name: f"{name} — {SCORE_DESCRIPTIONS.get(name, '')}",
+    format_func=lambda name: SCORE_NAMES.get(name, name),
     key="fig_score",
 )
-show_figure(viz.score_heatmap(point.scores[score], f"{score} at step {point.step:,}", first=first), key="fig_scores")
+st.caption(f"{SCORE_NAMES.get(score, score)}: {SCORE_DESCRIPTIONS.get(score, '')}.")
+show_figure(
+    viz.score_heatmap(point.scores[score], f"{SCORE_NAMES.get(score, score)} at step {point.step:,}", first=first,
+                      zrange=(0.0, 1.0) if score in SHARE_SCORES else None),
+    key="fig_scores", filename=f"paper-figures-head-scores-{score}-step{point.step}",
+)  # fmt: skip
 st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")
 save_page(FIELDS)

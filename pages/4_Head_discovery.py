@@ -16,6 +16,8 @@ from transformer.heads import (
     DICTIONARY_FILE,
     ENCODER_SCORES,
     SCORE_DESCRIPTIONS,
+    SCORE_NAMES,
+    SHARE_SCORES,
     cross_scores,
     head_score_tables,
 )
@@ -76,7 +78,8 @@ source = st.radio(
 if source == "dev sample":
     st.session_state["heads_sample"] = int(st.session_state["heads_sample"]) // 10 * 10
     count = st.slider("Sentences", 10, 300, step=10, key="heads_sample")
-    tables = sample_tables(loaded, name, count)
+    measured = measured_heads(loaded, name)
+    tables = measured.tables if count == measured.sample else sample_tables(loaded, name, count)
 else:
     sentence = st.text_input("Sentence", key="heads_sentence", max_chars=2000).strip()
     if not sentence:
@@ -84,7 +87,7 @@ else:
         st.stop()
     tables = sentence_tables(loaded, name, sentence)
 
-point = measured_heads(loaded, name)
+point = measured_heads(loaded, name).point
 encoder = {key: np.asarray(values) for key, values in tables["encoder"].items()}
 encoder.update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
 cross = {key: np.asarray(values, dtype=float) for key, values in tables.get("cross", {}).items()}
@@ -124,8 +127,16 @@ kind = st.radio(
 scores = encoder if kind == "encoder self-attention" or not cross else cross
 names = [key for key in (*ENCODER_SCORES, *CROSS_SCORES) if key in scores]
 page_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
-score = st.selectbox("Score", names, format_func=lambda key: f"{key} — {SCORE_DESCRIPTIONS[key]}", key="heads_score")
-show_figure(viz.score_heatmap(scores[score], f"{score} ({kind})", first=first), key="heads_heatmap")
+score = st.selectbox(
+    "Score", names, format_func=SCORE_NAMES.get, key="heads_score", help="What each score measures: "
+    + "; ".join(f"**{SCORE_NAMES[key]}**: {SCORE_DESCRIPTIONS[key]}" for key in names),
+)  # fmt: skip
+st.caption(f"{SCORE_NAMES[score]}: {SCORE_DESCRIPTIONS[score]}.")
+show_figure(
+    viz.score_heatmap(scores[score], f"{SCORE_NAMES[score]} ({kind})", first=first,
+                      zrange=(0.0, 1.0) if score in SHARE_SCORES else None),
+    key="heads_heatmap", filename=f"head-scores-{score}-{source.replace(' ', '-')}",
+)  # fmt: skip
 values = scores[score]
 if np.isfinite(values).any():
     pick = np.nanargmin if score in SHARP_IS_LOW else np.nanargmax

@@ -13,6 +13,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions
+from transformer import explore, precompute
+from transformer.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SENTENCE = "the small cat sees the big dog."
@@ -45,11 +47,37 @@ def page_text(app: AppTest) -> str:
 def test_default_sentence_is_translated_with_every_view(checkpoint):
     app = AppTest.from_file(APP, default_timeout=120).run()
     no_exceptions(app)
-    assert app.text_area(key="text").value.startswith("The Law will never be perfect")
+    assert app.text_area(key="text").value == explore.DEFAULT_SENTENCE
     (heads,) = charts(app)  # only the open tab (Heads) is built
-    assert "Encoder self-attention" in heads["figure"]["layout"]["title"]["text"]
-    assert "Source tokens" in page_text(app) and "Translation" in [h.value for h in app.subheader]
+    # Without stored head scores the page opens on the paper's layer (clipped to the tiny model's last one).
+    assert "Encoder self-attention, layer 2, head 1" in heads["figure"]["layout"]["title"]["text"]
+    assert "Source tokens" in page_text(app) and "How to read this" in page_text(app)
     assert app.query_params["view"] == "Heads"
+
+
+def test_first_visit_opens_on_the_models_clearest_head(checkpoint, tmp_path: Path, monkeypatch):
+    folder = shutil.copytree(checkpoint, tmp_path / "measured")
+    loaded = load_checkpoint(folder)
+    precompute.write(loaded, precompute.measure_all(loaded, sample=10))
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+    kind, layer, head = precompute.default_head(precompute.read(loaded).tables)
+    app = AppTest.from_file(APP, default_timeout=120).run()
+    no_exceptions(app)
+    assert (app.query_params["kind"], app.query_params["layer"], app.query_params["head"]) == (
+        kind, str(layer + 1), str(head + 1))  # fmt: skip
+    linked = start(kind="decoder", layer="1", head="3")  # a link's choice wins over the default
+    assert (linked.radio(key="kind").value, linked.selectbox(key="head").value) == ("decoder", "3")
+
+
+def test_the_papers_sentences_are_one_click_away(checkpoint):
+    app = start()
+    before = charts(app)[0]["figure"]["layout"]["xaxis"]["ticktext"]
+    (button,) = [button for button in app.button if "more difficult" in button.label]
+    button.click().run()
+    no_exceptions(app)
+    assert app.text_area(key="text").value == explore.PAPER_SENTENCES[button.label]
+    assert app.query_params["text"].startswith("It is in this spirit")
+    assert charts(app)[0]["figure"]["layout"]["xaxis"]["ticktext"] != before
 
 
 def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
@@ -205,7 +233,8 @@ def test_choices_hold_when_tabs_change(checkpoint):
     app = start()
     app.radio(key="kind").set_value("cross").run()
     app.selectbox(key="layer").set_value("avg").run()
-    app.selectbox(key="head").set_value("avg").run()
+    # Averaged over layers, the heads are averaged too: "head 2 of every layer" mixes unrelated heads.
+    assert app.selectbox(key="head").value == "avg" and app.selectbox(key="head").disabled
     open_tab(app, "Model view")
     app.radio(key="grid_kind").set_value("decoder").run()
     app.selectbox(key="grid_head").set_value("2").run()

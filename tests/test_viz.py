@@ -81,6 +81,31 @@ def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
             assert inside(list(mask.x), list(mask.y), key, query) == (key > query)
 
 
+def test_heatmap_colour_scale_is_0_to_1_unless_fitted():
+    weak = np.full((4, 4), 0.25) + np.diag([0.05, -0.05, 0.05, -0.05])
+    tokens = list("abcd")
+    fixed = viz.attention_heatmap(weak, tokens, tokens, "t").data[0]
+    fitted = viz.attention_heatmap(weak, tokens, tokens, "t", fitted=True).data[0]
+    assert (fixed.zmin, fixed.zmax) == (0.0, 1.0)
+    assert fitted.zmax == pytest.approx(0.30)
+    grid = viz.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
+    assert grid.data[-1].zmax == 1.0
+
+
+def test_nearly_uniform_maps_say_so_and_sharp_ones_do_not():
+    tokens = [f"t{i}" for i in range(9)]
+    flat = np.full((9, 9), 1 / 9) + np.random.default_rng(0).uniform(0, 0.01, (9, 9))
+    flat /= flat.sum(-1, keepdims=True)
+    note = viz.attention_heatmap(flat, tokens, tokens, "flat").layout.title.subtitle.text
+    assert note.startswith("≈ uniform") and "over 9 keys" in note and "(uniform: 0.11)" in note
+    sharp = np.eye(9) * 0.9 + 0.1 / 9
+    assert not viz.attention_heatmap(sharp, tokens, tokens, "sharp").layout.title.subtitle.text
+    # Decoder self-attention: row i sees i + 1 keys; a row spread evenly over what it may see is uniform too.
+    causal = np.tril(np.ones((9, 9))) / np.arange(1, 10)[:, None]
+    assert "1–9 keys" in viz.uniformity_note(causal, causal=True)
+    assert viz.uniformity_note(np.eye(9), causal=True) == ""
+
+
 def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     weights = row_normalised((2, 3, 4, 4), causal=True)
     fig = viz.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)

@@ -26,7 +26,7 @@ from transformer.checkpoint import (
 from transformer.page_state import Field
 
 if TYPE_CHECKING:
-    from transformer.timeline import TimelinePoint
+    from transformer.precompute import Measured
 
 CHECKPOINT_KEY = "checkpoint"
 # Controls every page has (the sidebar's checkpoint): part of each page's URL.
@@ -47,12 +47,21 @@ def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
     return load_checkpoint(name_or_path)
 
 
-@st.cache_resource(show_spinner="Measuring the model's heads on the paper's sentences…", max_entries=4)
-def measured_heads(_loaded: LoadedCheckpoint, name: str) -> TimelinePoint:
-    """The paper figures' attention, numbers and encoder head scores of a loaded checkpoint (cached by ``name``)."""
-    from transformer.timeline import measure  # only the figure pages need it; the main page starts faster without
+@st.cache_resource(show_spinner="Measuring the model's heads (once per model: stored beside it)…", max_entries=4)
+def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
+    """The figure pages' measurements of a loaded checkpoint (cached by ``name``): read from its folder when stored
+    there for these weights, otherwise measured and stored (:mod:`transformer.precompute`)."""
+    from transformer.precompute import measured  # only the figure pages need it; the main page starts faster without
 
-    return measure(_loaded, "loaded model")
+    return measured(_loaded)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def stored_heads(_loaded: LoadedCheckpoint, name: str) -> Measured | None:
+    """The stored measurements of a loaded checkpoint, without measuring (None when there are none)."""
+    from transformer.precompute import read
+
+    return read(_loaded)
 
 
 def available_checkpoints() -> list[str]:
@@ -123,13 +132,13 @@ def sidebar_figure_format_picker() -> None:
     )
 
 
-def show_figure(fig: go.Figure, key: str) -> None:
+def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
     """Show a plotly figure across the page with a download button in both formats, without server-side rendering.
 
     Plotly draws images in the browser (plotly.js ``toImage``), so no image library such as kaleido is needed; but
     its modebar has a single camera button, and the configuration reaches the browser as JSON, so a second,
     scripted SVG button cannot be added. The camera button therefore downloads the format chosen with
-    :func:`sidebar_figure_format_picker` (PNG by default), named after ``key``.
+    :func:`sidebar_figure_format_picker` (PNG by default), named ``filename`` (default: ``key``).
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     st.plotly_chart(
@@ -140,7 +149,7 @@ def show_figure(fig: go.Figure, key: str) -> None:
             "displaylogo": False,
             "toImageButtonOptions": {
                 "format": image_format,
-                "filename": key,
+                "filename": filename or key,
                 "scale": 2 if image_format == "png" else 1,
             },
         },

@@ -11,11 +11,12 @@ from __future__ import annotations
 import csv
 import html
 import io
+import re
 
 import numpy as np
 import streamlit as st
 
-from transformer import bertviz_view, page_state, viz
+from transformer import bertviz_view, page_state, precompute, viz
 from transformer.analysis import (
     KIND_TITLES,
     KINDS,
@@ -33,10 +34,17 @@ from transformer.app_state import (
     sidebar_figure_format_picker,
 )
 from transformer.decode import PRECISIONS, default_precision
+from transformer.figures import FIGURES
 from transformer.input_check import not_english_reasons
 from transformer.page_state import Field
 
-DEFAULT_SENTENCE = "The Law will never be perfect, but its application should be just."
+DEFAULT_SENTENCE = "The children are playing in the park."
+# The paper's two attention-figure sentences (newstest2013), one click away.
+PAPER_SENTENCES = {
+    "“making … more difficult” (Figure 3)": FIGURES[3].sentence,
+    "“its → Law / application” (Figures 4, 5)": FIGURES[4].sentence,
+}
+FALLBACK_VIEW = ("encoder", 4, 0)  # kind, 0-based layer and head: without stored head scores, the paper's layer 5
 MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model reads fewer pieces than this anyway)
 MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
 KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
@@ -44,6 +52,7 @@ KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "c
 # ------------------------------------------------------------------------------------------------ URL state
 # Every control's value lives in st.session_state under its key and in the URL under the same name (page_state).
 VIEW_KEY = "view"
+SCALES = ("0 to 1", "fitted")
 VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
 BERTVIZ_VIEWS = ("head view", "model view")
 FIELDS = {
@@ -56,9 +65,10 @@ FIELDS = {
     "predicted": Field(False, page_state.flag, page_state.dump_flag),
     VIEW_KEY: Field(VIEWS[0], page_state.choice(VIEWS)),
     # Heads
-    "kind": Field("encoder", page_state.choice(KINDS)),
-    "layer": Field("5"),
-    "head": Field("1"),
+    "kind": Field(None, page_state.choice(KINDS)),  # None: the loaded model's clearest head (default_view)
+    "layer": Field(None),
+    "head": Field(None),
+    "scale": Field(SCALES[0], page_state.choice(SCALES)),
     # Model view
     "grid_kind": Field("encoder", page_state.choice(KINDS)),
     "grid_layer": Field("5"),
@@ -82,6 +92,22 @@ def restore_from_url() -> None:
 
 def save_to_url() -> None:
     page_state.save(FIELDS)
+
+
+def default_view(loaded) -> None:
+    """Open on the loaded model's clearest head (best-aligned cross-attention head, else its sharpest encoder
+    head: :func:`transformer.precompute.default_head`) unless the link or an earlier choice names one."""
+    if all(key in st.session_state for key in ("kind", "layer", "head")):
+        return
+    stored = precompute.read(loaded)
+    kind, layer, head = FALLBACK_VIEW if stored is None else precompute.default_head(stored.tables)
+    page_state.ensure("kind", kind)
+    page_state.ensure("layer", str(min(layer, loaded.config.encoder_layers - 1) + 1))
+    page_state.ensure("head", str(head + 1))
+
+
+def use_sentence(sentence: str) -> None:
+    st.session_state["text"] = sentence
 
 
 # ------------------------------------------------------------------------------------------------ translation
@@ -141,19 +167,51 @@ def choice_index(value: str, count: int) -> int | None:
         return 0
 
 
-def layer_head_pickers(maps: AttentionMaps, prefix: str = "") -> tuple[int | None, int | None]:
+def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> tuple[int | None, int | None]:
+    """Layer and head selectboxes (keys ``{prefix}layer``/``{prefix}head``, values "1"… or "avg") → 0-based indices,
+    None for an average. Averaging "head N" over layers would mix heads that only share a number, so the average
+    over layers is always over all heads."""
     layer_options = ["avg", *map(str, range(1, maps.num_layers + 1))]
     head_options = ["avg", *map(str, range(1, maps.num_heads + 1))]
     for key, options in ((f"{prefix}layer", layer_options), (f"{prefix}head", head_options)):
         if st.session_state.get(key) not in options:
             st.session_state[key] = options[min(1, len(options) - 1)]
-    left, right = st.columns(2)
+    every_layer = st.session_state[f"{prefix}layer"] == "avg"
+    if every_layer:
+        st.session_state[f"{prefix}head"] = "avg"
+    left, right = columns or st.columns(2)
     left.selectbox("Layer", layer_options, key=f"{prefix}layer", format_func=lambda v: "average" if v == "avg" else v)
-    right.selectbox("Head", head_options, key=f"{prefix}head", format_func=lambda v: "average" if v == "avg" else v)
+    right.selectbox(
+        "Head", head_options, key=f"{prefix}head", format_func=lambda v: "average" if v == "avg" else v,
+        disabled=every_layer, help="With the layers averaged, so are the heads: heads of different layers that share "
+        "a number are unrelated." if every_layer else None,
+    )  # fmt: skip
     return (
         choice_index(st.session_state[f"{prefix}layer"], maps.num_layers),
         choice_index(st.session_state[f"{prefix}head"], maps.num_heads),
     )
+
+
+def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | None) -> str:
+    """A download's name after what it shows: sentence, attention kind, layer and head."""
+    words = re.findall(r"[a-z0-9]+", "".join(maps.source_tokens).replace("▁", " ").lower())
+    sentence = "-".join(words[:6]) or "sentence"
+    return f"{sentence}-{kind}-layer{'avg' if layer is None else layer + 1}-head{'avg' if head is None else head + 1}"
+
+
+HOW_TO_READ = """
+**How to read this map**
+
+- **Rows are queries**: the token that is looking. **Columns are keys**: the tokens it looks at.
+- Each row is one softmax, so **each row sums to 1**; a bright cell is where that row's attention goes.
+- **Encoder self**: source looks at source. **Decoder self**: each German token looks at the ones before it; the
+  hatched grey triangle is the **masked future** it is not allowed to see. **Cross**: each German token (row) looks
+  at the English source (columns): good heads light up the word being translated.
+- **`▁`** marks the start of a word: `▁play` `ing` are two pieces of one word ("Merge word pieces" in the sidebar
+  joins them). **`<0x..>`** pieces are raw bytes of characters the vocabulary lacks; **`</s>`** ends a sentence and
+  **`<s>`** starts the German one. Many heads park unused attention on `</s>` or punctuation.
+- A row spread evenly over all columns (≈ uniform) is a head that does not select anything.
+"""
 
 
 def describe(kind: str, layer: int | None, head: int | None) -> str:
@@ -198,21 +256,31 @@ def main(loading=None) -> None:
         st.toggle("Merge word pieces into words", key="merge")
         st.toggle("Show <s>, </s> and padding", key="specials")
         st.toggle("Label decoder rows by the token they predict", key="predicted")
+        st.radio(
+            "Colour scale", SCALES, key="scale", horizontal=True,
+            help="0 to 1: every map on the same scale, so a flat head looks flat (best for teaching). Fitted: "
+            "from 0 to the map's largest weight, to see the structure of weak maps.",
+        )  # fmt: skip
         sidebar_figure_format_picker()
 
     loaded = selected_checkpoint()
     if loaded is None:
         stop()
 
+    default_view(loaded)
     st.title("Attention Explorer")
     st.caption(
         "An English→German encoder–decoder Transformer as in *Attention Is All You Need* (Vaswani et al., 2017): "
         f"{loaded.config.encoder_layers}+{loaded.config.decoder_layers} layers, {loaded.config.num_heads} heads, "
         f"d_model {loaded.config.d_model} — checkpoint `{loaded.path.name}`."
     )
-    with st.form("translate"):
-        st.text_area("English sentence", key="text", height=90, max_chars=None)
+    with st.form("translate", border=False):
+        st.text_area("English sentence", key="text", height=68, max_chars=None)
         st.form_submit_button("Translate", type="primary")
+    paper = st.columns(len(PAPER_SENTENCES) + 1, vertical_alignment="center")
+    paper[0].caption("Or one of the paper's figure sentences:")
+    for column, (label, sentence) in zip(paper[1:], PAPER_SENTENCES.items(), strict=True):
+        column.button(label, on_click=use_sentence, args=(sentence,), type="tertiary")
 
     text = st.session_state["text"]
     if not text.strip():
@@ -240,13 +308,16 @@ def main(loading=None) -> None:
             + "; ".join(reasons)
             + ". Its translation below is likely meaningless; the source tokens show what the model made of it."
         )
-    st.subheader("Translation")
-    st.markdown(f"### {html.escape(translation.translation) or '∅'}", unsafe_allow_html=True)
+    st.markdown(
+        f'<div style="font-size:1.45rem;font-weight:600;margin:0.2rem 0">'
+        f"{html.escape(translation.translation) or '∅'}</div>",
+        unsafe_allow_html=True,
+    )
     decoding = "greedy" if translation.beam_size == 1 else f"beam {translation.beam_size}, α = {translation.alpha}"
     decoding += f", {translation.precision} search"
     st.caption(
-        f"{decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention recorded in "
-        f"{translation.seconds['attention'] * 1000:.0f} ms"
+        f"German translation · {decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention "
+        f"recorded in {translation.seconds['attention'] * 1000:.0f} ms"
     )
 
     if loading is not None:
@@ -256,8 +327,9 @@ def main(loading=None) -> None:
         maps = merged_view(maps)
     if not st.session_state["specials"]:
         maps = without_specials(maps)
-    token_strip("Source tokens", maps.source_tokens)
-    token_strip("Decoder input tokens", maps.target_tokens)
+    with st.expander("Tokens as the model sees them", expanded=bool(reasons)):
+        token_strip("Source tokens", maps.source_tokens)
+        token_strip("Decoder input tokens", maps.target_tokens)
 
     # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     # render fast.
@@ -280,23 +352,25 @@ def query_labels(maps: AttentionMaps, kind: str) -> list[str]:
 
 
 def heads_view(maps: AttentionMaps, translation: Translation) -> None:
-    st.radio("Attention", KINDS, key="kind", format_func=KIND_LABELS.get, horizontal=True)
+    kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
+    kind_column.radio("Attention", KINDS, key="kind", format_func=KIND_LABELS.get, horizontal=True)
     kind = st.session_state["kind"]
-    layer, head = layer_head_pickers(maps)
+    layer, head = layer_head_pickers(maps, columns=(layer_column, head_column))
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     matrix = maps.matrix(kind, layer, head)
-    show_figure(viz.attention_heatmap(matrix, queries, keys, describe(kind, layer, head), causal=kind == "decoder"),
-                key="heatmap")  # fmt: skip
+    name = figure_name(maps, kind, layer, head)
+    chart, guide = st.columns([4, 1])
+    with chart:
+        show_figure(viz.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
+                                          causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted"),
+                    key="heatmap", filename=name)  # fmt: skip
+    with guide, st.expander("How to read this", expanded=True):
+        st.markdown(HOW_TO_READ)
     left, right = st.columns(2)
-    left.download_button(
-        "Download this matrix (CSV)",
-        matrix_csv(matrix, queries, keys),
-        file_name=f"attention-{kind}-layer{'avg' if layer is None else layer + 1}-"
-        f"head{'avg' if head is None else head + 1}.csv",
-        mime="text/csv",
-    )
+    left.download_button("Download this matrix (CSV)", matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
+                         mime="text/csv")  # fmt: skip
     right.download_button(
-        "Download every head (NPZ)", maps_npz(maps, translation), file_name="attention.npz",
+        "Download every head (NPZ)", maps_npz(maps, translation), file_name=f"{name.split('-' + kind)[0]}.npz",
         mime="application/octet-stream",
     )  # fmt: skip
 
@@ -304,17 +378,18 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
 def grid_view(maps: AttentionMaps) -> None:
     kind = st.radio("Attention", KINDS, key="grid_kind", format_func=KIND_LABELS.get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    fitted = st.session_state["scale"] == "fitted"
     show_figure(
         viz.model_view_grid(maps.weights(kind), queries, keys, f"{KIND_TITLES[kind]}: every layer and head",
-                            causal=kind == "decoder"),
-        key="grid",
+                            causal=kind == "decoder", fitted=fitted),
+        key="grid", filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
     )  # fmt: skip
-    st.caption("Choose a cell to open it large:")
+    st.caption("Rows are layers (L1 at the top), columns are heads. Pick a layer and head to see one tile large:")
     layer, head = layer_head_pickers(maps, prefix="grid_")
     show_figure(
         viz.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
-                              causal=kind == "decoder"),
-        key="grid_cell",
+                              causal=kind == "decoder", fitted=fitted),
+        key="grid_cell", filename=figure_name(maps, kind, layer, head),
     )  # fmt: skip
 
 
@@ -336,7 +411,8 @@ def focus_view(maps: AttentionMaps) -> None:
                            key="focus_heads")  # fmt: skip
     title = f"{KIND_TITLES[kind]}, layer {layer + 1}" + ("" if query is None else f": attention of “{queries[query]}”")
     show_figure(viz.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None, query_index=query,
-                                title=title), key="focus")  # fmt: skip
+                                title=title), key="focus",
+                filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))  # fmt: skip
 
 
 def bertviz_panel(maps: AttentionMaps) -> None:

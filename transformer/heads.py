@@ -63,6 +63,22 @@ SCORE_DESCRIPTIONS = {
     "alignment_consensus": "cross-attention: share of output words whose most attended source word is the one "
     "all other cross-attention heads together attend to most",
 }
+# Names for people: what the app's menus, tables and figure titles show.
+SCORE_NAMES = {
+    "mean_distance": "Mean distance looked (tokens)",
+    "long_range_mass": "Weight on far tokens",
+    "previous_token": "Weight on the previous token",
+    "next_token": "Weight on the next token",
+    "delimiter_mass": "Weight on </s> and punctuation",
+    "self_mass": "Weight on itself",
+    "entropy": "Entropy (bits; low = sharp)",
+    "anaphora": "Pronoun → antecedent weight",
+    "anaphora_hits": "Pronouns resolved",
+    "alignment_dictionary": "Alignment with dictionary translations",
+    "alignment_consensus": "Agreement with the other cross heads",
+}
+# Scores that are shares or weights in [0, 1]: drawn on a fixed 0–1 colour scale, so near-zero looks near zero.
+SHARE_SCORES = frozenset(SCORE_NAMES) - {"mean_distance", "entropy"}
 ENCODER_SCORES = (*HEAD_SCORES, "anaphora", "anaphora_hits")
 CROSS_SCORES = ("alignment_dictionary", "alignment_consensus")
 WORD = re.compile(r"\w+", re.UNICODE)

@@ -58,7 +58,8 @@ def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
     )
 
 
-def save_timeline(points: Sequence[TimelinePoint], path: Path) -> None:
+def save_timeline(points: Sequence[TimelinePoint], path: Path, extra: dict[str, str] | None = None) -> None:
+    """Write ``points`` (and ``extra`` text metadata) to one safetensors file."""
     points = sorted(points, key=lambda point: point.step)
     tensors: dict[str, torch.Tensor] = {}
     index = []
@@ -71,7 +72,7 @@ def save_timeline(points: Sequence[TimelinePoint], path: Path) -> None:
             {"step": point.step, "train_hours": point.train_hours, "label": point.label, "metrics": point.metrics}
         )
     tokens = {str(figure): points[0].attention[figure].tokens for figure in FIGURE_SENTENCES}
-    metadata = {"points": json.dumps(index), "tokens": json.dumps(tokens)}
+    metadata = {**(extra or {}), "points": json.dumps(index), "tokens": json.dumps(tokens)}
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(path), metadata=metadata)
 

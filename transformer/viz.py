@@ -73,6 +73,27 @@ def _finite_max(values: np.ndarray) -> float:
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
+def uniformity_note(matrix: np.ndarray, causal: bool = False) -> str:
+    """ "≈ uniform: …" when a map's rows hardly prefer any key (the largest weight of a row is on average less than
+    1.5 × the uniform weight 1 / visible keys); "" otherwise. A fitted colour scale makes such maps look as strong as
+    sharp ones, so the figure says it in words."""
+    matrix = np.asarray(matrix, dtype=float)
+    num_queries, num_keys = matrix.shape
+    if num_queries == 0 or num_keys < 2:
+        return ""
+    visible = np.minimum(np.arange(1, num_queries + 1), num_keys) if causal else np.full(num_queries, num_keys)
+    masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
+    largest = np.where(masked, -np.inf, np.nan_to_num(matrix)).max(axis=1)
+    rows = visible >= 2  # a row with one visible key has nothing to choose
+    if not rows.any() or (largest[rows] * visible[rows]).mean() >= 1.5:
+        return ""
+    keys = f"{num_keys} keys" if not causal else f"1–{int(visible.max())} keys"
+    return (
+        f"≈ uniform: the largest weight of a row is {largest[rows].mean():.2f} on average over {keys} "
+        f"(uniform: {(1 / visible[rows]).mean():.2f})"
+    )
+
+
 def _heatmap_height(rows: int) -> int:
     return int(min(1100, max(380, 20 * rows + 200)))
 
@@ -83,12 +104,15 @@ def attention_heatmap(
     key_tokens: Sequence[str],
     title: str,
     causal: bool = False,
+    fitted: bool = False,
 ) -> go.Figure:
     """One head (or an average) as a [queries, keys] heatmap: rows are queries top to bottom, columns are keys.
 
     The axes are positions with the tokens as tick labels, so repeated tokens keep their own rows. With ``causal``
     (decoder self-attention) the future cells hold no weight at all: they are left empty and covered by a grey
-    hatched polygon, and their hover says they are masked.
+    hatched polygon, and their hover says they are masked. The colour scale runs from 0 to 1 (weights are
+    probabilities, and maps compare at a glance), or with ``fitted`` from 0 to the map's largest weight; a map whose
+    rows are nearly uniform says so under its title (:func:`uniformity_note`).
     """
     matrix = np.asarray(matrix, dtype=float)
     _check_tokens(matrix.shape, query_tokens, key_tokens)
@@ -113,7 +137,7 @@ def attention_heatmap(
             hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{customdata[2]}<extra></extra>",
             colorscale=ATTENTION_COLOURS,
             zmin=0.0,
-            zmax=_finite_max(shown),
+            zmax=_finite_max(shown) if fitted else 1.0,
             colorbar={"title": {"text": "weight"}, "thickness": 14},
             hoverongaps=True,
             name="attention",
@@ -154,8 +178,9 @@ def attention_heatmap(
         showgrid=False,
         zeroline=False,
     )
+    note = uniformity_note(matrix, causal)
     fig.update_layout(
-        title={"text": safe_label(title)},
+        title={"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
         height=_heatmap_height(num_queries),
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
@@ -171,8 +196,10 @@ def model_view_grid(
     key_tokens: Sequence[str],
     title: str,
     causal: bool = False,
+    fitted: bool = False,
 ) -> go.Figure:
-    """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale.
+    """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale (0 to 1, or
+    to the largest weight with ``fitted``).
 
     ``weights`` is [L, H, queries, keys]. The tiles are drawn as one heatmap on a shared canvas, separated by empty
     rows and columns: a single trace builds and draws in a few milliseconds where L × H subplots take hundreds.
@@ -226,7 +253,7 @@ def model_view_grid(
             y=y,
             colorscale=ATTENTION_COLOURS,
             zmin=0.0,
-            zmax=_finite_max(canvas),
+            zmax=_finite_max(canvas) if fitted else 1.0,
             hoverongaps=False,
             hovertemplate="%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
             colorbar={"title": {"text": "weight"}, "thickness": 14},
@@ -377,9 +404,12 @@ def token_lines(
     return fig
 
 
-def score_heatmap(values: np.ndarray, title: str, first: int = 1, fmt: str = ".2f") -> go.Figure:
+def score_heatmap(
+    values: np.ndarray, title: str, first: int = 1, fmt: str = ".2f", zrange: tuple[float, float] | None = None
+) -> go.Figure:
     """A per-head score [layers, heads] as a heatmap with the value written in each cell; layers and heads are
-    numbered from ``first``. Missing scores (NaN) stay blank."""
+    numbered from ``first``. Missing scores (NaN) stay blank. ``zrange`` fixes the colour scale (0–1 for shares, so
+    that scores near zero look near zero); without it the scale is fitted to the values."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"expected a [layers, heads] table, got shape {values.shape}")
@@ -394,6 +424,8 @@ def score_heatmap(values: np.ndarray, title: str, first: int = 1, fmt: str = ".2
             text=text,
             texttemplate="%{text}",
             colorscale="Viridis",
+            zmin=None if zrange is None else zrange[0],
+            zmax=None if zrange is None else zrange[1],
             hovertemplate="%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
         )
     )

@@ -1,0 +1,153 @@
+"""What the figure pages measure on a checkpoint, computed once and stored beside it.
+
+*Paper figures* needs the loaded model's attention on the paper's sentences, its figure numbers, its head scores
+over the pronoun sentences and its translations of the two sentences; *Head discovery* opens on every head's scores
+over the first 50 dev sentences (which means translating them). Measured on first use, that takes tens of seconds;
+stored in the checkpoint folder as ``measured.safetensors``, a visit after a server start is as fast as a later one.
+
+The file records a fingerprint of the weights it was measured on and is ignored when they change (a retrained or
+replaced model), so it can never show another model's heads. Write it when exporting a model::
+
+    python -m transformer.precompute checkpoints/en-de-small
+
+and the app writes it itself the first time it measures a checkpoint whose folder is writable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from safetensors import safe_open
+
+from transformer.checkpoint import MODEL_FILE, CheckpointError, LoadedCheckpoint, load_checkpoint, shards_of
+from transformer.decode import translate
+from transformer.figures import FIGURES
+from transformer.heads import CROSS_SCORES, head_score_tables
+from transformer.timeline import TimelinePoint, load_timeline, measure, save_timeline
+
+PRECOMPUTED_FILE = "measured.safetensors"
+SAMPLE = 50  # dev sentences Head discovery opens on
+
+
+@dataclass
+class Measured:
+    point: TimelinePoint  # Paper figures: the loaded model's attention, figure numbers and scores
+    translations: dict[int, str]  # figure number → the model's translation of that figure's sentence
+    tables: dict  # Head discovery: heads.head_score_tables over SAMPLE dev sentences
+    sample: int
+
+
+def fingerprint(checkpoint: Path) -> str:
+    """SHA-256 of the checkpoint's weight files (a sharded model's shards in order)."""
+    digest = hashlib.sha256()
+    weights = checkpoint / MODEL_FILE
+    for path in [weights] if weights.is_file() else shards_of(weights):
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def paper_translations(loaded: LoadedCheckpoint) -> dict[int, str]:
+    ours = translate(loaded.model, loaded.tokenizer, [FIGURES[3].sentence, FIGURES[4].sentence], beam_size=4)
+    return {3: ours[0], 4: ours[1], 5: ours[1]}
+
+
+def measure_all(loaded: LoadedCheckpoint, sample: int = SAMPLE) -> Measured:
+    return Measured(
+        point=measure(loaded, "loaded model"),
+        translations=paper_translations(loaded),
+        tables=head_score_tables(loaded, sample=sample),
+        sample=sample,
+    )
+
+
+def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None) -> Path:
+    path = path or loaded.path / PRECOMPUTED_FILE
+    extra = {
+        "fingerprint": fingerprint(loaded.path),
+        "translations": json.dumps({str(k): v for k, v in measured.translations.items()}, ensure_ascii=False),
+        "tables": json.dumps(measured.tables, ensure_ascii=False),
+        "sample": str(measured.sample),
+    }
+    partial = path.with_name(f".{path.name}.partial")  # written whole, then renamed: never half a file
+    save_timeline([measured.point], partial, extra)
+    partial.chmod(0o644)
+    os.replace(partial, path)
+    return path
+
+
+def read(loaded: LoadedCheckpoint) -> Measured | None:
+    """The stored measurements of exactly these weights; None when missing, unreadable or of other weights."""
+    path = loaded.path / PRECOMPUTED_FILE
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+        if metadata.get("fingerprint") != fingerprint(loaded.path):
+            return None
+        (point,) = load_timeline(path)
+        translations = {int(k): v for k, v in json.loads(metadata["translations"]).items()}
+        return Measured(point, translations, json.loads(metadata["tables"]), int(metadata["sample"]))
+    except Exception:  # safetensors raises several types for damaged files; any of them means "measure again"
+        return None
+
+
+def measured(loaded: LoadedCheckpoint) -> Measured:
+    """The stored measurements when they are this model's; otherwise measured now and stored when the folder is
+    writable (a read-only folder only costs the next visit the same wait)."""
+    found = read(loaded)
+    if found is not None:
+        return found
+    result = measure_all(loaded)
+    with contextlib.suppress(OSError):
+        write(loaded, result)
+    return result
+
+
+def default_head(tables: dict) -> tuple[str, int, int]:
+    """The view a first visit opens on, from a checkpoint's head scores: (kind, layer, head), 0-based.
+
+    The cross-attention head that aligns best with dictionary translations when one does (share ≥ 0.3: it links
+    output words to the source words they translate, the clearest picture there is); otherwise the sharpest
+    encoder head (lowest entropy), whose structure is at least visible."""
+    alignment = np.asarray(tables.get("cross", {}).get(CROSS_SCORES[0], []), dtype=float)
+    if alignment.size and np.isfinite(alignment).any() and np.nanmax(alignment) >= 0.3:
+        layer, head = np.unravel_index(np.nanargmax(alignment), alignment.shape)
+        return "cross", int(layer), int(head)
+    entropy = np.asarray(tables["encoder"]["entropy"], dtype=float)
+    layer, head = np.unravel_index(np.nanargmin(entropy), entropy.shape)
+    return "encoder", int(layer), int(head)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.precompute", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
+    args = parser.parse_args(argv)
+    for folder in args.checkpoints:
+        try:
+            loaded = load_checkpoint(folder)
+        except CheckpointError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        started = time.perf_counter()
+        path = write(loaded, measure_all(loaded))
+        kind, layer, head = default_head(read(loaded).tables)
+        print(f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
+              f"layer {layer + 1}, head {head + 1}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
