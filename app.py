@@ -11,6 +11,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+# Less empty space above each page's title, so that the first chart is on the first screen (1280 × 800).
+st.html("<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }</style>")
 
 
 def loading_figure() -> go.Figure:

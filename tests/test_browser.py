@@ -140,10 +140,12 @@ class Visit:
         assert self.dialogs == []
 
 
-def offline_context(browser: Browser, origin: str, blocked: list[str]) -> BrowserContext:
+def offline_context(
+    browser: Browser, origin: str, blocked: list[str], viewport: dict[str, int] | None = None
+) -> BrowserContext:
     """A context whose pages reach ``origin`` (HTTP and WebSocket) and inline schemes; everything else is refused
     and its address appended to ``blocked``."""
-    context = browser.new_context(viewport=VIEWPORT)
+    context = browser.new_context(viewport=viewport or VIEWPORT)
     context.set_default_timeout(STEP_MS)
     server = urlsplit(origin)
 
@@ -172,13 +174,14 @@ def offline_context(browser: Browser, origin: str, blocked: list[str]) -> Browse
 
 
 @pytest.fixture(scope="module")
-def open_app(browser: Browser, server: str) -> Iterator[Callable[[], Visit]]:
-    """Opens the app in a fresh offline context and waits for the default sentence's heatmap."""
+def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
+    """Opens the app in a fresh offline context (of the given viewport) and waits for the default sentence's
+    heatmap."""
     contexts: list[BrowserContext] = []
 
-    def open_visit() -> Visit:
+    def open_visit(viewport: dict[str, int] | None = None) -> Visit:
         blocked: list[str] = []
-        context = offline_context(browser, server, blocked)
+        context = offline_context(browser, server, blocked, viewport)
         contexts.append(context)
         visit = Visit(context.new_page(), blocked)
         page = visit.page
@@ -210,11 +213,10 @@ def expected_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
 SHOWN_JS = """() => {
     const markdown = Array.from(document.querySelectorAll('[data-testid="stMarkdownContainer"]'));
     const strip = markdown.find(element => element.textContent.startsWith('Source tokens'));
-    const headings = Array.from(document.querySelectorAll('[data-testid="stMain"] h3')).map(h => h.textContent);
     const plot = document.querySelector('.js-plotly-plot');
     const texts = selector => plot ? Array.from(plot.querySelectorAll(selector)).map(t => t.textContent) : [];
     return {
-        translation: headings[headings.indexOf('Translation') + 1] ?? null,
+        translation: document.querySelector('[data-testid="stMain"] .translation')?.textContent ?? null,
         strip: strip ? Array.from(strip.querySelectorAll('span')).map(span => span.textContent) : [],
         x: texts('.xtick text'),
         y: texts('.ytick text'),
@@ -364,4 +366,56 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
         "plot.querySelectorAll('.scatterlayer path.js-line').length > 0)",
         timeout=FIRST_RENDER_MS,
     )
+    visit.assert_quiet()
+
+
+# ------------------------------------------------------------------------------------------------ layout
+BOXES_JS = """() => {
+    const box = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const plot = document.querySelector('.js-plotly-plot');
+    return {
+        plot: box(plot),
+        svg: box(plot.querySelector('svg.main-svg')),
+        title: box(plot.querySelector('.gtitle')),
+        modebar: box(plot.querySelector('.modebar-container .modebar') ?? plot.querySelector('.modebar-container')),
+        yticks: Array.from(plot.querySelectorAll('.ytick text')).map(box),
+        translation: box(document.querySelector('[data-testid="stMain"] .translation')),
+    };
+}"""
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def test_first_screen_shows_the_translation_and_a_chart(open_app: Callable[..., Visit]):
+    visit = open_app({"width": 1280, "height": 800})
+    visit.page.wait_for_function("() => document.querySelector('[data-testid=\"stMain\"] .translation')?.textContent")
+    boxes = visit.page.evaluate(BOXES_JS)
+    assert boxes["translation"][3] < 800, "the translation is below the fold"
+    assert boxes["plot"][1] < 800 - 150, "the first chart starts below the fold"
+    visit.assert_quiet()
+
+
+def test_phone_layout_keeps_titles_and_labels_readable(open_app: Callable[..., Visit]):
+    visit = open_app({"width": 390, "height": 844})
+    page = visit.page
+    page.hover(".js-plotly-plot")  # the toolbar shows on hover (a tap on a phone)
+    boxes = page.evaluate(BOXES_JS)
+    assert not overlap(boxes["title"], boxes["modebar"]), "the chart's toolbar covers its title"
+    assert boxes["yticks"] and all(tick[0] >= boxes["svg"][0] - 0.5 for tick in boxes["yticks"]), "cut labels"
+    assert boxes["plot"][1] < 1200, "too much scrolling before the first chart"
+    visit.assert_quiet()
+
+
+def test_positional_encoding_formulas_render_without_katex_errors(open_app: Callable[..., Visit]):
+    visit = open_app()
+    page = visit.page
+    page.get_by_role("link", name="Positional encoding").click()
+    page.wait_for_selector(".katex", state="attached", timeout=FIRST_RENDER_MS)
+    page.wait_for_selector("text=The encoding table", timeout=FIRST_RENDER_MS)
+    assert page.locator(".katex").count() >= 2
+    # KaTeX draws what it cannot parse (an undefined command such as "\\qquadPE") in its error colour.
+    errors = page.locator('.katex-error, .katex [mathcolor="#cc0000"], .katex [style*="#cc0000"]')
+    assert errors.count() == 0, texts(page, '.katex [mathcolor="#cc0000"]')
     visit.assert_quiet()

@@ -141,6 +141,11 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
     :func:`sidebar_figure_format_picker` (PNG by default), named ``filename`` (default: ``key``).
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    if fig.layout.title.text:
+        # The title starts below the chart's toolbar (top right, ~30 px), which on a phone spans the whole width.
+        top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
+        fig.update_layout(title={"yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 36}},
+                          margin={"t": top + 30})  # fmt: skip
     st.plotly_chart(
         fig,
         width="stretch",

@@ -275,8 +275,9 @@ def main(loading=None) -> None:
         f"d_model {loaded.config.d_model} — checkpoint `{loaded.path.name}`."
     )
     with st.form("translate", border=False):
-        st.text_area("English sentence", key="text", height=68, max_chars=None)
-        st.form_submit_button("Translate", type="primary")
+        sentence, button = st.columns([6, 1], vertical_alignment="bottom")
+        sentence.text_area("English sentence", key="text", height=68, max_chars=None)
+        button.form_submit_button("Translate", type="primary", width="stretch")
     paper = st.columns(len(PAPER_SENTENCES) + 1, vertical_alignment="center")
     paper[0].caption("Or one of the paper's figure sentences:")
     for column, (label, sentence) in zip(paper[1:], PAPER_SENTENCES.items(), strict=True):
@@ -309,7 +310,7 @@ def main(loading=None) -> None:
             + ". Its translation below is likely meaningless; the source tokens show what the model made of it."
         )
     st.markdown(
-        f'<div style="font-size:1.45rem;font-weight:600;margin:0.2rem 0">'
+        f'<div class="translation" style="font-size:1.45rem;font-weight:600;margin:0.2rem 0">'
         f"{html.escape(translation.translation) or '∅'}</div>",
         unsafe_allow_html=True,
     )

@@ -94,6 +94,11 @@ def uniformity_note(matrix: np.ndarray, causal: bool = False) -> str:
     )
 
 
+def _tick_size(count: int) -> int:
+    """Tick label size for ``count`` labels on one axis: smaller as they crowd."""
+    return 12 if count <= 30 else 10 if count <= 60 else 8
+
+
 def _heatmap_height(rows: int) -> int:
     return int(min(1100, max(380, 20 * rows + 200)))
 
@@ -163,7 +168,9 @@ def attention_heatmap(
         tickmode="array",
         tickvals=list(range(num_keys)),
         ticktext=keys,
-        tickangle=-60,
+        tickangle=-60 if num_keys <= 25 else -90,  # long sentences: upright labels, smaller, so they never overlap
+        tickfont={"size": _tick_size(num_keys)},
+        automargin=True,
         title_text="key",
         range=[-0.5, num_keys - 0.5],
         showgrid=False,
@@ -173,6 +180,8 @@ def attention_heatmap(
         tickmode="array",
         tickvals=list(range(num_queries)),
         ticktext=queries,
+        tickfont={"size": _tick_size(num_queries)},
+        automargin=True,  # the labels push the plot right instead of being cut at the left edge
         autorange="reversed",
         title_text="query",
         showgrid=False,
