@@ -326,6 +326,25 @@ def test_model_view_draws_every_layer_and_head_offline(watched: BrowserPage, tmp
 
 
 @needs_browser
+def test_views_number_from_1_and_the_model_view_fits_its_frame(watched: BrowserPage, tmp_path: Path):
+    maps = fake_maps(layers=2, heads=8)
+    watched.page.set_viewport_size({"width": 800, "height": 50})  # the app's column at 1280 px is about this wide
+    page = open_file(watched, tmp_path, model_view_html(maps, "encoder"), "model.html")
+    model_url = page.url
+    labels = svg_texts(page)
+    assert labels[labels.index("Heads") + 1 : labels.index("Heads") + 9] == [str(head) for head in range(1, 9)]
+    assert "0" not in labels
+    width = page.evaluate("document.querySelector('#vis svg').getBoundingClientRect().right")
+    assert width <= 800, "the last head columns are cut off"
+    page.click(FIRST_THUMBNAIL)
+    assert "Layer 1, Head 1" in svg_texts(page, "#vis svg text.detail")
+    page = open_file(watched, tmp_path, head_view_html(maps), "head.html")
+    assert page.eval_on_selector_all("#layer option", "options => options.map(option => option.textContent)") == [
+        "1", "2"]  # fmt: skip
+    assert_quiet(watched, page, model_url, page.url)
+
+
+@needs_browser
 @pytest.mark.parametrize("view", VIEWS)
 def test_view_draws_inside_a_sandboxed_frame_as_streamlit_embeds_it(watched: BrowserPage, view: str):
     document = VIEWS[view](fake_maps(), "cross")

@@ -257,13 +257,36 @@ def _libraries() -> tuple[str, str]:
     return _package_file("mpld3", "js", "d3.v5.min.js"), _package_file("xstatic.pkg.jquery", "data", "jquery.min.js")
 
 
+# Changes to bertviz's scripts, each (original, replacement): layers and heads numbered from 1 like the rest of the
+# app (bertviz counts from 0), and a model view as wide as its frame (bertviz draws it 970 px wide, which hides the
+# last head columns in a narrower frame).
+PATCHES = {
+    "head": (
+        ("layerEl.append($(\"<option />\").val(layer).text(layer));",
+         "layerEl.append($(\"<option />\").val(layer).text(layer + 1));"),
+    ),
+    "model": (
+        ("const DIV_WIDTH = 970;", "const DIV_WIDTH = Math.max(400, Math.min(970, window.innerWidth - 20));"),
+        (".text(config.heads[i])", ".text(config.heads[i] + 1)"),
+        (".text(config.layers[i])", ".text(config.layers[i] + 1)"),
+        (".text('Layer ' + config.layers[layerIndex] + \", Head \" + config.heads[headIndex])",
+         ".text('Layer ' + (config.layers[layerIndex] + 1) + \", Head \" + (config.heads[headIndex] + 1))"),
+    ),
+}  # fmt: skip
+
+
 @cache
 def _bertviz_script(view: str) -> str:
-    """bertviz's view script, its CDN require.config removed and its parameters read from the JSON data block."""
+    """bertviz's view script, its CDN require.config removed, its parameters read from the JSON data block and the
+    :data:`PATCHES` applied."""
     source = _package_file("bertviz", f"{view}_view.js")
     source, removed = REQUIRE_CONFIG.subn("", source)
     if removed != 1 or source.count(PARAMS_MARKER) != 1:
         raise RuntimeError(f"bertviz's {view}_view.js is not laid out as expected; check the bertviz version")
+    for original, replacement in PATCHES[view]:
+        if source.count(original) != 1:
+            raise RuntimeError(f"bertviz's {view}_view.js is not laid out as expected ({original!r}): check bertviz")
+        source = source.replace(original, replacement)
     return source.replace(
         PARAMS_MARKER, f'const params = JSON.parse(document.getElementById("{PARAMS_ID}").textContent);'
     )
