@@ -120,6 +120,35 @@ else:
     )
 metrics = point.metrics
 
+
+def paper_likeness(candidate: TimelinePoint) -> tuple[float, int]:
+    """How well a point matches the paper's Figures 3 and 4 (higher is better): the share of one layer's heads
+    that go from “making” to “more”/“difficult”, plus the sharpest “its” head's weight on “Law”/“application”."""
+    numbers = candidate.metrics
+    making = (numbers.get("making_heads_on_more_difficult") or 0) / num_heads
+    its = max(numbers.get("its_to_law") or 0.0, numbers.get("its_to_application") or 0.0)
+    return making + its, candidate.step
+
+
+def show_best_example() -> None:
+    best = max(points, key=paper_likeness)
+    numbers = best.metrics
+    if len(points) > 1:
+        st.session_state["fig_step"] = best.step
+    layer = numbers.get("best_layer_its")
+    if layer is None or (numbers.get("making_heads_on_more_difficult") or 0) > num_heads // 2:
+        layer = numbers.get("best_layer_making", layer)
+    if layer is not None:
+        st.session_state["fig_layer"] = int(layer)
+    forget_heads()  # each figure then opens on that layer's best-matching heads
+
+
+st.button(
+    "Show the best example", on_click=show_best_example,
+    help="Jump to the training step and encoder layer of this run that match the paper's figures best (most heads "
+    "from “making” on “more”/“difficult”, sharpest “its” head), with each figure's best-matching heads.",
+)  # fmt: skip
+
 the_paper_layer = paper_layer(num_layers, first == 1)
 page_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
 layer = st.selectbox(
@@ -165,9 +194,9 @@ else:
 with right:
     if "error" not in making:
         per_layer = making["heads_on_more_difficult_per_layer"]
-        a, b = st.columns(2)
-        a.metric(f"Heads of layer {layer + first} on “more”/“difficult”", f"{per_layer[layer]} of {num_heads}")
-        b.metric(
+        # One metric per row: side by side, their labels are cut in a 2/5-wide column.
+        st.metric(f"Heads of layer {layer + first} on “more”/“difficult”", f"{per_layer[layer]} of {num_heads}")
+        st.metric(
             "Best layer",
             f"layer {making['best_layer_making'] + first}",
             f"{making['making_heads_on_more_difficult']} heads",
@@ -238,9 +267,8 @@ with left:
 with right:
     if "error" not in its:
         law, application = np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"])
-        a, b = st.columns(2)
-        a.metric("Best head: “its” → “Law”", f"{its['its_to_law']:.2f}")
-        b.metric("Best head: “its” → “application”", f"{its['its_to_application']:.2f}")
+        st.metric("Best head: “its” → “Law”", f"{its['its_to_law']:.2f}")
+        st.metric("Best head: “its” → “application”", f"{its['its_to_application']:.2f}")
         st.caption(
             f"Best head of the whole model: layer {its['best_layer_its'] + first}, head {its['best_head_its'] + first}."
             " Goal: one head with weight ≥ 0.5 on “Law” or “application”."

@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
-from transformer import timeline, viz
-from transformer.checkpoint import read_json, write_json
+from transformer import precompute, timeline, viz
+from transformer.checkpoint import load_checkpoint, read_json, write_json
 from transformer.train import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -247,6 +247,23 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     app.select_slider(key="fig_step").set_value(loaded_step).run()
     trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
+
+    # "Show the best example" jumps to the step and layer that match the paper most.
+    (best,) = [button for button in app.button if button.label == "Show the best example"]
+    best.click().run()
+    no_exceptions(app)
+    points = {point.step: point.metrics for point in timeline.load_timeline(folder / timeline.TIMELINE_FILE)}
+    points[loaded_step] = precompute.read(load_checkpoint(folder)).point.metrics
+
+    def likeness(metrics: dict) -> float:
+        return metrics["making_heads_on_more_difficult"] / 4 + max(metrics["its_to_law"], metrics["its_to_application"])
+
+    chosen = app.select_slider(key="fig_step").value
+    assert likeness(points[chosen]) == max(likeness(metrics) for metrics in points.values())
+    assert app.selectbox(key="fig_layer").value in (
+        points[chosen]["best_layer_its"],
+        points[chosen]["best_layer_making"],
+    )
 
 
 def test_head_discovery_page_scores_every_head(checkpoint: Path):
