@@ -11,8 +11,12 @@
    free local port and measures the time from launching the server until the page shows its first attention
    heatmap; then the same for a one-chart Streamlit app, the floor that Streamlit and plotly.js alone cost on this
    machine. Medians of three launches each. Skipped with a note when Playwright or Chromium is missing.
+4. First visit of *Paper figures* and *Head discovery* after a server start: from the click on the page's link in
+   the sidebar until its first figure is drawn, with the measurements stored beside the checkpoint
+   (``measured.safetensors``) and without them (a copy of the checkpoint without the file: the page measures, then
+   stores), one fresh server per visit.
 
-    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15]
+    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15] [--only-pages]
 """
 
 from __future__ import annotations
@@ -160,15 +164,82 @@ def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple
         browser.close()
 
 
-def first_render(checkpoint: str | None, repeats: int = 3) -> None:
+def browser_missing(what: str) -> bool:
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright  # noqa: F401
     except ImportError:
-        print("first render: skipped (pip install playwright to measure it)")
-        return
+        print(f"{what}: skipped (pip install playwright to measure it)")
+        return True
     if not Path(CHROMIUM).exists():
-        print(f"first render: skipped ({CHROMIUM} missing: apt-get install chromium)")
+        print(f"{what}: skipped ({CHROMIUM} missing: apt-get install chromium)")
+        return True
+    return False
+
+
+# When each page's first figure is drawn: Figure 3's lines, and the head-score heatmap.
+PAGES = {
+    "Paper figures": "() => [...document.querySelectorAll('.js-plotly-plot')].some(plot => "
+    "plot.querySelector('.gtitle')?.textContent.startsWith('Figure 3') && "
+    "plot.querySelectorAll('.scatterlayer path.js-line').length > 0)",
+    "Head discovery": "() => [...document.querySelectorAll('.js-plotly-plot')].some(plot => "
+    "plot.querySelector('.heatmaplayer'))",
+}
+
+
+def page_first_visit(playwright, page_name: str, environment: dict) -> float:
+    """Seconds from clicking ``page_name`` in the sidebar of a freshly started app until its first figure shows."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    server = subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=environment)  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
+                break
+            except Exception:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+        started = time.perf_counter()
+        page.get_by_role("link", name=page_name).click()
+        page.wait_for_function(PAGES[page_name], timeout=300_000)
+        return time.perf_counter() - started
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        browser.close()
+
+
+def figure_pages(checkpoint: str | None) -> None:
+    if browser_missing("first visit of the figure pages"):
         return
+    from playwright.sync_api import sync_playwright
+
+    from transformer.precompute import PRECOMPUTED_FILE
+
+    shipped = load_checkpoint(checkpoint).path
+    with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
+        bare = Path(folder) / shipped.name
+        shutil.copytree(shipped, bare, ignore=shutil.ignore_patterns(PRECOMPUTED_FILE))
+        for page_name in PAGES:
+            stored = page_first_visit(playwright, page_name, {**os.environ, "TRANSFORMER_CHECKPOINT": str(shipped)})
+            (bare / PRECOMPUTED_FILE).unlink(missing_ok=True)
+            measured = page_first_visit(playwright, page_name, {**os.environ, "TRANSFORMER_CHECKPOINT": str(bare)})
+            print(f"first visit of {page_name} after a server start: {stored:.1f} s with the stored measurements, "
+                  f"{measured:.1f} s without them (measured, then stored)")  # fmt: skip
+
+
+def first_render(checkpoint: str | None, repeats: int = 3) -> None:
+    if browser_missing("first render"):
+        return
+    from playwright.sync_api import sync_playwright
+
     environment = {**os.environ, "TRANSFORMER_CHECKPOINT": checkpoint} if checkpoint else None
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:
         floor_script = Path(folder) / "one_chart.py"
@@ -188,9 +259,13 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--skip-browser", action="store_true")
+    parser.add_argument("--only-pages", action="store_true", help="only the first visits of the figure pages")
     args = parser.parse_args()
     loaded = load_checkpoint(args.checkpoint)
     print(f"checkpoint {loaded.path}")
+    if args.only_pages:
+        figure_pages(args.checkpoint)
+        return
     precisions = sorted(PRECISIONS, key=lambda precision: precision != default_precision())
     for precision in precisions:
         submit_latency(loaded, args.repeats, precision)
@@ -198,6 +273,7 @@ def main() -> None:
         dev_sentences_latency(loaded, precision)
     if not args.skip_browser:
         first_render(args.checkpoint)
+        figure_pages(args.checkpoint)
 
 
 if __name__ == "__main__":
