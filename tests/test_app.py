@@ -49,24 +49,26 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     no_exceptions(app)
     assert app.text_area(key="text").value == explore.DEFAULT_SENTENCE
     (heads,) = charts(app)  # only the open tab (Heads) is built
-    # Without stored head scores the page opens on the paper's layer (clipped to the tiny model's last one).
-    assert "Encoder self-attention, layer 2, head 1" in heads["figure"]["layout"]["title"]["text"]
-    assert "Source tokens" in page_text(app) and "How to read this" in page_text(app)
-    assert app.query_params["view"] == "Heads"
-
-
-def test_first_visit_opens_on_the_models_clearest_head(checkpoint, tmp_path: Path, monkeypatch):
-    folder = shutil.copytree(checkpoint, tmp_path / "measured")
-    loaded = load_checkpoint(folder)
-    precompute.write(loaded, precompute.measure_all(loaded, sample=10))
-    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
-    kind, layer, head = precompute.default_head(precompute.read(loaded).tables)
-    app = AppTest.from_file(APP, default_timeout=120).run()
-    no_exceptions(app)
+    # The first view is the model's clearest head, from the measurements stored beside the checkpoint.
+    kind, layer, head = precompute.default_head(precompute.read(load_checkpoint(checkpoint)).tables)
+    title = f"{explore.KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}"
+    assert heads["figure"]["layout"]["title"]["text"] == title
     assert (app.query_params["kind"], app.query_params["layer"], app.query_params["head"]) == (
         kind, str(layer + 1), str(head + 1))  # fmt: skip
+    assert "Source tokens" in page_text(app) and "How to read this" in page_text(app)
+    assert app.query_params["view"] == "Heads"
     linked = start(kind="decoder", layer="1", head="3")  # a link's choice wins over the default
     assert (linked.radio(key="kind").value, linked.selectbox(key="head").value) == ("decoder", "3")
+
+
+def test_without_stored_measurements_the_page_opens_on_the_papers_layer(checkpoint, tmp_path: Path, monkeypatch):
+    folder = shutil.copytree(checkpoint, tmp_path / "unmeasured")
+    (folder / precompute.PRECOMPUTED_FILE).unlink()
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+    app = AppTest.from_file(APP, default_timeout=120).run()
+    no_exceptions(app)
+    # Layer 5 of 6 in the paper, clipped to the tiny model's last layer.
+    assert charts(app)[0]["figure"]["layout"]["title"]["text"] == "Encoder self-attention, layer 2, head 1"
 
 
 def test_the_papers_sentences_are_one_click_away(checkpoint):
@@ -113,7 +115,7 @@ def heatmap_axes(app: AppTest) -> tuple[list[str], list[str]]:
 
 
 def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
-    app = start(layer="1", head="1")
+    app = start(kind="encoder", layer="1", head="1")
     encoder_head = heatmap_z(app)
     source_queries, source_keys = heatmap_axes(app)
     assert source_queries == source_keys  # encoder self-attention: source against source

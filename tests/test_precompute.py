@@ -18,6 +18,7 @@ PAGES = Path(__file__).resolve().parent.parent / "pages"
 
 def test_stored_measurements_round_trip_and_follow_the_weights(trained_checkpoint: Path, tmp_path: Path):
     folder = shutil.copytree(trained_checkpoint, tmp_path / "model")
+    (folder / precompute.PRECOMPUTED_FILE).unlink(missing_ok=True)
     loaded = load_checkpoint(folder)
     assert precompute.read(loaded) is None
     measured = precompute.measure_all(loaded, sample=5)
@@ -48,6 +49,7 @@ def test_default_head_prefers_a_well_aligned_cross_head_then_the_sharpest_encode
 
 def test_the_first_visit_of_a_figure_page_stores_what_it_measured(trained_checkpoint: Path, tmp_path, monkeypatch):
     folder = shutil.copytree(trained_checkpoint, tmp_path / "model")
+    (folder / precompute.PRECOMPUTED_FILE).unlink(missing_ok=True)
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
     app = AppTest.from_file(str(PAGES / "3_Paper_figures.py"), default_timeout=120).run()
     no_exceptions(app)
