@@ -368,11 +368,12 @@ def copy_training_log(source: Path, out: Path, step: int | None) -> None:
     """Give an exported checkpoint its training log (the app plots its curves from it), up to the source's step."""
     log = training_log(source)
     if log is not None:
-        write_atomically(out / TRAINING_LOG_FILE, log_up_to(log, step))
+        write_atomically(out / TRAINING_LOG_FILE, log_up_to(log, step, portable_paths=True))
 
 
-def log_up_to(path: Path, step: int | None) -> bytes:
-    """The lines of a JSONL training log whose records are at or before ``step`` (all of them for None)."""
+def log_up_to(path: Path, step: int | None, portable_paths: bool = False) -> bytes:
+    """The lines of a JSONL training log whose records are at or before ``step`` (all of them for None); with
+    ``portable_paths`` (for a checkpoint that leaves this machine) every path in them made :func:`portable`."""
     kept = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
@@ -380,7 +381,8 @@ def log_up_to(path: Path, step: int | None) -> bytes:
         except json.JSONDecodeError:
             continue
         if step is None or record.get("step", 0) <= step:
-            kept.append(json.dumps(portable(record), ensure_ascii=False) if "/" in line or "\\" in line else line)
+            rewrite = portable_paths and ("/" in line or "\\" in line)
+            kept.append(json.dumps(portable(record), ensure_ascii=False) if rewrite else line)
     return "".join(f"{line}\n" for line in kept).encode("utf-8")
 
 
