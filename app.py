@@ -1,6 +1,6 @@
 """Attention Explorer: translate an English sentence into German and explore every attention head.
 
-Run with ``streamlit run app.py``. This file names the pages; the main page itself is :mod:`transformer.explore`.
+Run with ``streamlit run app.py``. This file names the pages; the main page itself is :mod:`pages.explore`.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ def loading_figure() -> go.Figure:
 def translate_and_explore() -> None:
     page = st.container()
     loading = None
-    if "transformer.explore" not in sys.modules:  # the first visit since the server started
+    if "pages.explore" not in sys.modules:  # the first visit since the server started
         loading = st.empty()
         loading.plotly_chart(loading_figure(), config={"displayModeBar": False}, key="loading")
-    from transformer import explore  # torch, the model code and the figures: a second or two, once per server
+    from pages import explore  # torch, the model code and the figures: a second or two, once per server
 
     with page:
         explore.main(loading)
@@ -41,9 +41,9 @@ def translate_and_explore() -> None:
 # The pages, with the names and order the sidebar shows (instead of file names).
 PAGES = [
     st.Page(translate_and_explore, title="Translate and explore", icon=":material/translate:", default=True),
-    st.Page("pages/3_Paper_figures.py", title="Paper figures", icon=":material/article:"),
-    st.Page("pages/4_Head_discovery.py", title="Head discovery", icon=":material/search:"),
-    st.Page("pages/1_Positional_encoding.py", title="Positional encoding", icon=":material/waves:"),
-    st.Page("pages/2_Model_and_training.py", title="Model and training", icon=":material/monitoring:"),
+    st.Page("pages/paper_figures.py", title="Paper figures", icon=":material/article:"),
+    st.Page("pages/head_discovery.py", title="Head discovery", icon=":material/search:"),
+    st.Page("pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:"),
+    st.Page("pages/model_and_training.py", title="Model and training", icon=":material/monitoring:"),
 ]
 st.navigation(PAGES).run()

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from pages import explore
 from tests.conftest import array, charts, no_exceptions
-from transformer import explore, precompute
+from transformer import precompute
 from transformer.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -320,7 +321,7 @@ def test_broken_checkpoint_shows_what_to_do(checkpoint, tmp_path: Path, monkeypa
 @pytest.mark.parametrize("text", [SENTENCE, ""])
 def test_first_visit_placeholder_gives_way_to_the_page(checkpoint, text, monkeypatch: pytest.MonkeyPatch):
     # The server's first visitor sees a loading chart while the model code is imported; it must not stay.
-    monkeypatch.delitem(sys.modules, "transformer.explore", raising=False)
+    monkeypatch.delitem(sys.modules, "pages.explore", raising=False)
     app = start(text)
     no_exceptions(app)
     loading = [chart for chart in charts(app) if "Loading the model" in json.dumps(chart["figure"])]

@@ -17,10 +17,10 @@ from transformer.checkpoint import load_checkpoint, read_json, write_json
 from transformer.train import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
-POSITIONAL = "1_Positional_encoding.py"
-MODEL = "2_Model_and_training.py"
-FIGURES = "3_Paper_figures.py"
-HEADS = "4_Head_discovery.py"
+POSITIONAL = "positional_encoding.py"
+MODEL = "model_and_training.py"
+FIGURES = "paper_figures.py"
+HEADS = "head_discovery.py"
 
 
 def run_page(name: str) -> AppTest:
@@ -165,7 +165,7 @@ def test_figure_download_format_holds_across_pages(checkpoint: Path, tmp_path: P
     # A minimal main script next to the real pages folder, so that the test can move between pages.
     (tmp_path / "pages").symlink_to(PAGES, target_is_directory=True)
     (tmp_path / "main.py").write_text(
-        "from transformer.app_state import sidebar_checkpoint_picker\nsidebar_checkpoint_picker()\n", encoding="utf-8"
+        "from pages.common import sidebar_checkpoint_picker\nsidebar_checkpoint_picker()\n", encoding="utf-8"
     )
     app = AppTest.from_file(str(tmp_path / "main.py"), default_timeout=120).run()
     app.switch_page(f"pages/{POSITIONAL}").run()

@@ -51,7 +51,7 @@ def test_the_first_visit_of_a_figure_page_stores_what_it_measured(trained_checkp
     folder = shutil.copytree(trained_checkpoint, tmp_path / "model")
     (folder / precompute.PRECOMPUTED_FILE).unlink(missing_ok=True)
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
-    app = AppTest.from_file(str(PAGES / "3_Paper_figures.py"), default_timeout=120).run()
+    app = AppTest.from_file(str(PAGES / "paper_figures.py"), default_timeout=120).run()
     no_exceptions(app)
     stored = precompute.read(load_checkpoint(folder))
     assert stored is not None and stored.sample == precompute.SAMPLE

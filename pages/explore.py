@@ -16,7 +16,16 @@ import re
 import numpy as np
 import streamlit as st
 
-from transformer import bertviz_view, page_state, precompute, viz
+from pages import url_state
+from pages.common import (
+    COMMON_FIELDS,
+    selected_checkpoint,
+    show_figure,
+    sidebar_checkpoint_picker,
+    sidebar_figure_format_picker,
+)
+from pages.url_state import Field
+from transformer import bertviz_view, precompute, viz
 from transformer.analysis import (
     KIND_TITLES,
     KINDS,
@@ -26,17 +35,9 @@ from transformer.analysis import (
     translate_with_attention,
     without_specials,
 )
-from transformer.app_state import (
-    COMMON_FIELDS,
-    selected_checkpoint,
-    show_figure,
-    sidebar_checkpoint_picker,
-    sidebar_figure_format_picker,
-)
 from transformer.decode import PRECISIONS, default_precision
 from transformer.figures import FIGURES
 from transformer.input_check import not_english_reasons
-from transformer.page_state import Field
 
 DEFAULT_SENTENCE = "The children are playing in the park."
 # The paper's two attention-figure sentences (newstest2013), one click away.
@@ -50,48 +51,48 @@ MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a s
 KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
 
 # ------------------------------------------------------------------------------------------------ URL state
-# Every control's value lives in st.session_state under its key and in the URL under the same name (page_state).
+# Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
 VIEW_KEY = "view"
 SCALES = ("0 to 1", "fitted")
 VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
 BERTVIZ_VIEWS = ("head view", "model view")
 FIELDS = {
-    "text": Field(DEFAULT_SENTENCE, page_state.text(100_000)),
-    "beam": Field(4, page_state.integer(1, 8)),
-    "alpha": Field(0.6, page_state.number(0.0, 2.0)),
-    "precision": Field(default_precision(), page_state.choice(PRECISIONS)),
-    "merge": Field(False, page_state.flag, page_state.dump_flag),
-    "specials": Field(True, page_state.flag, page_state.dump_flag),
-    "predicted": Field(False, page_state.flag, page_state.dump_flag),
-    VIEW_KEY: Field(VIEWS[0], page_state.choice(VIEWS)),
+    "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
+    "beam": Field(4, url_state.integer(1, 8)),
+    "alpha": Field(0.6, url_state.number(0.0, 2.0)),
+    "precision": Field(default_precision(), url_state.choice(PRECISIONS)),
+    "merge": Field(False, url_state.flag, url_state.dump_flag),
+    "specials": Field(True, url_state.flag, url_state.dump_flag),
+    "predicted": Field(False, url_state.flag, url_state.dump_flag),
+    VIEW_KEY: Field(VIEWS[0], url_state.choice(VIEWS)),
     # Heads
-    "kind": Field(None, page_state.choice(KINDS)),  # None: the loaded model's clearest head (default_view)
+    "kind": Field(None, url_state.choice(KINDS)),  # None: the loaded model's clearest head (default_view)
     "layer": Field(None),
     "head": Field(None),
-    "scale": Field(SCALES[0], page_state.choice(SCALES)),
+    "scale": Field(SCALES[0], url_state.choice(SCALES)),
     # Model view
-    "grid_kind": Field("encoder", page_state.choice(KINDS)),
+    "grid_kind": Field("encoder", url_state.choice(KINDS)),
     "grid_layer": Field("5"),
     "grid_head": Field("1"),
     # Token focus (layer, query position and heads as 0-based indices)
-    "focus_kind": Field("encoder", page_state.choice(KINDS)),
-    "focus_layer": Field(None, page_state.integer(0, 63), str),
-    "focus_query": Field(None, page_state.optional_integer(0, 10_000), page_state.dump_optional),
-    "focus_heads": Field(None, page_state.integers(0, 63), page_state.dump_integers),
+    "focus_kind": Field("encoder", url_state.choice(KINDS)),
+    "focus_layer": Field(None, url_state.integer(0, 63), str),
+    "focus_query": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
+    "focus_heads": Field(None, url_state.integers(0, 63), url_state.dump_integers),
     # bertviz
-    "bertviz_view": Field(BERTVIZ_VIEWS[0], page_state.choice(BERTVIZ_VIEWS)),
-    "bertviz_kind": Field("all", page_state.choice(["all", *KINDS])),
+    "bertviz_view": Field(BERTVIZ_VIEWS[0], url_state.choice(BERTVIZ_VIEWS)),
+    "bertviz_kind": Field("all", url_state.choice(["all", *KINDS])),
     **COMMON_FIELDS,
 }
 
 
 def restore_from_url() -> None:
     """Take the controls from the URL on a session's first visit, and keep them while tabs and pages change."""
-    page_state.keep(FIELDS, "explore")
+    url_state.keep(FIELDS, "explore")
 
 
 def save_to_url() -> None:
-    page_state.save(FIELDS)
+    url_state.save(FIELDS)
 
 
 def default_view(loaded) -> None:
@@ -101,9 +102,9 @@ def default_view(loaded) -> None:
         return
     stored = precompute.read(loaded)
     kind, layer, head = FALLBACK_VIEW if stored is None else precompute.default_head(stored.tables)
-    page_state.ensure("kind", kind)
-    page_state.ensure("layer", str(min(layer, loaded.config.encoder_layers - 1) + 1))
-    page_state.ensure("head", str(head + 1))
+    url_state.ensure("kind", kind)
+    url_state.ensure("layer", str(min(layer, loaded.config.encoder_layers - 1) + 1))
+    url_state.ensure("head", str(head + 1))
 
 
 def use_sentence(sentence: str) -> None:
@@ -234,7 +235,7 @@ def main(loading=None) -> None:
         st.header("Model")
         sidebar_checkpoint_picker()
         st.header("Decoding")
-        page_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
+        url_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
         st.radio("Search", ["beam", "greedy"], key="search", horizontal=True)
         if st.session_state["search"] == "beam":
             if st.session_state["beam"] < 2:
@@ -398,15 +399,15 @@ def focus_view(maps: AttentionMaps) -> None:
     kind = st.radio("Attention", KINDS, key="focus_kind", format_func=KIND_LABELS.get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     left, right = st.columns(2)
-    page_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
+    url_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
     layer = left.selectbox("Layer", range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1))
     options = [None, *range(len(queries))]
-    page_state.ensure("focus_query", None, options.__contains__)
+    url_state.ensure("focus_query", None, options.__contains__)
     query = right.selectbox(
         "Query token", options, key="focus_query",
         format_func=lambda i: "all tokens" if i is None else f"{i + 1}: {queries[i]}",
     )  # fmt: skip
-    page_state.ensure("focus_heads", list(range(maps.num_heads)),
+    url_state.ensure("focus_heads", list(range(maps.num_heads)),
                       lambda heads: all(0 <= h < maps.num_heads for h in heads))  # fmt: skip
     heads = st.multiselect("Heads", list(range(maps.num_heads)), format_func=lambda h: f"head {h + 1}",
                            key="focus_heads")  # fmt: skip

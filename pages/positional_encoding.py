@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer import page_state, viz
-from transformer.app_state import page_checkpoint, save_page, show_figure
+from pages import url_state
+from pages.common import page_checkpoint, save_page, show_figure
+from pages.url_state import Field
+from transformer import viz
 from transformer.model import sinusoidal_positional_encoding
-from transformer.page_state import Field
 
 st.set_page_config(page_title="Positional encoding", page_icon="〰️", layout="wide")
 
 FIELDS = {
-    "pe_positions": Field(None, page_state.integer(10, 512)),
+    "pe_positions": Field(None, url_state.integer(10, 512)),
     "pe_d_model": Field(None, int),
-    "pe_dimensions": Field(None, page_state.integers(0, 4095), page_state.dump_integers),
-    "pe_offset": Field(5, page_state.integer(1, 100)),
+    "pe_dimensions": Field(None, url_state.integers(0, 4095), url_state.dump_integers),
+    "pe_offset": Field(5, url_state.integer(1, 100)),
 }
 
 
@@ -45,8 +46,8 @@ st.latex(
 
 even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
 max_positions = min(512, config.max_positions)
-page_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)
-page_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
+url_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)
+url_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
 left, right = st.columns(2)
 num_positions = left.slider("Positions", 10, max_positions, key="pe_positions")
 d_model = right.select_slider(
@@ -60,7 +61,7 @@ st.caption("One row per position, one column per dimension: fast sinusoids on th
 show_figure(viz.positional_encoding_heatmap(pe), key="pe_heatmap")
 
 st.subheader("Sinusoids of chosen dimensions")
-page_state.ensure("pe_dimensions", default_dimensions(d_model), lambda chosen: all(0 <= i < d_model for i in chosen))
+url_state.ensure("pe_dimensions", default_dimensions(d_model), lambda chosen: all(0 <= i < d_model for i in chosen))
 dimensions = st.multiselect("Dimensions", list(range(d_model)), key="pe_dimensions")
 show_figure(viz.sinusoid_curves(pe, dimensions), key="pe_sinusoids")
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer import page_state, viz
+from pages import url_state
+from pages.common import measured_heads, page_checkpoint, save_page, show_figure
+from pages.url_state import Field
+from transformer import viz
 from transformer.analysis import encoder_attention, head_statistics
-from transformer.app_state import measured_heads, page_checkpoint, save_page, show_figure
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.figures import LAW_SENTENCE
 from transformer.heads import (
@@ -21,7 +23,6 @@ from transformer.heads import (
     cross_scores,
     head_score_tables,
 )
-from transformer.page_state import Field
 
 st.set_page_config(page_title="Head discovery", page_icon="🔎", layout="wide")
 SHARP_IS_LOW = {"entropy"}  # scores where the notable heads are the lowest
@@ -50,11 +51,11 @@ def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict
 SOURCES = ("dev sample", "one sentence")
 KINDS = ("encoder self-attention", "cross-attention")
 FIELDS = {
-    "heads_first": Field(1, page_state.choice((1, 0))),
-    "heads_source": Field(SOURCES[0], page_state.choice(SOURCES)),
-    "heads_sample": Field(50, page_state.integer(10, 300)),
-    "heads_sentence": Field(LAW_SENTENCE, page_state.text(2000)),
-    "heads_kind": Field(KINDS[0], page_state.choice(KINDS)),
+    "heads_first": Field(1, url_state.choice((1, 0))),
+    "heads_source": Field(SOURCES[0], url_state.choice(SOURCES)),
+    "heads_sample": Field(50, url_state.integer(10, 300)),
+    "heads_sentence": Field(LAW_SENTENCE, url_state.text(2000)),
+    "heads_kind": Field(KINDS[0], url_state.choice(KINDS)),
     "heads_score": Field(None),
 }
 loaded = page_checkpoint("heads", FIELDS)
@@ -126,7 +127,7 @@ kind = st.radio(
 )  # fmt: skip
 scores = encoder if kind == "encoder self-attention" or not cross else cross
 names = [key for key in (*ENCODER_SCORES, *CROSS_SCORES) if key in scores]
-page_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
+url_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
 score = st.selectbox(
     "Score", names, format_func=SCORE_NAMES.get, key="heads_score", help="What each score measures: "
     + "; ".join(f"**{SCORE_NAMES[key]}**: {SCORE_DESCRIPTIONS[key]}" for key in names),

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer import page_state, viz
-from transformer.app_state import (
+from pages import url_state
+from pages.common import (
     page_checkpoint,
     save_page,
     show_figure,
 )
+from pages.url_state import Field
+from transformer import viz
 from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, training_log
-from transformer.page_state import Field
 
 MODEL_CARD = "MODEL_CARD.md"
 
@@ -35,9 +36,9 @@ def trained_schedule(checkpoint: Path, meta: dict) -> dict:
 st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
 
 FIELDS = {
-    "lr_warmup": Field(None, page_state.integer(1, 100_000)),
-    "lr_scale": Field(None, page_state.number(0.01, 10.0)),
-    "lr_steps": Field(None, page_state.integer(1000, 300_000)),
+    "lr_warmup": Field(None, url_state.integer(1, 100_000)),
+    "lr_scale": Field(None, url_state.number(0.01, 10.0)),
+    "lr_steps": Field(None, url_state.integer(1000, 300_000)),
 }
 loaded = page_checkpoint("model", FIELDS)
 config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
@@ -137,9 +138,9 @@ if start and step is not None:
     step -= start
 warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
 scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
-page_state.ensure("lr_warmup", trained_warmup, lambda value: warmup_range[0] <= value <= warmup_range[1])
-page_state.ensure("lr_scale", float(trained_scale), lambda value: scale_range[0] <= value <= scale_range[1])
-page_state.ensure(
+url_state.ensure("lr_warmup", trained_warmup, lambda value: warmup_range[0] <= value <= warmup_range[1])
+url_state.ensure("lr_scale", float(trained_scale), lambda value: scale_range[0] <= value <= scale_range[1])
+url_state.ensure(
     "lr_steps", min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)) // 1000 * 1000
 )
 first, second, third = st.columns(3)

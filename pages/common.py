@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 import streamlit as st
 
-from transformer import page_state
+from pages import url_state
+from pages.url_state import Field
 from transformer.checkpoint import (
     DEFAULT_CHECKPOINT_NAME,
     REPOSITORY_CHECKPOINTS,
@@ -23,7 +24,6 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
-from transformer.page_state import Field
 
 if TYPE_CHECKING:
     from transformer.precompute import Measured
@@ -83,7 +83,7 @@ def sidebar_checkpoint_picker() -> str | None:
         st.session_state.pop(CHECKPOINT_KEY, None)
     elif CHECKPOINT_KEY in st.session_state:
         # Streamlit forgets a widget's value on a page that does not draw it yet; re-assigning it before the
-        # widget is drawn carries the choice from one page to the next (page_state.keep does the same).
+        # widget is drawn carries the choice from one page to the next (url_state.keep does the same).
         st.session_state[CHECKPOINT_KEY] = st.session_state[CHECKPOINT_KEY]
     return st.sidebar.selectbox(
         "Checkpoint",
@@ -163,11 +163,11 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
 
 def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> LoadedCheckpoint:
     """A page's common start: its controls restored from the URL and kept (``fields``, see
-    :mod:`transformer.page_state`), the sidebar pickers and the chosen checkpoint; the page stops if the checkpoint
-    cannot load. Pages call :func:`transformer.page_state.save` with the same fields once their controls are drawn."""
+    :mod:`pages.url_state`), the sidebar pickers and the chosen checkpoint; the page stops if the checkpoint
+    cannot load. Pages call :func:`transformer.url_state.save` with the same fields once their controls are drawn."""
     fields = {**COMMON_FIELDS, **(fields or {})}
-    page_state.keep(fields, page)
-    page_state.save(fields)
+    url_state.keep(fields, page)
+    url_state.save(fields)
     sidebar_checkpoint_picker()
     sidebar_figure_format_picker()
     loaded = selected_checkpoint()
@@ -178,4 +178,4 @@ def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> Loaded
 
 def save_page(fields: dict[str, Field]) -> None:
     """Write a page's controls (and the checkpoint) to the URL once they are drawn: a copied link opens this view."""
-    page_state.save({**COMMON_FIELDS, **fields})
+    url_state.save({**COMMON_FIELDS, **fields})

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer import page_state, viz
+from pages import url_state
+from pages.common import measured_heads, page_checkpoint, save_page, show_figure
+from pages.url_state import Field
+from transformer import viz
 from transformer.analysis import head_statistics, word_attention, word_index
-from transformer.app_state import measured_heads, page_checkpoint, save_page, show_figure
 from transformer.checkpoint import CheckpointError
 from transformer.figures import (
     FIGURES,
@@ -22,7 +24,6 @@ from transformer.figures import (
     paper_layer,
 )
 from transformer.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
-from transformer.page_state import Field
 from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 
 st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
@@ -33,16 +34,16 @@ def cached_timeline(path: str, modified: float) -> list[TimelinePoint]:
     return load_timeline(path)
 
 
-HEADS = page_state.integers(0, 63)
+HEADS = url_state.integers(0, 63)
 FIELDS = {
-    "fig_first": Field(1, page_state.choice((1, 0))),
-    "fig_words": Field(True, page_state.flag, page_state.dump_flag),
-    "fig_specials": Field(True, page_state.flag, page_state.dump_flag),
+    "fig_first": Field(1, url_state.choice((1, 0))),
+    "fig_words": Field(True, url_state.flag, url_state.dump_flag),
+    "fig_specials": Field(True, url_state.flag, url_state.dump_flag),
     "fig_step": Field(None, int),  # a training step of the timeline (the loaded model's by default)
-    "fig_layer": Field(None, page_state.integer(0, 63)),  # 0-based, whatever the numbering shown
-    "fig3_heads": Field(None, HEADS, page_state.dump_integers),
-    "fig4_heads": Field(None, HEADS, page_state.dump_integers),
-    "fig5_heads": Field(None, HEADS, page_state.dump_integers),
+    "fig_layer": Field(None, url_state.integer(0, 63)),  # 0-based, whatever the numbering shown
+    "fig3_heads": Field(None, HEADS, url_state.dump_integers),
+    "fig4_heads": Field(None, HEADS, url_state.dump_integers),
+    "fig5_heads": Field(None, HEADS, url_state.dump_integers),
     "fig_score": Field(None),
 }
 
@@ -100,7 +101,7 @@ points.sort(key=lambda point: point.step)
 if len(points) > 1:
     st.subheader("Heads over training")
     by_step = {point.step: point for point in points}
-    page_state.ensure("fig_step", live.step, by_step.__contains__)
+    url_state.ensure("fig_step", live.step, by_step.__contains__)
     chosen = st.select_slider(
         "Training step",
         options=list(by_step),
@@ -150,7 +151,7 @@ st.button(
 )  # fmt: skip
 
 the_paper_layer = paper_layer(num_layers, first == 1)
-page_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
+url_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
 layer = st.selectbox(
     "Encoder layer",
     list(range(num_layers)),
@@ -162,7 +163,7 @@ layer = st.selectbox(
 
 def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
     """The heads the figure ``name`` draws: kept while the layer stays, the best-matching ones otherwise."""
-    page_state.ensure(
+    url_state.ensure(
         name, default, lambda heads: all(0 <= h < num_heads for h in heads) and (most is None or len(heads) <= most)
     )
 
@@ -335,7 +336,7 @@ st.caption(
     "Encoder self-attention scores over the project's pronoun sentences "
     "(the *Head discovery* page computes them over the dev set, with cross-attention alignment too)."
 )
-page_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
+url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
 score = st.selectbox(
     "Score",
     list(point.scores),
