@@ -34,11 +34,12 @@ from pathlib import Path
 
 import torch
 
-from transformer import bertviz_view, viz
-from transformer.analysis import translate_with_attention
+from transformer.analysis.attention import translate_with_attention
 from transformer.checkpoint import load_checkpoint
 from transformer.data import DATA_ROOT
 from transformer.decode import PRECISIONS, default_precision
+from transformer.plots import attention as plot_attention
+from transformer.plots import bertviz as bertviz_view
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SENTENCE = (
@@ -52,16 +53,16 @@ def heads_view(translation) -> None:
     """What the page builds after a submit with the default tab (Heads) open: the large heatmap."""
     maps = translation.maps
     queries, keys = maps.tokens("encoder")
-    viz.attention_heatmap(maps.matrix("encoder", 4, 0), queries, keys, "heatmap")
+    plot_attention.attention_heatmap(maps.matrix("encoder", 4, 0), queries, keys, "heatmap")
 
 
 def other_views(translation) -> None:
     """The other tabs, each built only when opened: layers × heads grid and a large cell, token focus, bertviz."""
     maps = translation.maps
     queries, keys = maps.tokens("encoder")
-    viz.model_view_grid(maps.encoder, queries, keys, "grid")
-    viz.attention_heatmap(maps.matrix("encoder", 4, 1), queries, keys, "cell")
-    viz.token_lines(maps.encoder[4], queries, keys, title="focus")
+    plot_attention.model_view_grid(maps.encoder, queries, keys, "grid")
+    plot_attention.attention_heatmap(maps.matrix("encoder", 4, 1), queries, keys, "cell")
+    plot_attention.token_lines(maps.encoder[4], queries, keys, title="focus")
     bertviz_view.head_view_html(maps)
 
 
@@ -221,7 +222,7 @@ def figure_pages(checkpoint: str | None) -> None:
         return
     from playwright.sync_api import sync_playwright
 
-    from transformer.precompute import PRECOMPUTED_FILE
+    from transformer.analysis.precompute import PRECOMPUTED_FILE
 
     shipped = load_checkpoint(checkpoint).path
     with tempfile.TemporaryDirectory() as folder, sync_playwright() as playwright:

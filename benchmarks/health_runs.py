@@ -16,8 +16,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from transformer.health import per_layer
-from transformer.viz import health_records, read_metrics
+from transformer.analysis.health import per_layer
+from transformer.checkpoint import read_metrics
+from transformer.plots.training import health_records
 
 PANELS = (
     ("last encoder layer: cosine between positions", lambda r: r["encoder_position_cosine"][-1]),

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from transformer.viz import health_records, read_metrics
+from transformer.checkpoint import read_metrics
+from transformer.plots.training import health_records
 
 
 def draw_health(axes, records: list[dict]) -> None:

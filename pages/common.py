@@ -26,7 +26,7 @@ from transformer.checkpoint import (
 )
 
 if TYPE_CHECKING:
-    from transformer.precompute import Measured
+    from transformer.analysis.precompute import Measured
 
 CHECKPOINT_KEY = "checkpoint"
 # Controls every page has (the sidebar's checkpoint): part of each page's URL.
@@ -50,8 +50,10 @@ def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
 @st.cache_resource(show_spinner="Measuring the model's heads (once per model: stored beside it)…", max_entries=4)
 def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
     """The figure pages' measurements of a loaded checkpoint (cached by ``name``): read from its folder when stored
-    there for these weights, otherwise measured and stored (:mod:`transformer.precompute`)."""
-    from transformer.precompute import measured  # only the figure pages need it; the main page starts faster without
+    there for these weights, otherwise measured and stored (:mod:`transformer.analysis.precompute`)."""
+    from transformer.analysis.precompute import (
+        measured,  # only the figure pages need it; the main page starts faster without
+    )
 
     return measured(_loaded)
 
@@ -59,7 +61,7 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def stored_heads(_loaded: LoadedCheckpoint, name: str) -> Measured | None:
     """The stored measurements of a loaded checkpoint, without measuring (None when there are none)."""
-    from transformer.precompute import read
+    from transformer.analysis.precompute import read
 
     return read(_loaded)
 

@@ -25,8 +25,8 @@ from pages.common import (
     sidebar_figure_format_picker,
 )
 from pages.url_state import Field
-from transformer import bertviz_view, precompute, viz
-from transformer.analysis import (
+from transformer.analysis import precompute
+from transformer.analysis.attention import (
     KIND_TITLES,
     KINDS,
     AttentionMaps,
@@ -35,9 +35,11 @@ from transformer.analysis import (
     translate_with_attention,
     without_specials,
 )
+from transformer.analysis.figures import FIGURES
+from transformer.analysis.input_check import not_english_reasons
 from transformer.decode import PRECISIONS, default_precision
-from transformer.figures import FIGURES
-from transformer.input_check import not_english_reasons
+from transformer.plots import attention as plot_attention
+from transformer.plots import bertviz as bertviz_view
 
 DEFAULT_SENTENCE = "The children are playing in the park."
 # The paper's two attention-figure sentences (newstest2013), one click away.
@@ -97,7 +99,7 @@ def save_to_url() -> None:
 
 def default_view(loaded) -> None:
     """Open on the loaded model's clearest head (best-aligned cross-attention head, else its sharpest encoder
-    head: :func:`transformer.precompute.default_head`) unless the link or an earlier choice names one."""
+    head: :func:`transformer.analysis.precompute.default_head`) unless the link or an earlier choice names one."""
     if all(key in st.session_state for key in ("kind", "layer", "head")):
         return
     stored = precompute.read(loaded)
@@ -363,7 +365,7 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     name = figure_name(maps, kind, layer, head)
     chart, guide = st.columns([4, 1])
     with chart:
-        show_figure(viz.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
+        show_figure(plot_attention.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
                                           causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted"),
                     key="heatmap", filename=name)  # fmt: skip
     with guide, st.expander("How to read this", expanded=True):
@@ -382,14 +384,14 @@ def grid_view(maps: AttentionMaps) -> None:
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     fitted = st.session_state["scale"] == "fitted"
     show_figure(
-        viz.model_view_grid(maps.weights(kind), queries, keys, f"{KIND_TITLES[kind]}: every layer and head",
+        plot_attention.model_view_grid(maps.weights(kind), queries, keys, f"{KIND_TITLES[kind]}: every layer and head",
                             causal=kind == "decoder", fitted=fitted),
         key="grid", filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
     )  # fmt: skip
     st.caption("Rows are layers (L1 at the top), columns are heads. Pick a layer and head to see one tile large:")
     layer, head = layer_head_pickers(maps, prefix="grid_")
     show_figure(
-        viz.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
+        plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
                               causal=kind == "decoder", fitted=fitted),
         key="grid_cell", filename=figure_name(maps, kind, layer, head),
     )  # fmt: skip
@@ -412,8 +414,9 @@ def focus_view(maps: AttentionMaps) -> None:
     heads = st.multiselect("Heads", list(range(maps.num_heads)), format_func=lambda h: f"head {h + 1}",
                            key="focus_heads")  # fmt: skip
     title = f"{KIND_TITLES[kind]}, layer {layer + 1}" + ("" if query is None else f": attention of “{queries[query]}”")
-    show_figure(viz.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None, query_index=query,
-                                title=title), key="focus",
+    lines = plot_attention.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None,
+                                       query_index=query, title=title)  # fmt: skip
+    show_figure(lines, key="focus",
                 filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))  # fmt: skip
 
 

@@ -9,11 +9,9 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.url_state import Field
-from transformer import viz
-from transformer.analysis import encoder_attention, head_statistics
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.figures import LAW_SENTENCE
-from transformer.heads import (
+from transformer.analysis.attention import encoder_attention, head_statistics
+from transformer.analysis.figures import LAW_SENTENCE
+from transformer.analysis.heads import (
     CROSS_SCORES,
     DICTIONARY_FILE,
     ENCODER_SCORES,
@@ -23,6 +21,8 @@ from transformer.heads import (
     cross_scores,
     head_score_tables,
 )
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.plots import attention as plot_attention
 
 st.set_page_config(page_title="Head discovery", page_icon="🔎", layout="wide")
 SHARP_IS_LOW = {"entropy"}  # scores where the notable heads are the lowest
@@ -134,7 +134,7 @@ score = st.selectbox(
 )  # fmt: skip
 st.caption(f"{SCORE_NAMES[score]}: {SCORE_DESCRIPTIONS[score]}.")
 show_figure(
-    viz.score_heatmap(scores[score], f"{SCORE_NAMES[score]} ({kind})", first=first,
+    plot_attention.score_heatmap(scores[score], f"{SCORE_NAMES[score]} ({kind})", first=first,
                       zrange=(0.0, 1.0) if score in SHARE_SCORES else None),
     key="heads_heatmap", filename=f"head-scores-{score}-{source.replace(' ', '-')}",
 )  # fmt: skip

@@ -15,8 +15,8 @@ from pages.common import (
     show_figure,
 )
 from pages.url_state import Field
-from transformer import viz
-from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, training_log
+from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, read_metrics, training_log
+from transformer.plots import training as plot_training
 
 MODEL_CARD = "MODEL_CARD.md"
 
@@ -58,7 +58,7 @@ left, right = st.columns([3, 2])
 with left:
     st.markdown("**Parameters per component**")
     st.dataframe(
-        viz.parameter_table(loaded.model),
+        plot_training.parameter_table(loaded.model),
         hide_index=True,
         width="stretch",
         column_config={
@@ -75,10 +75,10 @@ with right:
 
 st.subheader("Training curves")
 log = training_log(loaded.path)
-records = viz.read_metrics(log) if log is not None else []
+records = read_metrics(log) if log is not None else []
 if records:
     st.caption(f"From `{log.name}` ({len(records):,} records). The buttons switch the x axis to training hours.")
-    show_figure(viz.training_curves(records), key="training_curves")
+    show_figure(plot_training.training_curves(records), key="training_curves")
 else:
     st.info(
         f"No training log found for this checkpoint (looked for {' or '.join(LOG_FILES)} in its folder and its run "
@@ -86,7 +86,7 @@ else:
     )
 
 st.subheader("Model health over training")
-if viz.health_records(records):
+if plot_training.health_records(records):
     st.caption(
         "Measured at every validation on the first 100 newstest2013 pairs (teacher-forced on the references): the mean "
         "cosine between different positions after each encoder layer (near 1: every position holds the same vector "
@@ -94,7 +94,7 @@ if viz.health_records(records):
         "the heads average instead of selecting), and the best cross-attention head's dictionary alignment. "
         "`python -m transformer.evaluate` measures them for any checkpoint."
     )
-    show_figure(viz.health_curves(records), key="health_curves")
+    show_figure(plot_training.health_curves(records), key="health_curves")
 else:
     st.info(
         "This checkpoint's training log has no health measures (the trainer records them at every validation). "
@@ -149,7 +149,7 @@ scale = second.slider("Scale", *scale_range, step=0.05, key="lr_scale")
 steps = third.slider("Steps shown", 1000, 300_000, step=1000, key="lr_steps")
 save_page(FIELDS)
 show_figure(
-    viz.learning_rate_curve(
+    plot_training.learning_rate_curve(
         config.d_model, warmup, scale, steps, current_step=step, cooldown=cooldown, last_step=last_step
     ),
     key="learning_rate",

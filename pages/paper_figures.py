@@ -9,22 +9,20 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.url_state import Field
-from transformer import viz
-from transformer.analysis import head_statistics, word_attention, word_index
-from transformer.checkpoint import CheckpointError
-from transformer.figures import (
+from transformer.analysis.attention import head_statistics, word_attention, word_index
+from transformer.analysis.figures import (
     FIGURES,
     PAPER_LAYER,
     anaphora_heads,
-    figure_3,
-    figure_4,
-    figure_5,
     making_heads,
     paper_heads,
     paper_layer,
 )
-from transformer.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
-from transformer.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
+from transformer.analysis.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
+from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
+from transformer.checkpoint import CheckpointError
+from transformer.plots import attention as plot_attention
+from transformer.plots.paper import figure_3, figure_4, figure_5
 
 st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
 
@@ -117,7 +115,7 @@ else:
     point = live
     st.caption(
         f"This checkpoint ships no `{TIMELINE_FILE}`, so only the loaded model is shown. "
-        "`python -m transformer.timeline` builds one from a run's snapshots."
+        "`python -m transformer.analysis.timeline` builds one from a run's snapshots."
     )
 metrics = point.metrics
 
@@ -345,8 +343,10 @@ score = st.selectbox(
 )
 st.caption(f"{SCORE_NAMES.get(score, score)}: {SCORE_DESCRIPTIONS.get(score, '')}.")
 show_figure(
-    viz.score_heatmap(point.scores[score], f"{SCORE_NAMES.get(score, score)} at step {point.step:,}", first=first,
-                      zrange=(0.0, 1.0) if score in SHARE_SCORES else None),
+    plot_attention.score_heatmap(
+        point.scores[score], f"{SCORE_NAMES.get(score, score)} at step {point.step:,}", first=first,
+        zrange=(0.0, 1.0) if score in SHARE_SCORES else None,
+    ),
     key="fig_scores", filename=f"paper-figures-head-scores-{score}-step{point.step}",
 )  # fmt: skip
 st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")

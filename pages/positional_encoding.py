@@ -8,8 +8,8 @@ import streamlit as st
 from pages import url_state
 from pages.common import page_checkpoint, save_page, show_figure
 from pages.url_state import Field
-from transformer import viz
 from transformer.model import sinusoidal_positional_encoding
+from transformer.plots import positional as plot_positional
 
 st.set_page_config(page_title="Positional encoding", page_icon="〰️", layout="wide")
 
@@ -58,19 +58,19 @@ pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
 
 st.subheader("The encoding table")
 st.caption("One row per position, one column per dimension: fast sinusoids on the left, slow ones on the right.")
-show_figure(viz.positional_encoding_heatmap(pe), key="pe_heatmap")
+show_figure(plot_positional.positional_encoding_heatmap(pe), key="pe_heatmap")
 
 st.subheader("Sinusoids of chosen dimensions")
 url_state.ensure("pe_dimensions", default_dimensions(d_model), lambda chosen: all(0 <= i < d_model for i in chosen))
 dimensions = st.multiselect("Dimensions", list(range(d_model)), key="pe_dimensions")
-show_figure(viz.sinusoid_curves(pe, dimensions), key="pe_sinusoids")
+show_figure(plot_positional.sinusoid_curves(pe, dimensions), key="pe_sinusoids")
 
 st.subheader("Which positions look alike")
 st.markdown(
     "The dot product PE(pos) · PE(pos′) = Σᵢ cos(ωᵢ (pos − pos′)) depends only on the distance between the two "
     "positions, so every diagonal of this matrix is constant: nearby positions are similar, far ones are not."
 )
-show_figure(viz.position_similarity(pe), key="pe_similarity")
+show_figure(plot_positional.position_similarity(pe), key="pe_similarity")
 
 st.subheader("A fixed offset is a linear map")
 st.markdown(
@@ -89,7 +89,9 @@ st.caption(
     f"A d_model × d_model matrix M is fitted by least squares to PE(pos+k) ≈ PE(pos)·M on the even positions of "
     f"{2 * d_model + offset + 1} positions and tested on the odd ones; the exact rotation above is tested on all."
 )
-figure, stats = viz.offset_linearity(sinusoidal_positional_encoding(2 * d_model + offset + 1, d_model).numpy(), offset)
+figure, stats = plot_positional.offset_linearity(
+    sinusoidal_positional_encoding(2 * d_model + offset + 1, d_model).numpy(), offset
+)
 first, second, third = st.columns(3)
 first.metric("Largest held-out residual, fitted M", f"{stats['max_residual']:.1e}")
 second.metric("Mean held-out residual, fitted M", f"{stats['mean_residual']:.1e}")
@@ -102,5 +104,5 @@ st.markdown(
     f"√(d_model / 2) = {(config.d_model / 2) ** 0.5:.2f} here; the histogram shows how large the scaled embeddings "
     f"of the loaded model's {config.vocab_size:,} tokens are in comparison."
 )
-show_figure(viz.embedding_norms(loaded.model), key="pe_embedding_norms")
+show_figure(plot_positional.embedding_norms(loaded.model), key="pe_embedding_norms")
 save_page(FIELDS)

@@ -18,7 +18,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
-from transformer import precompute, train
+from transformer import train
+from transformer.analysis import precompute
 from transformer.checkpoint import read_json, write_json
 from transformer.tokenizer import Tokenizer, train_tokenizer
 

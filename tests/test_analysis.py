@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer.analysis import (
+from transformer.analysis.attention import (
     AttentionMaps,
     encoder_attention,
     head_statistics,

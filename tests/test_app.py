@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from pages import explore
 from tests.conftest import array, charts, no_exceptions
-from transformer import precompute
+from transformer.analysis import precompute
 from transformer.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import needs_browser
-from tests.test_bertviz_view import shown
+from tests.test_plots_bertviz import shown
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
 from transformer.tokenizer import Tokenizer
 

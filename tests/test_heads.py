@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_browser, uniform_encoder_copy
-from transformer import figures, timeline
-from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
-from transformer.heads import (
+from transformer.analysis import figures, timeline
+from transformer.analysis.heads import (
     build_dictionary,
     head_score_tables,
     pronoun_to_antecedent,
     word_alignment_hits,
 )
+from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
+from transformer.plots import paper
 
 PRONOUN_TOKENS = [
     "▁The", "▁committee", "▁rejected", "▁the", "▁pro", "posal", "▁because", "▁it", "▁was", "▁expensive", ".", "</s>",
@@ -128,7 +129,7 @@ def test_head_score_tables_cover_every_head(loaded):
 
 def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tmp_path: Path, capsys):
     out = tmp_path / "figures"
-    assert figures.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--no-png", "--sample", "4"]) == 0
+    assert paper.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--no-png", "--sample", "4"]) == 0
     for number in (3, 4, 5):
         page = (out / f"figure_{number}.html").read_text(encoding="utf-8")
         assert figures.FIGURES[number].caption.split(".")[0] in page
@@ -148,14 +149,14 @@ def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tm
 
 
 def test_figures_cli_explains_a_missing_checkpoint(tmp_path: Path, capsys):
-    assert figures.main(["--checkpoint", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 1
+    assert paper.main(["--checkpoint", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 1
     assert "error:" in capsys.readouterr().err
 
 
 @needs_browser
 def test_figures_cli_renders_pngs_with_chromium(trained_checkpoint: Path, tmp_path: Path):
     out = tmp_path / "figures"
-    assert figures.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--sample", "0"]) == 0
+    assert paper.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--sample", "0"]) == 0
     for number in (3, 4, 5):
         data = (out / f"figure_{number}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn figure, not a blank page

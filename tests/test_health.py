@@ -14,7 +14,7 @@ import torch
 from tests.conftest import ENGLISH, GERMAN, train_arguments, uniform_encoder_copy, write_corpus
 from transformer import checkpoint as ckpt
 from transformer import train
-from transformer.health import HEALTH_KEYS, KINDS, model_health, normalised_entropy, position_cosine
+from transformer.analysis.health import HEALTH_KEYS, KINDS, model_health, normalised_entropy, position_cosine
 
 DICTIONARY = {english: {german} for english, german in zip(ENGLISH, GERMAN, strict=True)}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from transformer import checkpoint as ckpt
-from transformer.input_check import looks_german, not_english_reasons
+from transformer.analysis.input_check import looks_german, not_english_reasons
 from transformer.tokenizer import Tokenizer
 
 

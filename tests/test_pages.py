@@ -12,8 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
-from transformer import precompute, timeline, viz
-from transformer.checkpoint import load_checkpoint, read_json, write_json
+from transformer.analysis import precompute, timeline
+from transformer.checkpoint import load_checkpoint, read_json, read_metrics, write_json
 from transformer.train import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -86,7 +86,7 @@ def test_model_page_shows_configuration_training_curves_and_schedule(checkpoint:
     assert len(array(curves["training loss"]["y"])) == 600 // 50
     assert len(array(curves["dev loss"]["y"])) >= 1
     # Health: one line per encoder layer (tiny: 2) with the values the trainer logged at its validation.
-    logged = [r for r in viz.read_metrics(checkpoint.parent.parent / "metrics.jsonl") if r.get("kind") == "dev"]
+    logged = [r for r in read_metrics(checkpoint.parent.parent / "metrics.jsonl") if r.get("kind") == "dev"]
     health = shown[1]["figure"]
     cosines = [t for t in health["data"] if t["xaxis"] == "x" and t["name"].startswith("layer")]
     assert [array(t["y"])[-1] for t in cosines] == pytest.approx(logged[-1]["encoder_position_cosine"], abs=1e-6)

@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import no_exceptions
-from transformer import precompute
+from transformer.analysis import precompute
 from transformer.checkpoint import load_checkpoint
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"

@@ -364,6 +364,23 @@ def portable(value: Any) -> Any:
     return value
 
 
+def read_metrics(path: str | Path) -> list[dict]:
+    """The records of a trainer's JSONL log; a missing file gives none, unreadable lines are skipped."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by an interrupted write, most likely the last one
+        if isinstance(record, dict) and isinstance(record.get("step"), int | float):
+            records.append(record)
+    return records
+
+
 def copy_training_log(source: Path, out: Path, step: int | None) -> None:
     """Give an exported checkpoint its training log (the app plots its curves from it), up to the source's step."""
     log = training_log(source)

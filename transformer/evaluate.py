@@ -2,7 +2,7 @@
 
     python -m transformer.evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
 
-Prints both scores with their sacreBLEU signatures and the model's health (:mod:`transformer.health`), or with
+Prints both scores with their sacreBLEU signatures and the model's health (:mod:`transformer.analysis.health`), or with
 ``--json`` one JSON object (keys ``bleu``, ``chrf``, ``sentences``, the signatures, the decoding settings, the time
 taken, and the health measures: ``encoder_position_cosine`` and ``<kind>_entropy_normalised`` as lists per layer,
 ``cross_alignment_best`` and its head); ``--no-health`` skips the health measures.
@@ -20,10 +20,10 @@ from pathlib import Path
 import sacrebleu
 import torch
 
+from transformer.analysis.health import format_health, model_health
 from transformer.checkpoint import META_FILE, CheckpointError, load_checkpoint, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
-from transformer.health import format_health, model_health
 from transformer.translate import add_decoding_arguments
 
 

@@ -38,6 +38,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from transformer import checkpoint as ckpt
+from transformer.analysis.health import format_health, health_sample, model_health
 from transformer.config import ModelConfig, preset
 from transformer.data import (
     DATA_ROOT,
@@ -51,8 +52,8 @@ from transformer.data import (
     read_parallel,
 )
 from transformer.decode import translate
-from transformer.health import format_health, health_sample, model_health
 from transformer.model import Transformer
+from transformer.schedule import learning_rate
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
 
 DEFAULT_TRAIN = [
@@ -168,20 +169,6 @@ def parse_args(argv: Sequence[str] | None) -> tuple[argparse.Namespace, set[str]
         action.required = False
     given = set(vars(explicit.parse_args(argv)))
     return args, given
-
-
-def learning_rate(
-    step: int, d_model: int, warmup: int, scale: float = 1.0, cooldown: int = 0, last_step: int = 0
-) -> float:
-    """§5.3: lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5), times ``scale``.
-
-    With ``cooldown`` > 0 the rate is also multiplied by a factor that falls linearly from 1 to 1/cooldown over the
-    ``cooldown`` steps ending at ``last_step`` (an annealing not in the paper, for a run of known length)."""
-    step = max(step, 1)
-    rate = scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
-    if cooldown > 0:
-        rate *= min(1.0, max(last_step - step + 1, 0) / cooldown)
-    return rate
 
 
 def sequence_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> tuple[Tensor, Tensor]:

@@ -6,7 +6,7 @@ snapshot: the encoder self-attention of the two paper sentences ([L, H, S, S], f
 encoder head score tables over the shipped pronoun sentences. It is one ``timeline.safetensors`` of a few MB that
 sits in the checkpoint folder:
 
-    python -m transformer.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
+    python -m transformer.analysis.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
         --out checkpoints/en-de-small/timeline.safetensors
 """
 
@@ -24,9 +24,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
+from transformer.analysis.heads import pronoun_sentence_scores
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
-from transformer.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
-from transformer.heads import pronoun_sentence_scores
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
@@ -106,7 +106,9 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.timeline", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.analysis.timeline", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
     parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
     args = parser.parse_args(argv)

@@ -13,8 +13,8 @@ translations stand in for the references.
   entropy of a query's attention divided by the entropy of uniform attention over the keys it may see (queries that
   see a single key are left out). 1 means uniform attention: the head averages instead of selecting.
 - ``cross_alignment_best``: the best cross-attention head's dictionary alignment (``alignment_dictionary`` as
-  :func:`transformer.heads.cross_scores` counts it, here over the references): the share of target words whose most
-  attended source word (in the row that predicts the word) is a dictionary translation of it;
+  :func:`transformer.analysis.heads.cross_scores` counts it, here over the references): the share of target words
+  whose most attended source word (in the row that predicts the word) is a dictionary translation of it;
   ``cross_alignment_best_head`` is that head as [layer, head], both 1-based.
 """
 
@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from transformer.analysis.heads import dev_sample, greedy_outputs, load_dictionary, sentence_alignment_hits
 from transformer.data import DATA_ROOT, pad, read_parallel
 from transformer.decode import encode_source, max_source_tokens
 from transformer.model import Transformer
@@ -49,8 +50,6 @@ def health_sample(count: int = HEALTH_SENTENCES) -> tuple[str, list[tuple[str, s
     if Path(f"{path}.en").is_file() and Path(f"{path}.de").is_file():
         pairs = read_parallel(f"{path}.en", f"{path}.de")[:count]
         return f"newstest2013, first {len(pairs)} pairs, reference translations", pairs
-    from transformer.heads import dev_sample  # heads imports analysis, which the trainer does not need otherwise
-
     description, sentences = dev_sample(count)
     return description + ", greedy translations", [(sentence, "") for sentence in sentences]
 
@@ -94,8 +93,6 @@ def measure(
 
     Source ids end with </s>; outputs have neither <s> nor </s>. Each pass records all three attention kinds, and
     hooks on the encoder layers keep their outputs for the position cosines."""
-    from transformer.heads import sentence_alignment_hits  # heads imports analysis, which the trainer needs not
-
     config = model.config
     device = next(model.parameters()).device
     layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
@@ -156,8 +153,6 @@ def model_health(
     """Every health measure (see the module's docstring), rounded to 4 places, with the sample's description.
 
     ``sample``: (description, [(English, German reference or "")]) instead of :func:`health_sample`'s."""
-    from transformer.heads import greedy_outputs, load_dictionary
-
     description, pairs = sample if sample is not None else health_sample()
     was_training = model.training
     model.eval()

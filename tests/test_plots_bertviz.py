@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from tests.conftest import needs_browser
-from transformer.analysis import KIND_TITLES, AttentionMaps
-from transformer.bertviz_view import frame_height, head_view_html, model_view_html, standalone_filename
+from transformer.analysis.attention import KIND_TITLES, AttentionMaps
+from transformer.plots.bertviz import frame_height, head_view_html, model_view_html, standalone_filename
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Frame, Page

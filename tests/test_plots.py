@@ -10,9 +10,13 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from transformer import viz
+from transformer.checkpoint import read_metrics
 from transformer.config import preset
 from transformer.model import Transformer, sinusoidal_positional_encoding
+from transformer.plots import attention as plot_attention
+from transformer.plots import positional as plot_positional
+from transformer.plots import style as plot_style
+from transformer.plots import training as plot_training
 
 HOSTILE = "</script><b>x</b>&"
 HOSTILE_SHOWN = "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;&amp;"  # what plotly then displays as the literal token
@@ -41,14 +45,14 @@ def inside(polygon_x: list[float], polygon_y: list[float], x: float, y: float) -
 
 
 def test_safe_label_shows_markup_literally():
-    assert viz.safe_label(HOSTILE) == HOSTILE_SHOWN
-    assert viz.safe_label("▁Haus") == "▁Haus"
+    assert plot_style.safe_label(HOSTILE) == HOSTILE_SHOWN
+    assert plot_style.safe_label("▁Haus") == "▁Haus"
 
 
 def test_heatmap_has_the_matrix_shape_and_one_tick_per_token():
     matrix = row_normalised((5, 3))
     keys = ["a", "b", "a"]
-    fig = viz.attention_heatmap(matrix, TOKENS, keys, "encoder L1 H1")
+    fig = plot_attention.attention_heatmap(matrix, TOKENS, keys, "encoder L1 H1")
     (heatmap,) = heatmaps(fig)
     assert np.asarray(heatmap.z).shape == (5, 3)
     assert np.allclose(heatmap.z, matrix)
@@ -65,7 +69,7 @@ def test_heatmap_has_the_matrix_shape_and_one_tick_per_token():
 
 def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
     matrix = row_normalised((5, 5), causal=True)
-    fig = viz.attention_heatmap(matrix, TOKENS, TOKENS, "decoder", causal=True)
+    fig = plot_attention.attention_heatmap(matrix, TOKENS, TOKENS, "decoder", causal=True)
     (heatmap,) = heatmaps(fig)
     z = np.asarray(heatmap.z, dtype=float)
     future = np.triu(np.ones((5, 5), dtype=bool), k=1)
@@ -84,11 +88,11 @@ def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
 def test_heatmap_colour_scale_is_0_to_1_unless_fitted():
     weak = np.full((4, 4), 0.25) + np.diag([0.05, -0.05, 0.05, -0.05])
     tokens = list("abcd")
-    fixed = viz.attention_heatmap(weak, tokens, tokens, "t").data[0]
-    fitted = viz.attention_heatmap(weak, tokens, tokens, "t", fitted=True).data[0]
+    fixed = plot_attention.attention_heatmap(weak, tokens, tokens, "t").data[0]
+    fitted = plot_attention.attention_heatmap(weak, tokens, tokens, "t", fitted=True).data[0]
     assert (fixed.zmin, fixed.zmax) == (0.0, 1.0)
     assert fitted.zmax == pytest.approx(0.30)
-    grid = viz.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
+    grid = plot_attention.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
     assert grid.data[-1].zmax == 1.0
 
 
@@ -96,19 +100,19 @@ def test_nearly_uniform_maps_say_so_and_sharp_ones_do_not():
     tokens = [f"t{i}" for i in range(9)]
     flat = np.full((9, 9), 1 / 9) + np.random.default_rng(0).uniform(0, 0.01, (9, 9))
     flat /= flat.sum(-1, keepdims=True)
-    note = viz.attention_heatmap(flat, tokens, tokens, "flat").layout.title.subtitle.text
+    note = plot_attention.attention_heatmap(flat, tokens, tokens, "flat").layout.title.subtitle.text
     assert note.startswith("≈ uniform") and "over 9 keys" in note and "(uniform: 0.11)" in note
     sharp = np.eye(9) * 0.9 + 0.1 / 9
-    assert not viz.attention_heatmap(sharp, tokens, tokens, "sharp").layout.title.subtitle.text
+    assert not plot_attention.attention_heatmap(sharp, tokens, tokens, "sharp").layout.title.subtitle.text
     # Decoder self-attention: row i sees i + 1 keys; a row spread evenly over what it may see is uniform too.
     causal = np.tril(np.ones((9, 9))) / np.arange(1, 10)[:, None]
-    assert "1–9 keys" in viz.uniformity_note(causal, causal=True)
-    assert viz.uniformity_note(np.eye(9), causal=True) == ""
+    assert "1–9 keys" in plot_attention.uniformity_note(causal, causal=True)
+    assert plot_attention.uniformity_note(np.eye(9), causal=True) == ""
 
 
 def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     weights = row_normalised((2, 3, 4, 4), causal=True)
-    fig = viz.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
+    fig = plot_attention.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
     mask, canvas = heatmaps(fig)
     z = np.asarray(canvas.z, dtype=float)
     assert z.shape == (2 * 5 - 1, 3 * 5 - 1)  # tiles of 4 × 4 with one empty row / column between them
@@ -147,7 +151,7 @@ def test_token_lines_follow_the_weights_one_colour_per_head():
     weights[0, 1] = [0.2, 0.2, 0.6]
     weights[2, 0] = [0.0, 0.5, 0.5]
     weights[2, 1] = [1.0, 0.0, 0.0]
-    fig = viz.token_lines(weights, ["sie", "geht"], ["she", "goes", "."], heads=[0, 2])
+    fig = plot_attention.token_lines(weights, ["sie", "geht"], ["she", "goes", "."], heads=[0, 2])
     legend = [trace.name for trace in fig.data if trace.showlegend is not False and trace.name]
     assert legend == ["head 1", "head 3"]
     strong, weak = line_opacity(fig, 0, 0), line_opacity(fig, 0, 1)
@@ -162,7 +166,7 @@ def test_token_lines_follow_the_weights_one_colour_per_head():
 
 def test_token_lines_for_one_query_draw_only_its_lines_and_highlight_it():
     weights = row_normalised((2, 4, 4), seed=3)
-    fig = viz.token_lines(weights, TOKENS[:4], TOKENS[:4], query_index=2, title=f"attention of {HOSTILE}")
+    fig = plot_attention.token_lines(weights, TOKENS[:4], TOKENS[:4], query_index=2, title=f"attention of {HOSTILE}")
     assert fig.layout.title.text == f"attention of {HOSTILE_SHOWN}"  # titles quote tokens, so they are escaped too
     queries_drawn = set()
     for trace in fig.data:
@@ -177,7 +181,7 @@ def test_token_lines_for_one_query_draw_only_its_lines_and_highlight_it():
 def test_token_lines_skip_negligible_weights():
     weights = np.full((1, 3, 3), 0.01)
     weights[0, :, 0] = 0.98
-    fig = viz.token_lines(weights, ["a", "b", "c"], ["a", "b", "c"])
+    fig = plot_attention.token_lines(weights, ["a", "b", "c"], ["a", "b", "c"])
     assert line_opacity(fig, 1, 2) == []
     assert line_opacity(fig, 1, 0) == [pytest.approx(1.0)]
 
@@ -185,7 +189,7 @@ def test_token_lines_skip_negligible_weights():
 def test_positional_encoding_heatmap_is_the_model_table():
     model = Transformer(preset("tiny"))
     pe = sinusoidal_positional_encoding(50, model.config.d_model).numpy()
-    (heatmap,) = heatmaps(viz.positional_encoding_heatmap(pe))
+    (heatmap,) = heatmaps(plot_positional.positional_encoding_heatmap(pe))
     assert np.asarray(heatmap.z).shape == (50, model.config.d_model)
     assert np.allclose(heatmap.z, model.positional_encoding[:50].numpy())
     assert np.allclose(np.asarray(heatmap.z)[:, 0], np.sin(np.arange(50)))  # dimension 0: PE(pos, 0) = sin(pos)
@@ -193,10 +197,10 @@ def test_positional_encoding_heatmap_is_the_model_table():
 
 def test_sinusoid_curves_and_similarity():
     pe = sinusoidal_positional_encoding(40, 16).numpy()
-    curves = viz.sinusoid_curves(pe, [0, 5])
+    curves = plot_positional.sinusoid_curves(pe, [0, 5])
     assert [trace.name.split(" (")[0] for trace in curves.data] == ["dim 0", "dim 5"]
     assert np.allclose(curves.data[1].y, pe[:, 5])
-    (similarity,) = heatmaps(viz.position_similarity(pe))
+    (similarity,) = heatmaps(plot_positional.position_similarity(pe))
     z = np.asarray(similarity.z)
     assert np.allclose(np.diag(z), 8.0, atol=1e-4)  # ‖PE(pos)‖² = d_model / 2
     assert np.isclose(z[3, 10], z[20, 27], atol=1e-4)  # depends only on the distance
@@ -204,24 +208,24 @@ def test_sinusoid_curves_and_similarity():
 
 def test_offset_is_a_linear_map_for_sinusoids_but_not_for_noise():
     pe = sinusoidal_positional_encoding(100, 32).numpy()
-    fig, stats = viz.offset_linearity(pe, offset=5)
+    fig, stats = plot_positional.offset_linearity(pe, offset=5)
     assert stats["max_residual"] < 1e-3 and stats["rotation_max_residual"] < 1e-5
     assert stats["mean_residual"] <= stats["max_residual"]
     assert len(fig.data) == 2
     noise = np.random.default_rng(0).normal(size=(100, 32))
-    _, noise_stats = viz.offset_linearity(noise, offset=5)
+    _, noise_stats = plot_positional.offset_linearity(noise, offset=5)
     assert noise_stats["max_residual"] > 0.5 and noise_stats["rotation_max_residual"] > 0.5
 
 
 def test_offset_rotation_is_exact():
     pe = sinusoidal_positional_encoding(30, 8).double().numpy()
-    assert np.allclose(pe[:-7] @ viz.offset_rotation(8, 7), pe[7:], atol=1e-6)
+    assert np.allclose(pe[:-7] @ plot_positional.offset_rotation(8, 7), pe[7:], atol=1e-6)
 
 
 def test_embedding_norms_compare_tokens_with_positions():
     torch.manual_seed(0)
     model = Transformer(preset("tiny"))
-    fig = viz.embedding_norms(model)
+    fig = plot_positional.embedding_norms(model)
     histogram = next(trace for trace in fig.data if isinstance(trace, go.Histogram))
     assert len(histogram.x) == model.config.vocab_size - 1  # every token but padding
     position_line = next(trace for trace in fig.data if trace.name == "‖PE(pos)‖")
@@ -230,7 +234,7 @@ def test_embedding_norms_compare_tokens_with_positions():
 
 def test_parameter_table_adds_up_to_the_model():
     model = Transformer(preset("tiny"))
-    rows = viz.parameter_table(model)
+    rows = plot_training.parameter_table(model)
     assert rows[-1] == {"component": "total", "parameters": model.num_parameters(), "share": 1.0}
     assert sum(row["parameters"] for row in rows[:-1]) == model.num_parameters()
     by_name = {row["component"]: row["parameters"] for row in rows}
@@ -243,14 +247,14 @@ def test_parameter_table_adds_up_to_the_model():
 
 
 def test_read_metrics_tolerates_missing_files_and_broken_lines(tmp_path: Path):
-    assert viz.read_metrics(tmp_path / "missing.jsonl") == []
+    assert read_metrics(tmp_path / "missing.jsonl") == []
     log = tmp_path / "metrics.jsonl"
     log.write_text(
         json.dumps({"kind": "train", "step": 1, "loss": 9.0}) + "\n[1, 2]\n{broken\n"
         + json.dumps({"kind": "dev", "step": 2, "dev_loss": 8.0}) + "\n{\"kind\": \"train\", \"st",
         encoding="utf-8",
     )  # fmt: skip
-    assert [record["step"] for record in viz.read_metrics(log)] == [1, 2]
+    assert [record["step"] for record in read_metrics(log)] == [1, 2]
 
 
 def test_training_curves_switch_between_steps_and_hours():
@@ -259,14 +263,14 @@ def test_training_curves_switch_between_steps_and_hours():
         {"kind": "train", "step": 200, "loss": 5.0, "train_hours": 0.2},
         {"kind": "dev", "step": 200, "dev_loss": 5.5, "dev_bleu": 3.0, "train_hours": 0.2, "samples": {}},
     ]
-    fig = viz.training_curves(records)
+    fig = plot_training.training_curves(records)
     assert [trace.name for trace in fig.data] == ["training loss", "dev loss", "dev BLEU"]
     assert list(fig.data[0].y) == [6.0, 5.0] and list(fig.data[2].y) == [3.0]
     assert fig.data[2].yaxis == "y2"  # BLEU on its own axis
     steps, hours = fig.layout.updatemenus[0].buttons
     assert steps.args[0]["x"] == [[100, 200], [200], [200]]
     assert hours.args[0]["x"] == [[0.1, 0.2], [0.2], [0.2]]
-    assert len(viz.training_curves([]).layout.annotations) == 1  # says there is nothing yet
+    assert len(plot_training.training_curves([]).layout.annotations) == 1  # says there is nothing yet
     assert fig.layout.shapes == ()  # no fine-tuning mark in a single run
 
 
@@ -276,7 +280,7 @@ def test_training_curves_mark_where_fine_tuning_started():
         {"kind": "init", "step": 100, "checkpoint": "base", "dev": "multi30k_val", "train_hours": 0.1},
         {"kind": "train", "step": 150, "loss": 4.0, "train_hours": 0.3},
     ]
-    fig = viz.training_curves(records)
+    fig = plot_training.training_curves(records)
     (mark,) = fig.layout.shapes
     assert mark.x0 == mark.x1 == 100 and "multi30k_val" in mark.label.text
     steps, hours = fig.layout.updatemenus[0].buttons
@@ -284,7 +288,7 @@ def test_training_curves_mark_where_fine_tuning_started():
 
 
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
-    fig = viz.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
+    fig = plot_training.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
     curve = fig.data[0]
     assert curve.x[int(np.argmax(curve.y))] == 4000
     assert max(curve.y) == pytest.approx(512**-0.5 * 4000**-0.5)

@@ -2,7 +2,7 @@
 
 Encoder self-attention scores (each a [layers, heads] table, averaged over the sample's sentences):
 
-- the positional and shape scores of :data:`transformer.analysis.HEAD_SCORES` (mean distance, long-range mass,
+- the positional and shape scores of :data:`transformer.analysis.attention.HEAD_SCORES` (mean distance, long-range mass,
   previous / next token, delimiter mass, self, entropy);
 - ``anaphora``: the weight from a pronoun to its antecedent (word level: summed over the antecedent's pieces,
   averaged over the pronoun's pieces), averaged over the shipped pronoun–antecedent sentences
@@ -15,7 +15,7 @@ Encoder–decoder (cross) attention scores, over the model's greedy translations
   to a bilingual dictionary, is the source word the head attends to most (word level, when that word is predicted)
   one of those partners? The score is the share of yes. The dictionary (``resources/en_de_dictionary.tsv``) pairs
   each frequent English word with the German words that co-occur with it most consistently in the training corpora
-  (Dice coefficient over sentence pairs); ``python -m transformer.heads dictionary`` rebuilds it.
+  (Dice coefficient over sentence pairs); ``python -m transformer.analysis.heads dictionary`` rebuilds it.
 - ``alignment_consensus``: the share of output words for which the head's most attended source word is the one that
   all other cross-attention heads together (their mean) attend to most — agreement with the model's own consensus.
 """
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.analysis import (
+from transformer.analysis.attention import (
     HEAD_SCORES,
     PUNCTUATION,
     SPECIAL_TOKENS,
@@ -103,7 +103,7 @@ def encoder_attentions(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> li
 
 
 def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
-    """Mean of :func:`~transformer.analysis.head_statistics` over sentences: {name: [L, H]}."""
+    """Mean of :func:`~transformer.analysis.attention.head_statistics` over sentences: {name: [L, H]}."""
     totals: dict[str, np.ndarray] = {}
     for tokens, weights in attention:
         for name, values in head_statistics(weights, tokens).items():
@@ -112,7 +112,7 @@ def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
 
 
 def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[str, np.ndarray]:
-    """Mean of :func:`~transformer.analysis.head_statistics` over the sentences: {name: [L, H]}."""
+    """Mean of :func:`~transformer.analysis.attention.head_statistics` over the sentences: {name: [L, H]}."""
     return mean_statistics(encoder_attentions(loaded, sentences))
 
 
@@ -338,7 +338,7 @@ def build_dictionary(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.heads")
+    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.heads")
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("dictionary", help="rebuild the English→German dictionary for alignment scores")
     build.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from transformer.analysis import KIND_TITLES, KINDS, AttentionMaps
+from transformer.analysis.attention import KIND_TITLES, KINDS, AttentionMaps
 
 VIEWS = ("head", "model")
 VIEW_TITLES = {"head": "Head view", "model": "Model view"}

@@ -8,7 +8,7 @@ stored in the checkpoint folder as ``measured.safetensors``, a visit after a ser
 The file records a fingerprint of the weights it was measured on and is ignored when they change (a retrained or
 replaced model), so it can never show another model's heads. Write it when exporting a model::
 
-    python -m transformer.precompute checkpoints/en-de-small
+    python -m transformer.analysis.precompute checkpoints/en-de-small
 
 and the app writes it itself the first time it measures a checkpoint whose folder is writable.
 """
@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 from safetensors import safe_open
 
+from transformer.analysis.figures import FIGURES
+from transformer.analysis.heads import CROSS_SCORES, head_score_tables
+from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
 from transformer.checkpoint import MODEL_FILE, CheckpointError, LoadedCheckpoint, load_checkpoint, shards_of
 from transformer.decode import translate
-from transformer.figures import FIGURES
-from transformer.heads import CROSS_SCORES, head_score_tables
-from transformer.timeline import TimelinePoint, load_timeline, measure, save_timeline
 
 PRECOMPUTED_FILE = "measured.safetensors"
 SAMPLE = 50  # dev sentences Head discovery opens on
@@ -132,7 +132,9 @@ def default_head(tables: dict) -> tuple[str, int, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.precompute", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.analysis.precompute", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
     args = parser.parse_args(argv)
     for folder in args.checkpoints:

@@ -1,0 +1,97 @@
+"""The floor plan holds: each wing imports only the ones below it, and the library runs without the app's packages.
+
+transformer/ (config, tokenizer, model, data, decode, schedule, checkpoint)   the model and its files
+transformer/analysis/                                                          what the heads do, measured
+transformer/ (train, translate, evaluate)                                      the command-line tools
+transformer/plots/                                                             figures
+pages/, app.py                                                                 the Streamlit app
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint"}
+TOOLS = {"train", "translate", "evaluate"}
+APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
+
+
+def wing(module: str) -> str:
+    parts = module.split(".")
+    if parts[0] in ("pages", "app"):
+        return "app"
+    if parts[0] != "transformer":
+        return "outside"
+    if len(parts) > 1 and parts[1] in ("analysis", "plots"):
+        return parts[1]
+    return "tools" if len(parts) > 1 and parts[1] in TOOLS else "core"
+
+
+ORDER = ["core", "analysis", "tools", "plots", "app"]
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports, at the top or inside functions."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def module_name(path: Path) -> str:
+    return ".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__")
+
+
+SOURCES = sorted([*REPOSITORY.glob("transformer/**/*.py"), *REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"])
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(REPOSITORY)))
+def test_each_wing_imports_only_the_ones_below_it(path: Path):
+    own = wing(module_name(path))
+    for name in imports(path):
+        other = wing(name)
+        if other != "outside":
+            assert ORDER.index(other) <= ORDER.index(own), f"{own} imports {name} ({other})"
+        elif own != "app" and own != "plots":
+            assert name.split(".")[0] not in APP_PACKAGES, f"{own} imports the app's package {name}"
+
+
+BLOCKER = """
+import importlib.abc, sys
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {blocked!r}:
+            raise ImportError(f"{{name}} is an app package, not installed here")
+        return None
+
+sys.meta_path.insert(0, Blocker())
+import transformer.train, transformer.translate, transformer.evaluate, transformer.checkpoint
+import transformer.analysis.attention, transformer.analysis.heads, transformer.analysis.figures
+import transformer.analysis.timeline, transformer.analysis.precompute, transformer.analysis.health
+import transformer.analysis.input_check
+print("library imported without", sorted({blocked!r}))
+"""
+
+
+def test_the_library_works_without_the_app_packages():
+    script = BLOCKER.format(blocked=set(APP_PACKAGES))
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPOSITORY)
+    assert result.returncode == 0, result.stderr
+    assert "library imported without" in result.stdout
+    # And the command-line tools start: their help needs nothing from the app either.
+    for tool in ("train", "translate", "evaluate"):
+        command = [sys.executable, "-c", script + f"\nimport runpy, sys\nsys.argv = ['x', '--help']\n"
+                   f"runpy.run_module('transformer.{tool}', run_name='__main__')"]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY)
+        assert done.returncode == 0 and "usage" in done.stdout, done.stderr

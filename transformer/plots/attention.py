@@ -1,0 +1,432 @@
+"""Attention as figures: one head as a heatmap, every layer and head as a grid, the paper's token lines, and per-head
+score maps.
+
+Tokens are user text: plotly renders labels, hover text and titles as a subset of HTML, so every token, and every
+title passed in (which may quote a token), goes through :func:`safe_label` before it reaches a figure: ``</b>`` in a
+sentence is shown, not interpreted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import qualitative
+
+from transformer.plots.style import FONT, safe_label
+
+ATTENTION_COLOURS = "Blues"
+MASK_FILL = "#c8c8c8"
+MASK_HATCH = "#8c8c8c"
+MASKED_TEXT = "masked (future)"
+HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
+OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
+
+
+def _labels(tokens: Sequence[str]) -> list[str]:
+    return [safe_label(token) for token in tokens]
+
+
+def _check_tokens(shape: tuple[int, ...], query_tokens: Sequence[str], key_tokens: Sequence[str]) -> None:
+    if shape[-2:] != (len(query_tokens), len(key_tokens)):
+        raise ValueError(
+            f"attention of shape {shape} does not match {len(query_tokens)} query and {len(key_tokens)} key tokens"
+        )
+
+
+def _future(num_queries: int, num_keys: int) -> np.ndarray:
+    """True where the key comes after the query: what the decoder's causal mask hides (§3.2.3)."""
+    return np.arange(num_keys)[None, :] > np.arange(num_queries)[:, None]
+
+
+def _mask_outline(num_queries: int, num_keys: int) -> tuple[list[float], list[float]]:
+    """Corners of the staircase polygon covering the future cells, in cell coordinates (cell centres at integers)."""
+    rows = min(num_queries, num_keys - 1)  # query rows with at least one future key
+    if rows <= 0:
+        return [], []
+    xs, ys = [0.5, num_keys - 0.5, num_keys - 0.5], [-0.5, -0.5, rows - 0.5]
+    for row in range(rows - 1, -1, -1):
+        xs += [row + 0.5, row + 0.5]
+        ys += [row + 0.5, row - 0.5]
+    return xs, ys
+
+
+def _finite_max(values: np.ndarray) -> float:
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+
+def uniformity_note(matrix: np.ndarray, causal: bool = False) -> str:
+    """ "≈ uniform: …" when a map's rows hardly prefer any key (the largest weight of a row is on average less than
+    1.5 × the uniform weight 1 / visible keys); "" otherwise. A fitted colour scale makes such maps look as strong as
+    sharp ones, so the figure says it in words."""
+    matrix = np.asarray(matrix, dtype=float)
+    num_queries, num_keys = matrix.shape
+    if num_queries == 0 or num_keys < 2:
+        return ""
+    visible = np.minimum(np.arange(1, num_queries + 1), num_keys) if causal else np.full(num_queries, num_keys)
+    masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
+    largest = np.where(masked, -np.inf, np.nan_to_num(matrix)).max(axis=1)
+    rows = visible >= 2  # a row with one visible key has nothing to choose
+    if not rows.any() or (largest[rows] * visible[rows]).mean() >= 1.5:
+        return ""
+    keys = f"{num_keys} keys" if not causal else f"1–{int(visible.max())} keys"
+    return (
+        f"≈ uniform: the largest weight of a row is {largest[rows].mean():.2f} on average over {keys} "
+        f"(uniform: {(1 / visible[rows]).mean():.2f})"
+    )
+
+
+def _tick_size(count: int) -> int:
+    """Tick label size for ``count`` labels on one axis: smaller as they crowd."""
+    return 12 if count <= 30 else 10 if count <= 60 else 8
+
+
+def _heatmap_height(rows: int) -> int:
+    return int(min(1100, max(380, 20 * rows + 200)))
+
+
+def attention_heatmap(
+    matrix: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str,
+    causal: bool = False,
+    fitted: bool = False,
+) -> go.Figure:
+    """One head (or an average) as a [queries, keys] heatmap: rows are queries top to bottom, columns are keys.
+
+    The axes are positions with the tokens as tick labels, so repeated tokens keep their own rows. With ``causal``
+    (decoder self-attention) the future cells hold no weight at all: they are left empty and covered by a grey
+    hatched polygon, and their hover says they are masked. The colour scale runs from 0 to 1 (weights are
+    probabilities, and maps compare at a glance), or with ``fitted`` from 0 to the map's largest weight; a map whose
+    rows are nearly uniform says so under its title (:func:`uniformity_note`).
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    _check_tokens(matrix.shape, query_tokens, key_tokens)
+    num_queries, num_keys = matrix.shape
+    queries, keys = _labels(query_tokens), _labels(key_tokens)
+    masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
+    shown = np.where(masked, np.nan, matrix)
+    weight_text = np.where(masked, MASKED_TEXT, np.char.mod("%.3f", np.nan_to_num(matrix)))
+    customdata = np.dstack(
+        [
+            np.repeat(np.array(queries, dtype=object)[:, None], num_keys, axis=1),
+            np.repeat(np.array(keys, dtype=object)[None, :], num_queries, axis=0),
+            weight_text.astype(object),
+        ]
+    )
+    fig = go.Figure(
+        go.Heatmap(
+            z=shown,
+            x=np.arange(num_keys),
+            y=np.arange(num_queries),
+            customdata=customdata,
+            hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{customdata[2]}<extra></extra>",
+            colorscale=ATTENTION_COLOURS,
+            zmin=0.0,
+            zmax=_finite_max(shown) if fitted else 1.0,
+            colorbar={"title": {"text": "weight"}, "thickness": 14},
+            hoverongaps=True,
+            name="attention",
+        )
+    )
+    if causal:
+        xs, ys = _mask_outline(num_queries, num_keys)
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                fill="toself",
+                mode="lines",
+                line={"width": 0},
+                fillcolor=MASK_FILL,
+                fillpattern={"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
+                name=MASKED_TEXT,
+                hoverinfo="skip",  # the heatmap's own hover already names masked cells per query and key
+                showlegend=True,
+            )
+        )
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(range(num_keys)),
+        ticktext=keys,
+        tickangle=-60 if num_keys <= 25 else -90,  # long sentences: upright labels, smaller, so they never overlap
+        tickfont={"size": _tick_size(num_keys)},
+        automargin=True,
+        title_text="key",
+        range=[-0.5, num_keys - 0.5],
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=list(range(num_queries)),
+        ticktext=queries,
+        tickfont={"size": _tick_size(num_queries)},
+        automargin=True,  # the labels push the plot right instead of being cut at the left edge
+        autorange="reversed",
+        title_text="query",
+        showgrid=False,
+        zeroline=False,
+    )
+    note = uniformity_note(matrix, causal)
+    fig.update_layout(
+        title={"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
+        height=_heatmap_height(num_queries),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def model_view_grid(
+    weights: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str,
+    causal: bool = False,
+    fitted: bool = False,
+) -> go.Figure:
+    """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale (0 to 1, or
+    to the largest weight with ``fitted``).
+
+    ``weights`` is [L, H, queries, keys]. The tiles are drawn as one heatmap on a shared canvas, separated by empty
+    rows and columns: a single trace builds and draws in a few milliseconds where L × H subplots take hundreds.
+    Rows and columns are categories labelled "layer l · query (position)" and "head h · key (position)", so hover
+    names layer, head, query, key and weight while each label is sent once, not once per cell. With ``causal``
+    the future cells are empty and a grey layer behind them shows through.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 4:
+        raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
+    _check_tokens(weights.shape, query_tokens, key_tokens)
+    num_layers, num_heads, num_queries, num_keys = weights.shape
+    queries, keys = _labels(query_tokens), _labels(key_tokens)
+    masked = _future(num_queries, num_keys) if causal else np.zeros((num_queries, num_keys), dtype=bool)
+    height, width = num_layers * (num_queries + 1) - 1, num_heads * (num_keys + 1) - 1
+    canvas = np.full((height, width), np.nan, dtype=np.float32)  # float32: half the bytes sent to the browser
+    mask = np.full((height, width), np.nan, dtype=np.float32)
+    for layer in range(num_layers):
+        for head in range(num_heads):
+            rows = slice(layer * (num_queries + 1), layer * (num_queries + 1) + num_queries)
+            columns = slice(head * (num_keys + 1), head * (num_keys + 1) + num_keys)
+            canvas[rows, columns] = np.where(masked, np.nan, weights[layer, head])
+            mask[rows, columns] = np.where(masked, 1.0, np.nan)
+    y = [
+        f"layer {layer + 1} · query {queries[i]} ({i})" if i < num_queries else f"gap {layer}"
+        for layer in range(num_layers)
+        for i in range(num_queries + 1)
+    ][:height]
+    x = [
+        f"head {head + 1} · key {keys[j]} ({j})" if j < num_keys else f"gap {head}"
+        for head in range(num_heads)
+        for j in range(num_keys + 1)
+    ][:width]
+    fig = go.Figure()
+    if causal:
+        fig.add_trace(
+            go.Heatmap(
+                z=mask,
+                x=x,
+                y=y,
+                colorscale=[[0, MASK_FILL], [1, MASK_FILL]],
+                showscale=False,
+                hoverinfo="skip",
+                name="masked (future)",
+            )
+        )
+    fig.add_trace(
+        go.Heatmap(
+            z=canvas,
+            x=x,
+            y=y,
+            colorscale=ATTENTION_COLOURS,
+            zmin=0.0,
+            zmax=_finite_max(canvas) if fitted else 1.0,
+            hoverongaps=False,
+            hovertemplate="%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
+            colorbar={"title": {"text": "weight"}, "thickness": 14},
+            name="attention",
+        )
+    )
+    fig.update_xaxes(
+        type="category", side="top", showgrid=False, zeroline=False, tickangle=0,
+        tickvals=[x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)],
+        ticktext=[f"H{head + 1}" for head in range(num_heads)],
+    )  # fmt: skip
+    fig.update_yaxes(
+        type="category", showgrid=False, zeroline=False, autorange="reversed",
+        tickvals=[y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)],
+        ticktext=[f"L{layer + 1}" for layer in range(num_layers)],
+    )  # fmt: skip
+    fig.update_layout(
+        title={"text": safe_label(title) + (" (grey: masked future positions)" if causal else "")},
+        height=int(min(1600, max(400, 130 * num_layers + 120))),
+        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        font=FONT,
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def _head_colour(head: int) -> str:
+    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
+
+
+def token_lines(
+    weights: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    heads: list[int] | None = None,
+    query_index: int | None = None,
+    title: str = "",
+    min_weight: float = 0.05,
+    first: int = 1,
+) -> go.Figure:
+    """The paper's appendix figures (tensor2tensor style): queries on the left, keys on the right, one line per
+    query–key pair whose opacity is the attention weight, one colour per head.
+
+    ``weights`` is one layer, [H, queries, keys]. ``heads`` picks heads (0-based; None = all); ``query_index``
+    shows only that query's lines and highlights it; the legend numbers heads from ``first``. Lines under
+    ``min_weight`` are left out to keep the figure light, and opacities are rounded to 1/20 so that a head needs
+    at most 20 traces rather than one per line.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 3:
+        raise ValueError(f"expected one layer's weights shaped [heads, queries, keys], got {weights.shape}")
+    _check_tokens(weights.shape, query_tokens, key_tokens)
+    num_heads, num_queries, num_keys = weights.shape
+    heads = list(range(num_heads)) if heads is None else list(heads)
+    if any(not 0 <= head < num_heads for head in heads):
+        raise ValueError(f"heads must lie in 0…{num_heads - 1}, got {heads}")
+    if query_index is not None and not 0 <= query_index < num_queries:
+        raise ValueError(f"query_index must lie in 0…{num_queries - 1}, got {query_index}")
+    query_rows = range(num_queries) if query_index is None else [query_index]
+
+    fig = go.Figure()
+    for head in heads:
+        colour = _head_colour(head)
+        # The legend entry is its own trace so every chosen head is listed at full opacity, even one with no line.
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                line={"color": colour, "width": 3},
+                name=f"head {head + first}",
+                legendgroup=f"head {head}",
+            )
+        )
+        segments: dict[int, tuple[list[float | None], list[float | None]]] = {}
+        for query in query_rows:
+            for key in np.flatnonzero(weights[head, query] >= min_weight):
+                level = max(1, round(weights[head, query, key] * OPACITY_LEVELS))
+                xs, ys = segments.setdefault(level, ([], []))
+                xs += [0.0, 1.0, None]
+                ys += [query, int(key), None]
+        for level, (xs, ys) in sorted(segments.items()):
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=ys,
+                    mode="lines",
+                    line={"color": colour, "width": 2.5},
+                    opacity=level / OPACITY_LEVELS,
+                    legendgroup=f"head {head}",
+                    showlegend=False,
+                    hoverinfo="skip",
+                )
+            )
+
+    queries, keys = _labels(query_tokens), _labels(key_tokens)
+    if query_index is not None:
+        queries[query_index] = f"<b>{queries[query_index]}</b>"
+    query_colours = ["black" if query_index in (None, i) else "#9a9a9a" for i in range(num_queries)]
+    fig.add_trace(
+        go.Scatter(
+            x=[-0.03] * num_queries,
+            y=list(range(num_queries)),
+            mode="text",
+            text=queries,
+            textposition="middle left",
+            textfont={"color": query_colours, "size": 13},
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[1.03] * num_keys,
+            y=list(range(num_keys)),
+            mode="text",
+            text=keys,
+            textposition="middle right",
+            textfont={"color": "black", "size": 13},
+            showlegend=False,
+            hoverinfo="skip",
+            cliponaxis=False,
+        )
+    )
+    if query_index is not None:
+        fig.add_shape(
+            type="rect",
+            x0=-0.9,
+            x1=0,
+            y0=query_index - 0.45,
+            y1=query_index + 0.45,
+            fillcolor="#fff3b0",
+            line={"width": 0},
+            layer="below",
+        )
+    rows = max(num_queries, num_keys)
+    fig.update_xaxes(visible=False, range=[-0.9, 1.9], fixedrange=True)
+    fig.update_yaxes(visible=False, range=[rows - 0.5, -0.5], fixedrange=True)
+    fig.update_layout(
+        title={"text": safe_label(title)},
+        height=int(max(320, 24 * rows + 120)),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+        legend={"title": {"text": "colour = head, opacity = weight"}},
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def score_heatmap(
+    values: np.ndarray, title: str, first: int = 1, fmt: str = ".2f", zrange: tuple[float, float] | None = None
+) -> go.Figure:
+    """A per-head score [layers, heads] as a heatmap with the value written in each cell; layers and heads are
+    numbered from ``first``. Missing scores (NaN) stay blank. ``zrange`` fixes the colour scale (0–1 for shares, so
+    that scores near zero look near zero); without it the scale is fitted to the values."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2:
+        raise ValueError(f"expected a [layers, heads] table, got shape {values.shape}")
+    layers = [f"layer {i + first}" for i in range(values.shape[0])]
+    heads = [f"head {i + first}" for i in range(values.shape[1])]
+    text = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
+    fig = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=heads,
+            y=layers,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Viridis",
+            zmin=None if zrange is None else zrange[0],
+            zmax=None if zrange is None else zrange[1],
+            hovertemplate="%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(
+        title={"text": safe_label(title)},
+        height=int(120 + 38 * values.shape[0]),
+        margin={"l": 10, "r": 10, "t": 50, "b": 10},
+        font=FONT,
+    )
+    return fig

@@ -1,0 +1,247 @@
+"""Positional encoding (§3.5) as figures: the table, chosen sinusoids, which positions look alike, the paper's claim
+that a fixed offset is a linear map, and the encoding's size next to the token embeddings'."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from transformer.model import Transformer
+from transformer.plots.style import FONT
+
+
+def positional_encoding_heatmap(pe: np.ndarray) -> go.Figure:
+    """The §3.5 sinusoid table itself: one row per position, one column per dimension."""
+    pe = np.asarray(pe)
+    num_positions, d_model = pe.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=pe,
+            colorscale="RdBu",
+            zmid=0.0,
+            zmin=-1.0,
+            zmax=1.0,
+            colorbar={"title": {"text": "PE"}, "thickness": 14},
+            hovertemplate="position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="dimension (even: sin, odd: cos)")
+    fig.update_yaxes(title_text="position", autorange="reversed")
+    fig.update_layout(
+        title={"text": f"Positional encoding: {num_positions} positions × d_model = {d_model}"},
+        height=int(min(900, max(380, 3 * num_positions + 160))),
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+    )
+    return fig
+
+
+def wavelength(dimension: int, d_model: int) -> float:
+    """2π · 10000^(2i/d_model) for dimension 2i or 2i+1: from 2π at i = 0 up to nearly 10000 · 2π (§3.5)."""
+    return 2 * math.pi * 10000 ** ((dimension - dimension % 2) / d_model)
+
+
+def sinusoid_curves(pe: np.ndarray, dimensions: list[int]) -> go.Figure:
+    """PE(pos, dimension) against position for the chosen dimensions: one sinusoid each, wavelengths in the legend."""
+    pe = np.asarray(pe)
+    num_positions, d_model = pe.shape
+    fig = go.Figure()
+    for dimension in dimensions:
+        if not 0 <= dimension < d_model:
+            raise ValueError(f"dimension {dimension} is outside 0…{d_model - 1}")
+        kind = "sin" if dimension % 2 == 0 else "cos"
+        fig.add_trace(
+            go.Scatter(
+                x=np.arange(num_positions),
+                y=pe[:, dimension],
+                mode="lines",
+                name=f"dim {dimension} ({kind}, wavelength {wavelength(dimension, d_model):,.1f})",
+                hovertemplate=f"dim {dimension}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title_text="position")
+    fig.update_yaxes(title_text="PE(pos, dim)", range=[-1.1, 1.1])
+    fig.update_layout(
+        title={"text": "Sinusoids of chosen dimensions: wavelengths grow geometrically with the dimension"},
+        height=420,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def position_similarity(pe: np.ndarray) -> go.Figure:
+    """PE(pos)·PE(pos′) for every pair of positions: it depends only on the distance |pos − pos′|, peaking at 0."""
+    pe = np.asarray(pe, dtype=np.float64)
+    similarity = pe @ pe.T  # (P, P)
+    fig = go.Figure(
+        go.Heatmap(
+            z=similarity,
+            colorscale="Viridis",
+            colorbar={"title": {"text": "dot product"}, "thickness": 14},
+            hovertemplate="position %{y} · position %{x}<br>PE·PE = %{z:.2f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="position", scaleanchor="y", constrain="domain")
+    fig.update_yaxes(title_text="position", autorange="reversed", constrain="domain")
+    fig.update_layout(
+        title={"text": f"PE(pos)·PE(pos′): the diagonal is d_model/2 = {pe.shape[1] / 2:g}"},
+        height=560,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+    )
+    return fig
+
+
+def offset_rotation(d_model: int, offset: int) -> np.ndarray:
+    """The exact M with PE(pos + k) = PE(pos) · M: a 2×2 rotation by k·ω_i on each (sin, cos) pair (§3.5)."""
+    frequencies = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # ω_i, (D/2,)
+    cos, sin = np.cos(offset * frequencies), np.sin(offset * frequencies)
+    rotation = np.zeros((d_model, d_model))
+    # sin(ω(p+k)) = sin(ωp)cos(ωk) + cos(ωp)sin(ωk); cos(ω(p+k)) = cos(ωp)cos(ωk) − sin(ωp)sin(ωk)
+    rotation[0::2, 0::2] = np.diag(cos)
+    rotation[1::2, 0::2] = np.diag(sin)
+    rotation[0::2, 1::2] = np.diag(-sin)
+    rotation[1::2, 1::2] = np.diag(cos)
+    return rotation
+
+
+def _relative_residual(predicted: np.ndarray, target: np.ndarray) -> np.ndarray:
+    return np.linalg.norm(predicted - target, axis=1) / np.maximum(np.linalg.norm(target, axis=1), 1e-12)
+
+
+def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, Any]]:
+    """Check §3.5's claim that PE(pos + k) is a linear function of PE(pos), two ways.
+
+    Fitted: a matrix M is fitted by least squares so that PE(pos + k) ≈ PE(pos) · M on the even positions and
+    judged on the odd ones it never saw. (Fitting on a block of consecutive positions fails for a different
+    reason: the low-frequency dimensions barely change over a block, so the fit is ill-conditioned there.) For the
+    fit to span every sinusoid ``pe`` needs about 2 · d_model positions; with fewer, the held-out error grows.
+    Exact: the block rotation of :func:`offset_rotation`, applied to every position.
+
+    Residuals are relative, ‖PE(pos + k) − PE(pos) · M‖ / ‖PE(pos + k)‖. Returns the figure and
+    ``{"offset", "max_residual", "mean_residual"}`` (held-out, fitted M) plus the exact rotation's
+    ``rotation_max_residual`` and the position counts.
+    """
+    pe = np.asarray(pe, dtype=np.float64)
+    num_positions, d_model = pe.shape
+    if not 1 <= offset <= num_positions - 3:
+        raise ValueError(f"offset must lie in 1…{num_positions - 3} for {num_positions} positions, got {offset}")
+    source, target = pe[:-offset], pe[offset:]  # row p: PE(p) and PE(p + k)
+    fit, held_out = np.arange(0, len(source), 2), np.arange(1, len(source), 2)
+    fitted, *_ = np.linalg.lstsq(source[fit], target[fit], rcond=None)
+    fitted_residual = _relative_residual(source[held_out] @ fitted, target[held_out])
+    rotation_residual = _relative_residual(source @ offset_rotation(d_model, offset), target)
+    stats = {
+        "offset": offset,
+        "max_residual": float(fitted_residual.max()),
+        "mean_residual": float(fitted_residual.mean()),
+        "rotation_max_residual": float(rotation_residual.max()),
+        "rotation_mean_residual": float(rotation_residual.mean()),
+        "fit_positions": len(fit),
+        "test_positions": len(held_out),
+    }
+    fig = go.Figure()
+    fig.add_trace(
+        go.Scatter(
+            x=held_out,
+            y=fitted_residual,
+            mode="markers",
+            name="least-squares M, held-out positions",
+            hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=np.arange(len(source)),
+            y=rotation_residual,
+            mode="lines",
+            name="exact rotation, every position",
+            hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title_text="position pos")
+    fig.update_yaxes(title_text="relative residual", type="log", exponentformat="e")
+    fig.update_layout(
+        title={
+            "text": f"PE(pos + {offset}) ≈ PE(pos)·M: largest held-out residual {stats['max_residual']:.1e} "
+            f"(exact rotation {stats['rotation_max_residual']:.1e})"
+        },
+        height=420,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig, stats
+
+
+def embedding_norms(model: Transformer) -> go.Figure:
+    """How large the two summands of the encoder/decoder input are (§3.4–3.5): ‖embedding · √d_model‖ of every
+    token against ‖PE(pos)‖ of every position, which is √(d_model / 2) for all of them."""
+    d_model = model.config.d_model
+    embedding = model.embedding.weight.detach().float().cpu().numpy()  # (V, D)
+    keep = np.arange(len(embedding)) != model.config.pad_id  # the padding row is all zeros by construction
+    token_norms = np.linalg.norm(embedding[keep], axis=1) * math.sqrt(d_model)
+    position_norms = np.linalg.norm(model.positional_encoding.float().cpu().numpy(), axis=1)
+    low, median, high = np.percentile(token_norms, [5, 50, 95])
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=["‖embedding · √d_model‖ of each token", "‖PE(pos)‖ at each position vs token norms"],
+        horizontal_spacing=0.08,
+    )
+    fig.add_trace(go.Histogram(x=token_norms, nbinsx=60, name="token embeddings", marker_color="#4c78a8"), 1, 1)
+    fig.add_vline(
+        x=float(position_norms.mean()),
+        line_dash="dash",
+        line_color="#e45756",
+        row=1,
+        col=1,
+        annotation_text=f"‖PE‖ = {position_norms.mean():.2f}",
+    )
+    positions = np.arange(len(position_norms))
+    fig.add_trace(
+        go.Scatter(
+            x=np.concatenate([positions, positions[::-1]]),
+            y=np.r_[[high] * len(positions), [low] * len(positions)],
+            fill="toself",
+            fillcolor="rgba(76,120,168,0.2)",
+            line={"width": 0},
+            hoverinfo="skip",
+            name="token norms, 5–95th percentile",
+        ),
+        1,
+        2,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=positions,
+            y=[median] * len(positions),
+            mode="lines",
+            line={"color": "#4c78a8"},
+            name=f"token norm, median {median:.2f}",
+        ),
+        1,
+        2,
+    )
+    fig.add_trace(
+        go.Scatter(x=positions, y=position_norms, mode="lines", line={"color": "#e45756"}, name="‖PE(pos)‖"), 1, 2
+    )
+    fig.update_xaxes(title_text="norm", row=1, col=1)
+    fig.update_yaxes(title_text="tokens", row=1, col=1)
+    fig.update_xaxes(title_text="position", row=1, col=2)
+    fig.update_yaxes(title_text="norm", rangemode="tozero", row=1, col=2)
+    fig.update_layout(
+        title={"text": "Token embedding vs positional encoding: the two vectors added at the input"},
+        height=420,
+        margin={"l": 10, "r": 10, "t": 80, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "y": -0.25},
+        bargap=0.05,
+    )
+    return fig

@@ -1,0 +1,251 @@
+"""A training run as figures: loss, BLEU and health over steps or hours, the learning-rate schedule (§5.3), and the
+parameter count per component."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from transformer.model import Transformer
+from transformer.plots.style import FONT
+from transformer.schedule import learning_rate
+
+
+def training_curves(records: list[dict]) -> go.Figure:
+    """Training loss, dev loss and dev BLEU; buttons switch the x axis between steps and training hours.
+
+    Both losses are label-smoothed cross-entropies per target token (§5.4), so they compare directly; BLEU sits on
+    a second y axis.
+    """
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    train = sorted((r for r in records if r.get("kind") == "train" and "loss" in r), key=lambda r: r["step"])
+    dev = sorted((r for r in records if r.get("kind") == "dev"), key=lambda r: r["step"])
+    series = [
+        ("training loss", train, "loss", False, "lines", "#4c78a8"),
+        ("dev loss", dev, "dev_loss", False, "lines+markers", "#f58518"),
+        ("dev BLEU", dev, "dev_bleu", True, "lines+markers", "#54a24b"),
+    ]
+    by_step, by_hours = [], []
+    for name, rows, field, secondary, mode, colour in series:
+        steps = [r["step"] for r in rows]
+        by_step.append(steps)
+        by_hours.append([r.get("train_hours") for r in rows])
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=[r.get(field) for r in rows],
+                mode=mode,
+                name=name,
+                line={"color": colour},
+                hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
+            ),
+            secondary_y=secondary,
+        )
+    starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
+    marks = {
+        axis: [fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours")) for r in starts]
+        for axis in ("step", "hours")
+    }
+    if not train and not dev:
+        fig.add_annotation(
+            text="No training records in the log yet",
+            showarrow=False,
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+            font={"size": 16},
+        )
+    fig.update_layout(
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "left",
+                "x": 1.0,
+                "xanchor": "right",
+                "y": 1.12,
+                "yanchor": "bottom",
+                "showactive": True,
+                "buttons": [
+                    {
+                        "label": "by step",
+                        "method": "update",
+                        "args": [{"x": by_step}, {"xaxis.title.text": "step", "shapes": marks["step"]}],
+                    },
+                    {
+                        "label": "by training hours",
+                        "method": "update",
+                        "args": [{"x": by_hours}, {"xaxis.title.text": "training hours", "shapes": marks["hours"]}],
+                    },
+                ],
+            }
+        ],
+        title={"text": "Training run: loss and dev BLEU"},
+        shapes=marks["step"],
+        hovermode="x unified",
+        height=460,
+        margin={"l": 10, "r": 10, "t": 90, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="loss (label-smoothed, per token)", secondary_y=False)
+    fig.update_yaxes(title_text="dev BLEU", secondary_y=True, rangemode="tozero", showgrid=False)
+    return fig
+
+
+HEALTH_PANELS = (
+    ("encoder_position_cosine", "Encoder: cosine between positions", "layer"),
+    ("encoder_entropy_normalised", "Encoder self-attention entropy / uniform", "layer"),
+    ("cross_entropy_normalised", "Cross-attention entropy / uniform", "layer"),
+    ("cross_alignment_best", "Best cross head's dictionary alignment", None),
+)
+
+
+def health_records(records: list[dict]) -> list[dict]:
+    """The dev records that carry the health measures (:mod:`transformer.analysis.health`), by step."""
+    return sorted(
+        (r for r in records if r.get("kind") == "dev" and isinstance(r.get("encoder_position_cosine"), list)),
+        key=lambda r: r["step"],
+    )
+
+
+def health_curves(records: list[dict]) -> go.Figure:
+    """The health measures over training: one line per layer (darker = higher layer) in each of four panels.
+
+    Collapse reads as cosines near 1 in the upper encoder layers and entropies near 1 (uniform attention); a healthy
+    run keeps the cosines low, sharpens the entropies and raises the best head's alignment."""
+    rows = health_records(records)
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[title for _, title, _ in HEALTH_PANELS],
+                        vertical_spacing=0.16, horizontal_spacing=0.08)  # fmt: skip
+    steps = [r["step"] for r in rows]
+    for index, (field, _, per) in enumerate(HEALTH_PANELS):
+        row, col = divmod(index, 2)
+        if per is None:
+            values = [r.get(field) for r in rows]
+            fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name="best head", showlegend=False,
+                                     line={"color": "#222"}, hovertemplate="alignment %{y:.3f}<extra></extra>"),
+                          row=row + 1, col=col + 1)  # fmt: skip
+            continue
+        layers = max((len(r.get(field) or []) for r in rows), default=0)
+        for layer in range(layers):
+            shade = 0.25 + 0.75 * (layer + 1) / layers
+            colour = f"rgba(31, 119, 180, {shade:.2f})" if col == 0 else f"rgba(214, 39, 40, {shade:.2f})"
+            values = [(r.get(field) or [None] * layers)[layer] for r in rows]
+            fig.add_trace(
+                go.Scatter(x=steps, y=values, mode="lines+markers", name=f"{per} {layer + 1}", showlegend=False,
+                           line={"color": colour}, marker={"size": 4},
+                           hovertemplate=f"{per} {layer + 1}: %{{y:.3f}}<extra></extra>"),
+                row=row + 1, col=col + 1,
+            )  # fmt: skip
+    if not rows:
+        fig.add_annotation(text="No health records in the log", showarrow=False, x=0.5, y=0.5, xref="paper",
+                           yref="paper", font={"size": 16})  # fmt: skip
+    fig.update_yaxes(range=[0, 1.02])
+    fig.update_xaxes(title_text="step", row=2)
+    fig.update_layout(title={"text": "Model health at each validation (darker line = higher layer)"}, height=620,
+                      margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT)  # fmt: skip
+    return fig
+
+
+def fine_tuning_mark(record: dict, x: float | None) -> dict:
+    """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with what changed."""
+    dev = f"; dev set {record['dev']}" if record.get("dev") else ""
+    return {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "xref": "x",
+        "y0": 0,
+        "y1": 1,
+        "yref": "paper",
+        "line": {"dash": "dash", "color": "#888", "width": 1},
+        "label": {"text": f"fine-tuning: new data mix{dev}", "textposition": "end", "font": {"size": 11}},
+    }
+
+
+def learning_rate_curve(
+    d_model: int,
+    warmup: int,
+    scale: float,
+    steps: int,
+    current_step: int | None = None,
+    cooldown: int = 0,
+    last_step: int = 0,
+) -> go.Figure:
+    """§5.3's schedule, lrate = scale · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), over ``steps`` steps;
+    with ``cooldown``, annealed linearly to zero over the ``cooldown`` steps ending at ``last_step``."""
+    # The warm-up step (and the cool-down's start) join the sampled steps so the curve's corners are drawn in place.
+    corners = [warmup] + ([last_step - cooldown + 1, last_step] if cooldown > 0 else [])
+    grid = np.unique(np.r_[np.linspace(1, max(steps, 2), min(max(steps, 2), 1500)).round(), corners].astype(int))
+    grid = grid[grid >= 1]
+
+    def rate_at(step: int) -> float:
+        return learning_rate(step, d_model, warmup, scale, cooldown=cooldown, last_step=last_step)
+
+    rates = [rate_at(int(step)) for step in grid]
+    peak = learning_rate(warmup, d_model, warmup, scale)
+    fig = go.Figure(
+        go.Scatter(
+            x=grid, y=rates, mode="lines", name="learning rate", hovertemplate="step %{x}<br>lr %{y:.2e}<extra></extra>"
+        )
+    )
+    fig.add_vline(
+        x=warmup,
+        line_dash="dot",
+        line_color="#9a9a9a",
+        annotation_text=f"warm-up ends at step {warmup:,}: peak {peak:.2e}",
+    )
+    if current_step is not None:
+        rate = rate_at(current_step)
+        fig.add_trace(
+            go.Scatter(
+                x=[current_step],
+                y=[rate],
+                mode="markers",
+                marker={"size": 11, "color": "#e45756"},
+                name=f"this checkpoint: step {current_step:,}, lr {rate:.2e}",
+            )
+        )
+    fig.update_xaxes(title_text="step")
+    fig.update_yaxes(title_text="learning rate", exponentformat="e")
+    fig.update_layout(
+        title={
+            "text": f"Learning-rate schedule: d_model = {d_model}, warm-up = {warmup:,}, scale = {scale:g}"
+            + (f", cool-down = {cooldown:,} to step {last_step:,}" if cooldown > 0 else "")
+        },
+        height=400,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        font=FONT,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------------- parameters
+# Parameter names look like "decoder_layers.3.cross_attention.query.weight"; the norms after each sub-layer are
+# "…self_attention_norm…", which the ".self_attention." patterns do not match.
+PARAMETER_GROUPS = (
+    ("embedding (shared by source, target and output)", lambda name: name.startswith("embedding.")),
+    ("encoder self-attention", lambda name: name.startswith("encoder_layers.") and ".self_attention." in name),
+    ("encoder feed-forward", lambda name: name.startswith("encoder_layers.") and ".feed_forward." in name),
+    ("decoder masked self-attention", lambda name: name.startswith("decoder_layers.") and ".self_attention." in name),
+    ("encoder–decoder (cross) attention", lambda name: ".cross_attention." in name),
+    ("decoder feed-forward", lambda name: name.startswith("decoder_layers.") and ".feed_forward." in name),
+    ("layer norms", lambda name: "_norm." in name),
+)
+
+
+def parameter_table(model: Transformer) -> list[dict]:
+    """Parameter counts per component with each one's share of the total, ending with the total.
+
+    Anything a future model adds outside these groups appears as "other" rather than vanishing from the sum.
+    """
+    counts = dict.fromkeys([label for label, _ in PARAMETER_GROUPS], 0)
+    for name, parameter in model.named_parameters():
+        group = next((label for label, matches in PARAMETER_GROUPS if matches(name)), "other")
+        counts[group] = counts.get(group, 0) + parameter.numel()
+    total = sum(counts.values())
+    rows = [{"component": label, "parameters": count, "share": count / total} for label, count in counts.items()]
+    return [*rows, {"component": "total", "parameters": total, "share": 1.0}]
