@@ -37,7 +37,7 @@ import torch
 from transformer.analysis.attention import translate_with_attention
 from transformer.checkpoint import load_checkpoint
 from transformer.data import DATA_ROOT
-from transformer.decode import PRECISIONS, default_precision
+from transformer.decode import PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 
@@ -75,7 +75,7 @@ def submit_latency(loaded, repeats: int, precision: str) -> None:
     for _ in range(repeats + 1):  # the first run warms up caches and is not counted
         started = time.perf_counter()
         translation = translate_with_attention(
-            loaded.model, loaded.tokenizer, SENTENCE, beam_size=4, precision=precision
+            loaded.model, loaded.tokenizer, SENTENCE, DecodingOptions(precision=precision)
         )
         translated = time.perf_counter()
         heads_view(translation)
@@ -100,12 +100,12 @@ def dev_sentences_latency(loaded, precision: str, count: int = 25) -> None:
         return
     lines = path.read_text(encoding="utf-8").splitlines()
     sentences = [line for line in lines if 29 <= len(loaded.tokenizer.encode(line)) <= 31][:count]
-    translate_with_attention(loaded.model, loaded.tokenizer, sentences[0], beam_size=4, precision=precision)
+    translate_with_attention(loaded.model, loaded.tokenizer, sentences[0], DecodingOptions(precision=precision))
     times, lengths = [], []
     for sentence in sentences:
         started = time.perf_counter()
         translation = translate_with_attention(
-            loaded.model, loaded.tokenizer, sentence, beam_size=4, precision=precision
+            loaded.model, loaded.tokenizer, sentence, DecodingOptions(precision=precision)
         )
         heads_view(translation)
         times.append((time.perf_counter() - started) * 1000)

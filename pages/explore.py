@@ -37,7 +37,7 @@ from transformer.analysis.attention import (
 )
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_english_reasons
-from transformer.decode import PRECISIONS, default_precision
+from transformer.decode import PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 
@@ -115,13 +115,15 @@ def use_sentence(sentence: str) -> None:
 
 # ------------------------------------------------------------------------------------------------ translation
 @st.cache_data(max_entries=64, show_spinner=False)
-def cached_translation(
-    checkpoint_path: str, text: str, beam: int, alpha: float, precision: str, _loaded
-) -> Translation:
-    """Translations are cached per checkpoint folder, sentence and decoding settings."""
-    return translate_with_attention(
-        _loaded.model, _loaded.tokenizer, text, beam, alpha, MAX_SOURCE_TOKENS, precision=precision
-    )
+def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
+    """Translations are cached per checkpoint folder, sentence and decoding options."""
+    return translate_with_attention(_loaded.model, _loaded.tokenizer, text, options, MAX_SOURCE_TOKENS)
+
+
+def decoding_options() -> DecodingOptions:
+    """The sidebar's decoding choices as one object."""
+    state = st.session_state
+    return DecodingOptions(int(state["beam"]), float(state["alpha"]), precision=state["precision"])
 
 
 def token_strip(label: str, tokens: list[str]) -> None:
@@ -295,9 +297,7 @@ def main(loading=None) -> None:
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
     with st.spinner("Translating…"):
-        translation = cached_translation(str(loaded.path), text, int(st.session_state["beam"]),
-                                         float(st.session_state["alpha"]), st.session_state["precision"],
-                                         loaded)  # fmt: skip
+        translation = cached_translation(str(loaded.path), text, decoding_options(), loaded)
     if translation.truncated or pasted > len(text):
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()
@@ -317,8 +317,7 @@ def main(loading=None) -> None:
         f"{html.escape(translation.translation) or '∅'}</div>",
         unsafe_allow_html=True,
     )
-    decoding = "greedy" if translation.beam_size == 1 else f"beam {translation.beam_size}, α = {translation.alpha}"
-    decoding += f", {translation.precision} search"
+    decoding = translation.options.describe()
     st.caption(
         f"German translation · {decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention "
         f"recorded in {translation.seconds['attention'] * 1000:.0f} ms"

@@ -22,6 +22,7 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import load_checkpoint
+from transformer.decode import DecodingOptions
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +51,9 @@ def test_translation_records_every_head_with_matching_tokens(translation):
 def test_bfloat16_search_finds_the_translation_and_records_float32_attention(translation):
     loaded, exact = translation
     fast = translate_with_attention(
-        loaded.model, loaded.tokenizer, "the small cat sees the big dog.", precision="bfloat16"
+        loaded.model, loaded.tokenizer, "the small cat sees the big dog.", DecodingOptions(precision="bfloat16")
     )
-    assert fast.precision == "bfloat16" and fast.translation == exact.translation
+    assert fast.options.precision == "bfloat16" and fast.translation == exact.translation
     for kind in ("encoder", "decoder", "cross"):  # the same float32 pass over the same output: the same numbers
         assert fast.maps.weights(kind).dtype == np.float32
         assert np.array_equal(fast.maps.weights(kind), exact.maps.weights(kind))

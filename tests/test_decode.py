@@ -7,7 +7,16 @@ import torch
 
 from transformer.config import preset
 from transformer.data import pad
-from transformer.decode import EXTRA_OUTPUT_TOKENS, beam_search, greedy_decode, length_penalty, search_model
+from transformer.decode import (
+    EXTRA_OUTPUT_TOKENS,
+    GREEDY,
+    DecodingOptions,
+    beam_search,
+    greedy_decode,
+    length_penalty,
+    search,
+    search_model,
+)
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID
 from transformer.train import learning_rate, sequence_losses
@@ -209,3 +218,20 @@ def test_bfloat16_search_copy_reverses_and_follows_weight_updates(reversal):
     assert torch.allclose(after.embedding.weight.float(), changed.embedding.weight, rtol=1e-2)
     with pytest.raises(ValueError, match="precision"):
         search_model(model, "float8")
+
+
+def test_decoding_options_reach_the_search_as_one_object():
+    torch.manual_seed(0)
+    model = Transformer(preset("tiny", vocab_size=20)).eval()
+    source = torch.tensor([[5, 6, 7, EOS_ID], [8, 9, EOS_ID, 0]])
+    assert search(model, source, DecodingOptions(beam_size=1)) == greedy_decode(model, source)
+    assert search(model, source, DecodingOptions(beam_size=3, alpha=1.0)) == beam_search(model, source, 3, 1.0)
+    # The output limit: input length + max_extra_tokens (§6.1: 50), whatever the model would still write.
+    short = search(model, source, DecodingOptions(beam_size=2, max_extra_tokens=2))
+    assert all(len(output) <= length + 2 for output, length in zip(short, (4, 3), strict=True))
+    assert DecodingOptions().describe() == "beam 4, α = 0.6, float32 search"
+    assert GREEDY.describe() == "greedy, float32 search"
+    for wrong in ({"beam_size": 0}, {"alpha": -1.0}, {"alpha": float("nan")}, {"precision": "float8"},
+                  {"max_extra_tokens": 0}):  # fmt: skip
+        with pytest.raises(ValueError):
+            DecodingOptions(**wrong)

@@ -24,6 +24,43 @@ EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50
 PRECISIONS = ("float32", "bfloat16")
 
 
+@dataclass(frozen=True)
+class DecodingOptions:
+    """How to search for a translation: one object from the app's sidebar and the command lines to the search.
+
+    ``beam_size`` 1 is greedy decoding; ``alpha`` is the length penalty of §7 (GNMT's ((5 + |Y|) / 6)^α);
+    ``max_extra_tokens`` bounds an output at input length + that many tokens (§6.1: 50); ``precision`` "bfloat16"
+    searches with a bfloat16 copy of the weights (:func:`search_model`)."""
+
+    beam_size: int = 4
+    alpha: float = 0.6
+    max_extra_tokens: int = EXTRA_OUTPUT_TOKENS
+    precision: str = "float32"
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError("beam_size must be at least 1")
+        if not self.alpha >= 0:
+            raise ValueError("alpha must be a non-negative number")
+        if self.max_extra_tokens < 1:
+            raise ValueError("max_extra_tokens must be at least 1")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.beam_size == 1
+
+    def describe(self) -> str:
+        """ "greedy" or "beam 4, α = 0.6", and the precision: "… , float32 search"."""
+        search = "greedy" if self.greedy else f"beam {self.beam_size}, α = {self.alpha}"
+        return f"{search}, {self.precision} search"
+
+
+DEFAULT_DECODING = DecodingOptions()  # the paper's: beam 4, α = 0.6, input + 50 tokens
+GREEDY = DecodingOptions(beam_size=1)
+
+
 def bfloat16_is_fast(device: torch.device | str = "cpu") -> bool:
     """Whether ``device`` multiplies bfloat16 natively (CPUs with AVX512-BF16 or AMX, recent GPUs)."""
     device = torch.device(device)
@@ -67,20 +104,21 @@ def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     return ((5 + length) / 6) ** alpha
 
 
-def output_limits(model: Transformer, source: Tensor) -> Tensor:
-    """Per-sentence maximum number of generated tokens (</s> included): source length + 50, within the model's reach."""
+def output_limits(model: Transformer, source: Tensor, extra: int = EXTRA_OUTPUT_TOKENS) -> Tensor:
+    """Per-sentence maximum number of generated tokens (</s> included): source length + ``extra`` (§6.1: 50), within
+    the model's reach."""
     source_lengths = (source != model.config.pad_id).sum(dim=1)
-    return (source_lengths + EXTRA_OUTPUT_TOKENS).clamp(max=model.config.max_positions - 1)
+    return (source_lengths + extra).clamp(max=model.config.max_positions - 1)
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, source: Tensor) -> list[list[int]]:
+def greedy_decode(model: Transformer, source: Tensor, max_extra_tokens: int = EXTRA_OUTPUT_TOKENS) -> list[list[int]]:
     """Pick the most probable token at each step. source (B, S) → B token lists without <s>/</s>."""
     config = model.config
     batch = source.size(0)
     memory, _ = model.encode(source)
     source_mask = model.source_mask(source)
-    limits = output_limits(model, source)
+    limits = output_limits(model, source, max_extra_tokens)
     cache = DecoderCache(config.decoder_layers)
     last = torch.full((batch, 1), config.bos_id, dtype=torch.long, device=source.device)
     finished = torch.zeros(batch, dtype=torch.bool, device=source.device)
@@ -102,7 +140,12 @@ def greedy_decode(model: Transformer, source: Tensor) -> list[list[int]]:
 
 @torch.no_grad()
 def beam_search(
-    model: Transformer, source: Tensor, beam_size: int = 4, alpha: float = 0.6, early_stop: bool = True
+    model: Transformer,
+    source: Tensor,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    early_stop: bool = True,
+    max_extra_tokens: int = EXTRA_OUTPUT_TOKENS,
 ) -> list[list[int]]:
     """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>.
 
@@ -118,7 +161,7 @@ def beam_search(
     memory, _ = model.encode(source)
     memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D)
     source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
-    limits = output_limits(model, source)  # (B,)
+    limits = output_limits(model, source, max_extra_tokens)  # (B,)
     cache = DecoderCache(config.decoder_layers)
     sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
     scores = torch.full((batch, beams), float("-inf"), device=device)
@@ -183,9 +226,11 @@ def beam_search(
     return best
 
 
-def search(model: Transformer, source: Tensor, beam_size: int, alpha: float) -> list[list[int]]:
-    """Greedy decoding for beam size 1, beam search otherwise."""
-    return greedy_decode(model, source) if beam_size == 1 else beam_search(model, source, beam_size, alpha)
+def search(model: Transformer, source: Tensor, options: DecodingOptions = DEFAULT_DECODING) -> list[list[int]]:
+    """Greedy decoding for beam size 1, beam search otherwise (``model`` as :func:`search_model` prepared it)."""
+    if options.greedy:
+        return greedy_decode(model, source, options.max_extra_tokens)
+    return beam_search(model, source, options.beam_size, options.alpha, max_extra_tokens=options.max_extra_tokens)
 
 
 @dataclass
@@ -211,18 +256,13 @@ def translate(
     model: Transformer,
     tokenizer: Tokenizer,
     sentences: Sequence[str],
-    beam_size: int = 4,
-    alpha: float = 0.6,
+    options: DecodingOptions = DEFAULT_DECODING,
     batch_size: int = 32,
     max_tokens: int | None = None,
-    precision: str = "float32",
 ) -> list[str]:
-    """Translate many sentences, batched by similar length; results come back in input order.
-
-    ``precision="bfloat16"`` searches with a bfloat16 copy of the model (see :func:`search_model`).
-    """
+    """Translate many sentences, batched by similar length; results come back in input order."""
     model.eval()
-    searcher = search_model(model, precision)
+    searcher = search_model(model, options.precision)
     limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
     encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
@@ -231,7 +271,7 @@ def translate(
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         source = pad([encoded[i] for i in chunk]).to(device)
-        outputs = search(searcher, source, beam_size, alpha)
+        outputs = search(searcher, source, options)
         for index, output in zip(chunk, outputs, strict=True):
             results[index] = tokenizer.decode(output)
     return results

@@ -24,7 +24,7 @@ from transformer.analysis.health import format_health, model_health
 from transformer.checkpoint import META_FILE, CheckpointError, load_checkpoint, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
-from transformer.translate import add_decoding_arguments
+from transformer.translate import add_decoding_arguments, decoding_options
 
 
 def record_scores(checkpoint: Path, result: dict) -> None:
@@ -59,8 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="skip the model-health measures (encoder position cosines, attention entropies, cross alignment)",
     )
     args = parser.parse_args(argv)
-    if args.beam < 1:
-        parser.error("--beam must be at least 1")
+    options = decoding_options(parser, args)
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -72,15 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.limit is not None:
         pairs = pairs[: args.limit]
     started = time.time()
-    hypotheses = translate(
-        loaded.model,
-        loaded.tokenizer,
-        [s for s, _ in pairs],
-        args.beam,
-        args.alpha,
-        args.batch_size,
-        precision=args.precision,
-    )
+    hypotheses = translate(loaded.model, loaded.tokenizer, [s for s, _ in pairs], options, args.batch_size)
     seconds = time.time() - started
     references = [[t for _, t in pairs]]
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()

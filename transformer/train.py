@@ -51,7 +51,7 @@ from transformer.data import (
     read_corpus,
     read_parallel,
 )
-from transformer.decode import translate
+from transformer.decode import GREEDY, translate
 from transformer.model import Transformer
 from transformer.schedule import learning_rate
 from transformer.tokenizer import PAD_ID, Tokenizer, train_tokenizer
@@ -585,11 +585,11 @@ class Trainer:
             loss, nll = sequence_losses(logits, batch.target_output, args.label_smoothing)
             loss_sum, nll_sum, tokens = loss_sum + float(loss), nll_sum + float(nll), tokens + batch.num_target_tokens
         bleu_pairs = self.dev_pairs[: args.dev_bleu_sentences]
-        hypotheses = translate(model, self.tokenizer, [s for s, _ in bleu_pairs], beam_size=1)
+        hypotheses = translate(model, self.tokenizer, [s for s, _ in bleu_pairs], GREEDY)
         import sacrebleu  # imported here: it is slow to import and the app never validates
 
         bleu = sacrebleu.corpus_bleu(hypotheses, [[t for _, t in bleu_pairs]]).score if bleu_pairs else None
-        samples = translate(model, self.tokenizer, SAMPLE_SENTENCES, beam_size=1)
+        samples = translate(model, self.tokenizer, SAMPLE_SENTENCES, GREEDY)
         health = model_health(model, self.tokenizer, self.health_sample) if self.health_sample else {}
         return {
             **health,

@@ -14,13 +14,23 @@ from collections.abc import Sequence
 import torch
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
-from transformer.decode import PRECISIONS, encode_source, max_source_tokens, translate
+from transformer.decode import (
+    EXTRA_OUTPUT_TOKENS,
+    PRECISIONS,
+    DecodingOptions,
+    encode_source,
+    max_source_tokens,
+    translate,
+)
 
 
 def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parser.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy decoding")
     parser.add_argument("--alpha", type=float, default=0.6, help="length penalty α")
+    parser.add_argument(
+        "--max-extra-tokens", type=int, default=EXTRA_OUTPUT_TOKENS, help="outputs end at input length + this many"
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument(
         "--precision",
@@ -33,12 +43,19 @@ def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
 
 
+def decoding_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> DecodingOptions:
+    """The --beam, --alpha, --max-extra-tokens and --precision arguments as one object (a usage error if invalid)."""
+    try:
+        return DecodingOptions(args.beam, args.alpha, args.max_extra_tokens, args.precision)
+    except ValueError as error:
+        parser.error(str(error))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
     add_decoding_arguments(parser)
     args = parser.parse_args(argv)
-    if args.beam < 1:
-        parser.error("--beam must be at least 1")
+    options = decoding_options(parser, args)
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -52,15 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if line.strip() and encode_source(loaded.tokenizer, line, limit).truncated:
             print(f"warning: line {number} is longer than {limit} tokens and was cut", file=sys.stderr)
     indices = [i for i, line in enumerate(lines) if line.strip()]
-    outputs = translate(
-        loaded.model,
-        loaded.tokenizer,
-        [lines[i] for i in indices],
-        args.beam,
-        args.alpha,
-        args.batch_size,
-        precision=args.precision,
-    )
+    outputs = translate(loaded.model, loaded.tokenizer, [lines[i] for i in indices], options, args.batch_size)
     results = [""] * len(lines)
     for index, output in zip(indices, outputs, strict=True):
         results[index] = output

@@ -21,7 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.decode import encode_source, max_source_tokens, search, search_model
+from transformer.decode import (
+    DEFAULT_DECODING,
+    DecodingOptions,
+    encode_source,
+    max_source_tokens,
+    search,
+    search_model,
+)
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, join_pieces
 
@@ -81,9 +88,7 @@ class Translation:
     maps: AttentionMaps
     truncated: bool = False  # the source was longer than the model reads: see read_text
     read_text: str = ""  # the part of the source the model read (all of it unless truncated)
-    beam_size: int = 4
-    alpha: float = 0.6
-    precision: str = "float32"
+    options: DecodingOptions = DEFAULT_DECODING
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -111,24 +116,22 @@ def translate_with_attention(
     model: Transformer,
     tokenizer: Tokenizer,
     text: str,
-    beam_size: int = 4,
-    alpha: float = 0.6,
+    options: DecodingOptions = DEFAULT_DECODING,
     max_tokens: int | None = None,
-    precision: str = "float32",
 ) -> Translation:
     """Translate one sentence (beam search, or greedy for beam 1), then record attention over the output.
 
-    The search runs in ``precision`` (see :func:`~transformer.decode.search_model`); the attention is always
-    recorded with the float32 model, for exactly the output that was found.
+    The search runs in ``options.precision`` (see :func:`~transformer.decode.search_model`); the attention is
+    always recorded with the float32 model, for exactly the output that was found.
     """
     model.eval()
-    searcher = search_model(model, precision)
+    searcher = search_model(model, options.precision)
     limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
     encoded = encode_source(tokenizer, text, limit)
     device = next(model.parameters()).device
     source = torch.tensor([encoded.ids], dtype=torch.long, device=device)
     started = time.perf_counter()
-    output = search(searcher, source, beam_size, alpha)[0]
+    output = search(searcher, source, options)[0]
     decoded = time.perf_counter()
     maps = attention_for(model, tokenizer, encoded.ids, output)
     recorded = time.perf_counter()
@@ -138,9 +141,7 @@ def translate_with_attention(
         maps=maps,
         truncated=encoded.truncated,
         read_text=tokenizer.decode(encoded.ids[:-1]) if encoded.truncated else text,
-        beam_size=beam_size,
-        alpha=alpha,
-        precision=precision,
+        options=options,
         seconds={"decode": decoded - started, "attention": recorded - decoded},
     )
 

@@ -59,7 +59,7 @@ def fingerprint(checkpoint: Path) -> str:
 
 
 def paper_translations(loaded: LoadedCheckpoint) -> dict[int, str]:
-    ours = translate(loaded.model, loaded.tokenizer, [FIGURES[3].sentence, FIGURES[4].sentence], beam_size=4)
+    ours = translate(loaded.model, loaded.tokenizer, [FIGURES[3].sentence, FIGURES[4].sentence])
     return {3: ours[0], 4: ours[1], 5: ours[1]}
 
 

@@ -99,7 +99,7 @@ def paper_figures(loaded: LoadedCheckpoint, one_based: bool = True) -> tuple[dic
     figures["figure_4_top"], figures["figure_4_bottom"] = figure_4(attention[4], layer, chosen_its)
     chosen_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
     figures["figure_5_a"], figures["figure_5_b"] = figure_5(attention[5], layer, chosen_structure)
-    translations = translate(loaded.model, loaded.tokenizer, [FIGURES[3].sentence, FIGURES[4].sentence], beam_size=4)
+    translations = translate(loaded.model, loaded.tokenizer, [FIGURES[3].sentence, FIGURES[4].sentence])
     metrics["drawn"] = {
         "layer": layer,
         "layer_numbering": "1-based" if one_based else "0-based",
