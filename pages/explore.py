@@ -37,6 +37,7 @@ from transformer.analysis.attention import (
 )
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_english_reasons
+from transformer.config import language_name
 from transformer.decode import PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
@@ -107,6 +108,10 @@ def default_view(loaded) -> None:
     url_state.ensure("kind", kind)
     url_state.ensure("layer", str(min(layer, loaded.config.encoder_layers - 1) + 1))
     url_state.ensure("head", str(head + 1))
+
+
+def article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeio" else "a"
 
 
 def use_sentence(sentence: str) -> None:
@@ -209,12 +214,12 @@ HOW_TO_READ = """
 
 - **Rows are queries**: the token that is looking. **Columns are keys**: the tokens it looks at.
 - Each row is one softmax, so **each row sums to 1**; a bright cell is where that row's attention goes.
-- **Encoder self**: source looks at source. **Decoder self**: each German token looks at the ones before it; the
-  hatched grey triangle is the **masked future** it is not allowed to see. **Cross**: each German token (row) looks
-  at the English source (columns): good heads light up the word being translated.
+- **Encoder self**: source looks at source. **Decoder self**: each output token looks at the ones before it; the
+  hatched grey triangle is the **masked future** it is not allowed to see. **Cross**: each output token (row) looks
+  at the source (columns): good heads light up the word being translated.
 - **`▁`** marks the start of a word: `▁play` `ing` are two pieces of one word ("Merge word pieces" in the sidebar
   joins them). **`<0x..>`** pieces are raw bytes of characters the vocabulary lacks; **`</s>`** ends a sentence and
-  **`<s>`** starts the German one. Many heads park unused attention on `</s>` or punctuation.
+  **`<s>`** starts the output. Many heads park unused attention on `</s>` or punctuation.
 - A row spread evenly over all columns (≈ uniform) is a head that does not select anything.
 """
 
@@ -273,15 +278,18 @@ def main(loading=None) -> None:
         stop()
 
     default_view(loaded)
+    config = loaded.config
+    source, target = language_name(config.source_language), language_name(config.target_language)
     st.title("Attention Explorer")
     st.caption(
-        "An English→German encoder–decoder Transformer as in *Attention Is All You Need* (Vaswani et al., 2017): "
+        f"{article(source).capitalize()} {source}→{target} encoder–decoder Transformer as in *Attention Is All You "
+        "Need* (Vaswani et al., 2017): "
         f"{loaded.config.encoder_layers}+{loaded.config.decoder_layers} layers, {loaded.config.num_heads} heads, "
         f"d_model {loaded.config.d_model} — checkpoint `{loaded.path.name}`."
     )
     with st.form("translate", border=False):
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
-        sentence.text_area("English sentence", key="text", height=68, max_chars=None)
+        sentence.text_area(f"{source} sentence", key="text", height=68, max_chars=None)
         button.form_submit_button("Translate", type="primary", width="stretch")
     paper = st.columns(len(PAPER_SENTENCES) + 1, vertical_alignment="center")
     paper[0].caption("Or one of the paper's figure sentences:")
@@ -290,7 +298,7 @@ def main(loading=None) -> None:
 
     text = st.session_state["text"]
     if not text.strip():
-        st.info("Type an English sentence above and press **Translate**.")
+        st.info(f"Type {article(source)} {source} sentence above and press **Translate**.")
         save_to_url()
         stop()
     pasted = len(text)
@@ -305,7 +313,7 @@ def main(loading=None) -> None:
             f"The input has {pasted:,} characters and the model reads at most {MAX_SOURCE_TOKENS - 1} word pieces: "
             f"only its first {len(read):,} characters, up to “…{ending}”, were translated and are shown below."
         )
-    reasons = not_english_reasons(text, translation.maps.source_tokens)
+    reasons = not_english_reasons(text, translation.maps.source_tokens) if config.source_language == "en" else []
     if reasons:
         st.warning(
             "**This model reads English**, and this input does not look like English: "
@@ -319,7 +327,7 @@ def main(loading=None) -> None:
     )
     decoding = translation.options.describe()
     st.caption(
-        f"German translation · {decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention "
+        f"{target} translation · {decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention "
         f"recorded in {translation.seconds['attention'] * 1000:.0f} ms"
     )
 

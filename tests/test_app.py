@@ -327,3 +327,16 @@ def test_first_visit_placeholder_gives_way_to_the_page(checkpoint, text, monkeyp
     loading = [chart for chart in charts(app) if "Loading the model" in json.dumps(chart["figure"])]
     assert loading == []
     assert len(charts(app)) == (1 if text else 0)
+
+
+def test_labels_name_the_checkpoints_language_pair(checkpoint, tmp_path: Path, monkeypatch):
+    folder = shutil.copytree(checkpoint, tmp_path / "en-fr")
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert (config["source_language"], config["target_language"]) == ("en", "de")  # the trainer records them
+    (folder / "config.json").write_text(json.dumps({**config, "target_language": "fr"}), encoding="utf-8")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+    app = start()
+    no_exceptions(app)
+    assert app.text_area(key="text").label == "English sentence"
+    assert any("English→French" in caption.value for caption in app.caption)
+    assert any(caption.value.startswith("French translation") for caption in app.caption)

@@ -218,3 +218,13 @@ def test_branch_gain_shrinks_only_the_residual_branches():
     assert torch.allclose(layer.feed_forward.outer.weight, reference.feed_forward.outer.weight * 0.5)
     assert torch.equal(layer.self_attention.query.weight, reference.self_attention.query.weight)
     assert torch.equal(scaled.embedding.weight, plain.embedding.weight)
+
+
+def test_config_records_the_language_pair_and_older_configs_read_as_english_to_german(tmp_path):
+    from transformer.config import ModelConfig, language_name, preset
+
+    config = preset("tiny", source_language="en", target_language="fr")
+    assert ModelConfig.from_json(config.to_json()) == config
+    older = {key: value for key, value in preset("tiny").to_dict().items() if not key.endswith("_language")}
+    assert (ModelConfig.from_dict(older).source_language, ModelConfig.from_dict(older).target_language) == ("en", "de")
+    assert (language_name("fr"), language_name("xx")) == ("French", "xx")

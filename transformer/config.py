@@ -34,6 +34,8 @@ class ModelConfig:
     unk_id: int = 1
     bos_id: int = 2
     eos_id: int = 3
+    source_language: str = "en"  # ISO 639-1 codes of the pair the model translates; not part of the network
+    target_language: str = "de"
 
     def __post_init__(self) -> None:
         if self.d_model % self.num_heads:
@@ -78,6 +80,18 @@ class ModelConfig:
     @classmethod
     def load(cls, path: str | Path) -> ModelConfig:
         return cls.from_json(Path(path).read_text(encoding="utf-8"))
+
+
+LANGUAGE_NAMES = {
+    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "nl": "Dutch",
+    "pt": "Portuguese", "ru": "Russian", "cs": "Czech", "ro": "Romanian", "tr": "Turkish", "zh": "Chinese",
+    "ja": "Japanese", "ko": "Korean",
+}  # fmt: skip
+
+
+def language_name(code: str) -> str:
+    """ "English" for "en"; an unknown code is shown as it is."""
+    return LANGUAGE_NAMES.get(code, code)
 
 
 PRESETS: dict[str, ModelConfig] = {

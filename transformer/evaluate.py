@@ -81,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.output.write_text("".join(f"{h}\n" for h in hypotheses), encoding="utf-8")
     result = {
         "checkpoint": str(loaded.path),
+        "language_pair": f"{loaded.config.source_language}-{loaded.config.target_language}",
         "src": str(args.src),
         "ref": str(args.ref),
         "sentences": len(pairs),

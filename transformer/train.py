@@ -302,7 +302,11 @@ class Trainer:
         resume_from = self.prepare_run(given)
 
         self.tokenizer = self.load_tokenizer(resume_from)
-        overrides: dict[str, Any] = {"vocab_size": self.tokenizer.vocab_size}
+        overrides: dict[str, Any] = {
+            "vocab_size": self.tokenizer.vocab_size,
+            "source_language": args.src_lang,
+            "target_language": args.tgt_lang,
+        }
         if args.dropout is not None:
             overrides["dropout"] = args.dropout
         if args.attention_dropout is not None:
