@@ -210,17 +210,12 @@ def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | N
 
 
 HOW_TO_READ = """
-**How to read this map**
-
-- **Rows are queries**: the token that is looking. **Columns are keys**: the tokens it looks at.
-- Each row is one softmax, so **each row sums to 1**; a bright cell is where that row's attention goes.
-- **Encoder self**: source looks at source. **Decoder self**: each output token looks at the ones before it; the
-  hatched grey triangle is the **masked future** it is not allowed to see. **Cross**: each output token (row) looks
-  at the source (columns): good heads light up the word being translated.
-- **`▁`** marks the start of a word: `▁play` `ing` are two pieces of one word ("Merge word pieces" in the sidebar
-  joins them). **`<0x..>`** pieces are raw bytes of characters the vocabulary lacks; **`</s>`** ends a sentence and
-  **`<s>`** starts the output. Many heads park unused attention on `</s>` or punctuation.
-- A row spread evenly over all columns (≈ uniform) is a head that does not select anything.
+- **Rows** are queries (the token looking), **columns** keys (the tokens looked at). Each row sums to 1.
+- **Encoder self**: source on both axes. **Decoder self**: output tokens; the hatched triangle is the **masked
+  future**. **Cross**: output rows, source columns; a good head lights up the word being translated.
+- **`▁`** starts a word (`▁play` `ing` = one word); **`<0x..>`** is a raw byte of a character the vocabulary
+  lacks; **`</s>`** ends the sentence, **`<s>`** starts the output. Heads often park attention on `</s>`.
+- A row spread evenly (≈ uniform) is a head that selects nothing.
 """
 
 
@@ -370,7 +365,7 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     matrix = maps.matrix(kind, layer, head)
     name = figure_name(maps, kind, layer, head)
-    chart, guide = st.columns([4, 1])
+    chart, guide = st.columns([3, 1])
     with chart:
         show_figure(plot_attention.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
                                           causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted"),

@@ -56,7 +56,7 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     assert heads["figure"]["layout"]["title"]["text"] == title
     assert (app.query_params["kind"], app.query_params["layer"], app.query_params["head"]) == (
         kind, str(layer + 1), str(head + 1))  # fmt: skip
-    assert "Source tokens" in page_text(app) and "How to read this" in page_text(app)
+    assert "Source tokens" in page_text(app) and "Each row sums to 1" in page_text(app)  # the reading guide
     assert app.query_params["view"] == "Heads"
     linked = start(kind="decoder", layer="1", head="3")  # a link's choice wins over the default
     assert (linked.radio(key="kind").value, linked.selectbox(key="head").value) == ("decoder", "3")
