@@ -38,6 +38,7 @@ import torch.distributed as dist
 from torch import Tensor, nn
 
 from transformer import checkpoint as ckpt
+from transformer.analysis.figures import LAW_SENTENCE, MAKING_SENTENCE
 from transformer.analysis.health import format_health, health_sample, model_health
 from transformer.config import ModelConfig, preset
 from transformer.data import (
@@ -65,9 +66,8 @@ DEFAULT_DEV = DATA_ROOT / "dev" / "newstest2013"
 SAMPLE_SENTENCES = [
     "I would like a cup of coffee.",
     "The children are playing in the park.",
-    "It is in this spirit that a majority of American governments have passed new laws since 2009 making the "
-    "registration or voting process more difficult.",
-    "The Law will never be perfect, but its application should be just - this is what we are missing, in my opinion.",
+    MAKING_SENTENCE,  # the paper's two figure sentences
+    LAW_SENTENCE,
 ]
 # Arguments that describe the run itself; the others (length, logging, saving) may change when resuming.
 RUN_DEFINING = {

@@ -30,7 +30,7 @@ from transformer.decode import (
     search_model,
 )
 from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, join_pieces
+from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
 
 KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {
@@ -38,7 +38,6 @@ KIND_TITLES = {
     "decoder": "Decoder masked self-attention",
     "cross": "Encoder–decoder (cross) attention",
 }
-SPECIAL_TOKENS = frozenset({"<s>", "</s>", "<pad>", "<unk>"})
 
 
 @dataclass
@@ -167,7 +166,7 @@ def merge_tokens(tokens: Sequence[str], groups: Sequence[Sequence[int]]) -> list
     merged = []
     for group in groups:
         text = join_pieces([tokens[i] for i in group])
-        merged.append(text if text in SPECIAL_TOKENS else text.replace("▁", " ").strip() or "▁")
+        merged.append(text if text in SPECIAL_PIECES else text.replace("▁", " ").strip() or "▁")
     return merged
 
 
@@ -195,8 +194,8 @@ def merged_view(maps: AttentionMaps) -> AttentionMaps:
 
 def without_specials(maps: AttentionMaps) -> AttentionMaps:
     """Drop the rows and columns of <s>, </s> and <pad> (rows then no longer sum to 1)."""
-    source_keep = [i for i, t in enumerate(maps.source_tokens) if t not in SPECIAL_TOKENS]
-    target_keep = [i for i, t in enumerate(maps.target_tokens) if t not in SPECIAL_TOKENS]
+    source_keep = [i for i, t in enumerate(maps.source_tokens) if t not in SPECIAL_PIECES]
+    target_keep = [i for i, t in enumerate(maps.target_tokens) if t not in SPECIAL_PIECES]
     if not source_keep or not target_keep:
         return maps
     return AttentionMaps(

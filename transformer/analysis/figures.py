@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer.analysis.attention import (
-    SPECIAL_TOKENS,
+    SPECIAL_PIECES,
     encoder_attention,
     entropy_bits,
     its_metrics,
@@ -123,7 +123,7 @@ class SentenceAttention:
             groups = word_groups(tokens)
             tokens, weights = merge_tokens(tokens, groups), merge_matrix(weights, groups, groups)
         if not specials:
-            keep = [i for i, token in enumerate(tokens) if token not in SPECIAL_TOKENS]
+            keep = [i for i, token in enumerate(tokens) if token not in SPECIAL_PIECES]
             tokens, weights = [tokens[i] for i in keep], weights[..., keep, :][..., keep]
         return list(tokens), weights
 

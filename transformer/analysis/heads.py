@@ -36,7 +36,7 @@ import torch
 from transformer.analysis.attention import (
     HEAD_SCORES,
     PUNCTUATION,
-    SPECIAL_TOKENS,
+    SPECIAL_PIECES,
     attention_for,
     encoder_attention,
     head_statistics,
@@ -195,7 +195,7 @@ def word_alignment_hits(
     consensus_hits = np.zeros(num_layers * num_heads)
     dictionary_words = counted = 0
     for t, word in enumerate(output_words):
-        if word in SPECIAL_TOKENS or not WORD.search(word) or word in PUNCTUATION:
+        if word in SPECIAL_PIECES or not WORD.search(word) or word in PUNCTUATION:
             continue
         counted += 1
         # Consensus of the other heads: the mean without this head's own row.
