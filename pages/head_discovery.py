@@ -9,7 +9,6 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.url_state import Field
-from transformer.analysis.attention import encoder_attention, head_statistics
 from transformer.analysis.figures import LAW_SENTENCE
 from transformer.analysis.heads import (
     CROSS_SCORES,
@@ -18,7 +17,6 @@ from transformer.analysis.heads import (
     SCORE_DESCRIPTIONS,
     SCORE_NAMES,
     SHARE_SCORES,
-    cross_scores,
     head_score_tables,
 )
 from transformer.checkpoint import LoadedCheckpoint
@@ -35,17 +33,7 @@ def sample_tables(_loaded: LoadedCheckpoint, name: str, sample: int) -> dict:
 
 @st.cache_data(show_spinner="Scoring every head on the sentence…", max_entries=16)
 def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict:
-    tokens, weights = encoder_attention(_loaded.model, _loaded.tokenizer, sentence)
-    encoder = {key: values.tolist() for key, values in head_statistics(weights, tokens).items()}
-    alignment = cross_scores(_loaded, [sentence])
-    return {
-        "sample": "one sentence",
-        "sentences": 1,
-        "dictionary_words": alignment["dictionary_words"],
-        "output_words": alignment["output_words"],
-        "encoder": encoder,
-        "cross": {key: np.asarray(alignment[key]).tolist() for key in CROSS_SCORES},
-    }
+    return head_score_tables(_loaded, sentences=[sentence])
 
 
 SOURCES = ("dev sample", "one sentence")

@@ -266,9 +266,15 @@ def cross_scores(
     }
 
 
-def head_score_tables(loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True) -> dict:
-    """Every score as nested lists [layer][head], with what the sample was (JSON-ready)."""
-    description, sentences = dev_sample(sample)
+def head_score_tables(
+    loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True, sentences: Sequence[str] | None = None
+) -> dict:
+    """Every score as nested lists [layer][head], with what the sample was (JSON-ready): over the first ``sample``
+    dev sentences, or over ``sentences`` when given (anaphora scores are always over the pronoun sentences)."""
+    if sentences is None:
+        description, sentences = dev_sample(sample)
+    else:
+        description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
     tables = {**encoder_scores(loaded, sentences), **anaphora_scores(loaded)}
     result: dict = {
         "sample": description,
