@@ -183,3 +183,15 @@ def test_a_damaged_timeline_is_a_clear_error(tmp_path: Path):
     with pytest.raises(CheckpointError, match="not a readable timeline"):
         timeline.load_timeline(path)
     assert timeline.load_timeline(tmp_path / "missing.safetensors") == []
+
+
+def test_dictionary_cli_pairs_words_that_occur_together(tmp_path: Path):
+    from transformer.analysis import heads
+
+    (tmp_path / "toy.en").write_text("the cat sleeps\nthe dog sleeps\na cat runs\n" * 3, encoding="utf-8")
+    (tmp_path / "toy.de").write_text("die katze schläft\nder hund schläft\neine katze rennt\n" * 3, encoding="utf-8")
+    out = tmp_path / "dictionary.tsv"
+    assert heads.main(["dictionary", "--train", str(tmp_path / "toy"), "--out", str(out), "--min-count", "2"]) == 0
+    pairs = {tuple(line.split("\t")[:2]) for line in out.read_text(encoding="utf-8").splitlines()[1:]}
+    assert {("cat", "katze"), ("sleeps", "schläft"), ("dog", "hund")} <= pairs
+    assert ("cat", "hund") not in pairs

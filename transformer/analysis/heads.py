@@ -23,7 +23,6 @@ Encoder–decoder (cross) attention scores, over the model's greedy translations
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 import sys
 from collections import Counter
@@ -48,7 +47,7 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DATA_ROOT, pad
+from transformer.data import DATA_ROOT, CorpusSpec, pad, read_corpus
 from transformer.decode import encode_source, greedy_decode, max_source_tokens
 from transformer.tokenizer import EOS_ID
 
@@ -298,18 +297,6 @@ def corpus_words(line: str) -> set[str]:
     return {normalise(word) for word in WORD.findall(line) if not word.isdigit()}
 
 
-def read_pairs(prefix: Path, source: str = "en", target: str = "de") -> Iterable[tuple[str, str]]:
-    def open_text(path: Path):
-        return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open(encoding="utf-8")
-
-    paths = []
-    for language in (source, target):
-        plain, packed = Path(f"{prefix}.{language}"), Path(f"{prefix}.{language}.gz")
-        paths.append(plain if plain.exists() else packed)
-    with open_text(paths[0]) as english, open_text(paths[1]) as german:
-        yield from zip(english, german, strict=True)
-
-
 def build_dictionary(
     pairs: Iterable[tuple[str, str]], min_count: int = 5, min_dice: float = 0.15, per_word: int = 3
 ) -> list[tuple[str, str, float]]:
@@ -352,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     build.add_argument("--min-count", type=int, default=5)
     build.add_argument("--min-dice", type=float, default=0.15)
     args = parser.parse_args(argv)
-    pairs = (pair for prefix in args.train for pair in read_pairs(prefix))
+    pairs = (pair for prefix in args.train for pair in read_corpus(CorpusSpec(prefix)))
     rows = build_dictionary(pairs, args.min_count, args.min_dice)
     header = (
         "# English word <TAB> German word <TAB> Dice coefficient over sentence pairs of "
