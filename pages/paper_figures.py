@@ -17,6 +17,7 @@ from transformer.analysis.figures import (
     making_heads,
     paper_heads,
     paper_layer,
+    pattern_difference,
 )
 from transformer.analysis.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
 from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
@@ -321,7 +322,7 @@ with right:
     real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
     rows = law_attention.weights[layer][:, real]
     chosen = heads if len(heads) == 2 else default_structure
-    difference = 0.5 * np.abs(rows[chosen[0]] - rows[chosen[1]]).sum(-1).mean()
+    difference = pattern_difference(rows[chosen[0]], rows[chosen[1]])
     paper_side(
         5,
         f"heads {chosen[0] + first} and {chosen[1] + first} of layer {layer + first} differ by {difference:.2f} "

@@ -152,6 +152,12 @@ def query_position(tokens: Sequence[str], word: str) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------------ figure choices
+def pattern_difference(first: np.ndarray, second: np.ndarray) -> float:
+    """How differently two heads attend over the same queries [Q, S]: the mean total variation between their rows
+    (0 = the same pattern, 1 = disjoint)."""
+    return float(0.5 * np.abs(np.asarray(first) - np.asarray(second)).sum(-1).mean())
+
+
 def structure_heads(layer_weights: np.ndarray, tokens: Sequence[str], candidates: int = 4) -> list[int]:
     """Figure 5's two heads in one layer [H, S, S]: the sharpest head (lowest mean entropy over real queries) and,
     among the next sharpest ``candidates``, the one whose pattern differs most from it (mean total variation)."""
@@ -162,7 +168,7 @@ def structure_heads(layer_weights: np.ndarray, tokens: Sequence[str], candidates
     order = [int(head) for head in np.argsort(entropy, kind="stable")]
     first = order[0]
     others = order[1 : 1 + candidates] or order[:1]
-    distance = [0.5 * np.abs(rows[head] - rows[first]).sum(-1).mean() for head in others]
+    distance = [pattern_difference(rows[head], rows[first]) for head in others]
     return [first, others[int(np.argmax(distance))]]
 
 
