@@ -42,6 +42,7 @@ from transformer.analysis.attention import (
     load_anaphora_examples,
     merge_matrix,
     merge_tokens,
+    strongest_other_word,
     word_attention,
     word_groups,
     word_index,
@@ -123,10 +124,7 @@ def pronoun_to_antecedent(
     Raises ValueError if either word is not in the sentence."""
     pronoun_index, antecedent_index = word_index(tokens, pronoun), word_index(tokens, antecedent)
     weight = word_attention(weights, tokens, pronoun_index, antecedent_index)
-    groups = word_groups(tokens)
-    row = merge_matrix(np.asarray(weights), groups, groups)[..., pronoun_index, :].copy()  # [L, H, W]
-    row[..., pronoun_index] = -np.inf
-    return weight, row.argmax(-1) == antecedent_index
+    return weight, strongest_other_word(np.asarray(weights), tokens, pronoun_index) == antecedent_index
 
 
 def mean_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, int]) -> dict[str, np.ndarray]:
