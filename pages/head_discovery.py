@@ -14,6 +14,7 @@ from transformer.analysis.heads import (
     CROSS_SCORES,
     DICTIONARY_FILE,
     ENCODER_SCORES,
+    LOW_IS_NOTABLE,
     SCORE_DESCRIPTIONS,
     SCORE_NAMES,
     SHARE_SCORES,
@@ -23,7 +24,6 @@ from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
 st.set_page_config(page_title="Head discovery", page_icon="🔎", layout="wide")
-SHARP_IS_LOW = {"entropy"}  # scores where the notable heads are the lowest
 
 
 @st.cache_data(show_spinner="Scoring every head over the sample (translating it too)…", max_entries=8)
@@ -128,10 +128,10 @@ show_figure(
 )  # fmt: skip
 values = scores[score]
 if np.isfinite(values).any():
-    pick = np.nanargmin if score in SHARP_IS_LOW else np.nanargmax
+    pick = np.nanargmin if score in LOW_IS_NOTABLE else np.nanargmax
     layer, head = np.unravel_index(pick(values), values.shape)
     st.caption(
-        f"{'Lowest' if score in SHARP_IS_LOW else 'Highest'}: layer {layer + first}, head {head + first} "
+        f"{'Lowest' if score in LOW_IS_NOTABLE else 'Highest'}: layer {layer + first}, head {head + first} "
         f"({values[layer, head]:.3f})."
     )
 

@@ -79,6 +79,8 @@ SCORE_NAMES = {
 }
 # Scores that are shares or weights in [0, 1]: drawn on a fixed 0–1 colour scale, so near-zero looks near zero.
 SHARE_SCORES = frozenset(SCORE_NAMES) - {"mean_distance", "entropy"}
+# Scores whose notable heads are the lowest (a sharp head has a low entropy); for the others, the highest.
+LOW_IS_NOTABLE = frozenset({"entropy"})
 ENCODER_SCORES = (*HEAD_SCORES, "anaphora", "anaphora_hits")
 CROSS_SCORES = ("alignment_dictionary", "alignment_consensus")
 WORD = re.compile(r"\w+", re.UNICODE)
