@@ -193,7 +193,9 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
                 and visit.errors.append(f"{message.text} ({message.location.get('url')})"))  # fmt: skip
         page.on("pageerror", lambda error: visit.errors.append(f"uncaught: {error}"))
         page.on("dialog", lambda dialog: (visit.dialogs.append(f"{dialog.type}: {dialog.message}"), dialog.dismiss()))
-        page.goto(f"{server}/")
+        # Encoder self-attention, so that both heatmap axes show the typed sentence's pieces (the app would
+        # otherwise open on the model's clearest head, which may be a cross-attention head).
+        page.goto(f"{server}/?kind=encoder")
         page.wait_for_selector(HEATMAP, state="attached", timeout=FIRST_RENDER_MS)
         return visit
 
