@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import socket
@@ -131,38 +132,50 @@ st.plotly_chart(go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.6, 0.4]])))
 """
 
 
-def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple[float, float]:
-    """Seconds from launching ``streamlit run script`` until it answers, and until a plotly heatmap is drawn."""
+@contextlib.contextmanager
+def served(playwright, script: Path, environment: dict | None):
+    """A Chromium page (started first: its own start-up is not part of the app's) and ``streamlit run script`` on a
+    free local port; yields (page, the server's address, the launch time). Both end whatever happens."""
     port = free_port()
     command = [sys.executable, "-m", "streamlit", "run", script.name, "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
-    # The browser starts first: its own start-up is not part of the app's first render.
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM,
         args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
               "--disable-sync"],
     )  # fmt: skip
-    page = browser.new_page()
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
     started = time.perf_counter()
     server = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env=environment)  # fmt: skip
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.05)
-        serving = time.perf_counter() - started
-        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-        return serving, time.perf_counter() - started
+        yield page, f"http://127.0.0.1:{port}/", started
     finally:
         server.terminate()
         server.wait(timeout=30)
         browser.close()
+
+
+def open_when_serving(page, address: str) -> None:
+    """Load ``address`` as soon as the server answers (within two minutes)."""
+    deadline = time.time() + 120
+    while True:
+        try:
+            page.goto(address, timeout=5000)
+            return
+        except Exception:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple[float, float]:
+    """Seconds from launching ``streamlit run script`` until it answers, and until a plotly heatmap is drawn."""
+    with served(playwright, script, environment) as (page, address, started):
+        open_when_serving(page, address)
+        serving = time.perf_counter() - started
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
+        return serving, time.perf_counter() - started
 
 
 def browser_missing(what: str) -> bool:
@@ -189,32 +202,13 @@ PAGES = {
 
 def page_first_visit(playwright, page_name: str, environment: dict) -> float:
     """Seconds from clicking ``page_name`` in the sidebar of a freshly started app until its first figure shows."""
-    port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
-    browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    server = subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=environment)  # fmt: skip
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                page.goto(f"http://127.0.0.1:{port}/", timeout=5000)
-                break
-            except Exception:
-                if time.time() > deadline:
-                    raise
-                time.sleep(0.1)
+    with served(playwright, REPOSITORY / "app.py", environment) as (page, address, _):
+        open_when_serving(page, address)
         page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
         started = time.perf_counter()
         page.get_by_role("link", name=page_name).click()
         page.wait_for_function(PAGES[page_name], timeout=300_000)
         return time.perf_counter() - started
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        browser.close()
 
 
 def figure_pages(checkpoint: str | None) -> None:

@@ -59,11 +59,19 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def stored_heads(_loaded: LoadedCheckpoint, name: str) -> Measured | None:
-    """The stored measurements of a loaded checkpoint, without measuring (None when there are none)."""
+def _stored_heads(_loaded: LoadedCheckpoint, name: str, modified: float) -> Measured | None:
     from transformer.analysis.precompute import read
 
     return read(_loaded)
+
+
+def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
+    """The stored measurements of a loaded checkpoint, without measuring (None when there are none): read and
+    checked against the weights once per version of the file, not on every session's first run."""
+    from transformer.analysis.precompute import PRECOMPUTED_FILE
+
+    path = loaded.path / PRECOMPUTED_FILE
+    return _stored_heads(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def available_checkpoints() -> list[str]:

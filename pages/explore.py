@@ -23,6 +23,7 @@ from pages.common import (
     show_figure,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
+    stored_heads,
 )
 from pages.url_state import Field
 from transformer.analysis import precompute
@@ -103,10 +104,11 @@ def default_view(loaded) -> None:
     head: :func:`transformer.analysis.precompute.default_head`) unless the link or an earlier choice names one."""
     if all(key in st.session_state for key in ("kind", "layer", "head")):
         return
-    stored = precompute.read(loaded)
+    stored = stored_heads(loaded)
     kind, layer, head = FALLBACK_VIEW if stored is None else precompute.default_head(stored.tables)
+    layers = loaded.config.encoder_layers if kind == "encoder" else loaded.config.decoder_layers
     url_state.ensure("kind", kind)
-    url_state.ensure("layer", str(min(layer, loaded.config.encoder_layers - 1) + 1))
+    url_state.ensure("layer", str(min(layer, layers - 1) + 1))
     url_state.ensure("head", str(head + 1))
 
 

@@ -19,7 +19,6 @@ import argparse
 import contextlib
 import hashlib
 import json
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -80,10 +79,7 @@ def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None
         "tables": json.dumps(measured.tables, ensure_ascii=False),
         "sample": str(measured.sample),
     }
-    partial = path.with_name(f".{path.name}.partial")  # written whole, then renamed: never half a file
-    save_timeline([measured.point], partial, extra)
-    partial.chmod(0o644)
-    os.replace(partial, path)
+    save_timeline([measured.point], path, extra)
     return path
 
 
@@ -144,8 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 1
         started = time.perf_counter()
-        path = write(loaded, measure_all(loaded))
-        kind, layer, head = default_head(read(loaded).tables)
+        measured = measure_all(loaded)
+        path = write(loaded, measured)
+        kind, layer, head = default_head(measured.tables)
         print(f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
               f"layer {layer + 1}, head {head + 1}")  # fmt: skip
     return 0

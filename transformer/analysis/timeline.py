@@ -22,11 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors import safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file, save
 
 from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
 from transformer.analysis.heads import pronoun_sentence_scores
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, write_atomically
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
@@ -74,7 +74,7 @@ def save_timeline(points: Sequence[TimelinePoint], path: Path, extra: dict[str, 
     tokens = {str(figure): points[0].attention[figure].tokens for figure in FIGURE_SENTENCES}
     metadata = {**(extra or {}), "points": json.dumps(index), "tokens": json.dumps(tokens)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(path), metadata=metadata)
+    write_atomically(path, save(tensors, metadata=metadata))  # never half a file, even if a reader looks meanwhile
 
 
 def load_timeline(path: str | Path) -> list[TimelinePoint]:
