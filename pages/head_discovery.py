@@ -10,16 +10,7 @@ from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.url_state import Field
 from transformer.analysis.figures import LAW_SENTENCE
-from transformer.analysis.heads import (
-    CROSS_SCORES,
-    DICTIONARY_FILE,
-    ENCODER_SCORES,
-    LOW_IS_NOTABLE,
-    SCORE_DESCRIPTIONS,
-    SCORE_NAMES,
-    SHARE_SCORES,
-    head_score_tables,
-)
+from transformer.analysis.heads import DICTIONARY_FILE, SCORES, head_score_tables
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
@@ -114,24 +105,24 @@ kind = st.radio(
     disabled=not cross,
 )  # fmt: skip
 scores = encoder if kind == "encoder self-attention" or not cross else cross
-names = [key for key in (*ENCODER_SCORES, *CROSS_SCORES) if key in scores]
+names = [key for key in SCORES if key in scores]
 url_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
-score = st.selectbox(
-    "Score", names, format_func=SCORE_NAMES.get, key="heads_score", help="What each score measures: "
-    + "; ".join(f"**{SCORE_NAMES[key]}**: {SCORE_DESCRIPTIONS[key]}" for key in names),
+score_key = st.selectbox(
+    "Score", names, format_func=lambda key: SCORES[key].name, key="heads_score", help="What each score measures: "
+    + "; ".join(f"**{SCORES[key].name}**: {SCORES[key].description}" for key in names),
 )  # fmt: skip
-st.caption(f"{SCORE_NAMES[score]}: {SCORE_DESCRIPTIONS[score]}.")
+score = SCORES[score_key]
+st.caption(f"{score.name}: {score.description}.")
 show_figure(
-    plot_attention.score_heatmap(scores[score], f"{SCORE_NAMES[score]} ({kind})", first=first,
-                      zrange=(0.0, 1.0) if score in SHARE_SCORES else None),
-    key="heads_heatmap", filename=f"head-scores-{score}-{source.replace(' ', '-')}",
+    plot_attention.score_heatmap(scores[score_key], f"{score.name} ({kind})", first=first, zrange=score.zrange),
+    key="heads_heatmap", filename=f"head-scores-{score_key}-{source.replace(' ', '-')}",
 )  # fmt: skip
-values = scores[score]
+values = scores[score_key]
 if np.isfinite(values).any():
-    pick = np.nanargmin if score in LOW_IS_NOTABLE else np.nanargmax
+    pick = np.nanargmin if score.low_is_notable else np.nanargmax
     layer, head = np.unravel_index(pick(values), values.shape)
     st.caption(
-        f"{'Lowest' if score in LOW_IS_NOTABLE else 'Highest'}: layer {layer + first}, head {head + first} "
+        f"{'Lowest' if score.low_is_notable else 'Highest'}: layer {layer + first}, head {head + first} "
         f"({values[layer, head]:.3f})."
     )
 
@@ -144,7 +135,7 @@ for layer in range(num_layers):
     for head in range(num_heads):
         rows["layer"].append(layer + first)
         rows["head"].append(head + first)
-for key in names:
-    rows[key] = np.round(scores[key].reshape(-1), 4)
+for name in names:
+    rows[name] = np.round(scores[name].reshape(-1), 4)
 st.dataframe(rows, hide_index=True, width="stretch")
 save_page(FIELDS)

@@ -9,7 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.url_state import Field
-from transformer.analysis.attention import head_statistics, word_attention, word_index
+from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (
     FIGURES,
     PAPER_LAYER,
@@ -19,7 +19,7 @@ from transformer.analysis.figures import (
     paper_layer,
     pattern_difference,
 )
-from transformer.analysis.heads import SCORE_DESCRIPTIONS, SCORE_NAMES, SHARE_SCORES
+from transformer.analysis.heads import SCORES, head_statistics
 from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 from transformer.checkpoint import CheckpointError
 from transformer.plots import attention as plot_attention
@@ -336,19 +336,20 @@ st.caption(
     "(the *Head discovery* page computes them over the dev set, with cross-attention alignment too)."
 )
 url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
-score = st.selectbox(
+score_key = st.selectbox(
     "Score",
     list(point.scores),
-    format_func=lambda name: SCORE_NAMES.get(name, name),
+    format_func=lambda key: SCORES[key].name if key in SCORES else key,
     key="fig_score",
 )
-st.caption(f"{SCORE_NAMES.get(score, score)}: {SCORE_DESCRIPTIONS.get(score, '')}.")
+score = SCORES.get(score_key)
+name = score.name if score else score_key
+st.caption(f"{name}: {score.description if score else ''}.")
 show_figure(
     plot_attention.score_heatmap(
-        point.scores[score], f"{SCORE_NAMES.get(score, score)} at step {point.step:,}", first=first,
-        zrange=(0.0, 1.0) if score in SHARE_SCORES else None,
+        point.scores[score_key], f"{name} at step {point.step:,}", first=first, zrange=score.zrange if score else None,
     ),
-    key="fig_scores", filename=f"paper-figures-head-scores-{score}-step{point.step}",
+    key="fig_scores", filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
 )  # fmt: skip
 st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")
 save_page(FIELDS)

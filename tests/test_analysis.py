@@ -10,7 +10,6 @@ import pytest
 from transformer.analysis.attention import (
     AttentionMaps,
     encoder_attention,
-    head_statistics,
     its_metrics,
     load_anaphora_examples,
     making_metrics,
@@ -99,29 +98,6 @@ def test_paper_style_padding_gets_no_attention(trained_checkpoint: Path):
     assert tokens[-4:] == ["</s>", "<pad>", "<pad>", "<pad>"]
     assert weights.shape[-1] == len(tokens)
     assert weights[..., -3:].max() == 0
-
-
-def test_head_statistics_on_heads_with_known_answers():
-    tokens = ["▁a", "▁b", "▁c", ".", "</s>", "<pad>"]
-    size = len(tokens)
-    previous = np.zeros((size, size))
-    previous[0, 0] = 1.0
-    for i in range(1, size):
-        previous[i, i - 1] = 1.0
-    uniform = np.full((size, size), 1.0 / 5)
-    uniform[:, -1] = 0.0  # padding gets nothing
-    weights = np.stack([previous, uniform])[None]  # [1 layer, 2 heads, S, S]
-    stats = head_statistics(weights, tokens, far=2)
-    # The previous-token head: every non-pad query but the first puts all weight one step back.
-    assert stats["previous_token"][0, 0] == pytest.approx(4 / 5)
-    assert stats["mean_distance"][0, 0] == pytest.approx(4 / 5)
-    assert stats["entropy"][0, 0] == pytest.approx(0.0)
-    # The uniform head: entropy log2(5), a fifth on each neighbour, and 2/5 on "." and </s>.
-    assert stats["entropy"][0, 1] == pytest.approx(np.log2(5))
-    assert stats["delimiter_mass"][0, 1] == pytest.approx(2 / 5)
-    assert stats["next_token"][0, 1] == pytest.approx(np.mean([0.2, 0.2, 0.2, 0.2, 0.0]))
-    assert stats["long_range_mass"][0, 1] == pytest.approx(np.mean([0.4, 0.2, 0.0, 0.2, 0.4]))
-    assert stats["self_mass"][0, 1] == pytest.approx(0.2)
 
 
 def test_word_attention_follows_word_pieces():

@@ -12,8 +12,11 @@ import pytest
 from tests.conftest import needs_browser, uniform_encoder_copy
 from transformer.analysis import figures, timeline
 from transformer.analysis.heads import (
+    SCORES,
+    HeadScore,
     build_dictionary,
     head_score_tables,
+    head_statistics,
     pronoun_to_antecedent,
     word_alignment_hits,
 )
@@ -195,3 +198,51 @@ def test_dictionary_cli_pairs_words_that_occur_together(tmp_path: Path):
     pairs = {tuple(line.split("\t")[:2]) for line in out.read_text(encoding="utf-8").splitlines()[1:]}
     assert {("cat", "katze"), ("sleeps", "schläft"), ("dog", "hund")} <= pairs
     assert ("cat", "hund") not in pairs
+
+
+def test_head_statistics_on_heads_with_known_answers():
+    tokens = ["▁a", "▁b", "▁c", ".", "</s>", "<pad>"]
+    size = len(tokens)
+    previous = np.zeros((size, size))
+    previous[0, 0] = 1.0
+    for i in range(1, size):
+        previous[i, i - 1] = 1.0
+    uniform = np.full((size, size), 1.0 / 5)
+    uniform[:, -1] = 0.0  # padding gets nothing
+    weights = np.stack([previous, uniform])[None]  # [1 layer, 2 heads, S, S]
+    stats = head_statistics(weights, tokens, far=2)
+    # The previous-token head: every non-pad query but the first puts all weight one step back.
+    assert stats["previous_token"][0, 0] == pytest.approx(4 / 5)
+    assert stats["mean_distance"][0, 0] == pytest.approx(4 / 5)
+    assert stats["entropy"][0, 0] == pytest.approx(0.0)
+    # The uniform head: entropy log2(5), a fifth on each neighbour, and 2/5 on "." and </s>.
+    assert stats["entropy"][0, 1] == pytest.approx(np.log2(5))
+    assert stats["delimiter_mass"][0, 1] == pytest.approx(2 / 5)
+    assert stats["next_token"][0, 1] == pytest.approx(np.mean([0.2, 0.2, 0.2, 0.2, 0.0]))
+    assert stats["long_range_mass"][0, 1] == pytest.approx(np.mean([0.4, 0.2, 0.0, 0.2, 0.4]))
+    assert stats["self_mass"][0, 1] == pytest.approx(0.2)
+
+
+def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Path, monkeypatch):
+    """Adding a head score is one registry entry: the tables (and so the Head discovery page, the figures CLI and
+    the stored measurements) pick it up with its description."""
+    first_key = HeadScore("first_key", "Weight on the first token", "encoder", "attention on position 0",
+                          lambda rows: rows.weights[..., 0], per_query=True)  # fmt: skip
+    monkeypatch.setitem(SCORES, first_key.key, first_key)
+    tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."], cross=False)
+    assert tables["descriptions"]["first_key"] == "attention on position 0"
+    values = np.asarray(tables["encoder"]["first_key"])
+    assert values.shape == np.asarray(tables["encoder"]["entropy"]).shape
+    assert ((values >= 0) & (values <= 1)).all()
+    assert "cross" not in tables
+
+
+def test_the_registry_describes_every_score_it_measures(trained_checkpoint: Path):
+    tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."])
+    measured = {*tables["encoder"], *tables["cross"]}
+    assert measured == set(SCORES)
+    for key, score in SCORES.items():
+        assert key in tables[score.kind] and score.name and score.description
+        values = np.asarray(tables[score.kind][key], dtype=float)
+        if score.share:  # drawn on a fixed 0–1 scale: a value outside it would be clipped
+            assert np.nanmin(values) >= 0 and np.nanmax(values) <= 1 + 1e-9

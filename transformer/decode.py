@@ -252,6 +252,31 @@ def max_source_tokens(model: Transformer) -> int:
 
 
 @torch.no_grad()
+def translate_ids(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sentences: Sequence[str],
+    options: DecodingOptions = DEFAULT_DECODING,
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+) -> tuple[list[list[int]], list[list[int]]]:
+    """Source ids (cut to the model's reach, ending with </s>) and output ids of many sentences, searched in
+    batches of similar length; both come back in input order."""
+    model.eval()
+    searcher = search_model(model, options.precision)
+    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
+    encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    device = next(model.parameters()).device
+    outputs: list[list[int]] = [[] for _ in encoded]
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        found = search(searcher, pad([encoded[i] for i in chunk]).to(device), options)
+        for index, output in zip(chunk, found, strict=True):
+            outputs[index] = output
+    return encoded, outputs
+
+
 def translate(
     model: Transformer,
     tokenizer: Tokenizer,
@@ -260,18 +285,6 @@ def translate(
     batch_size: int = 32,
     max_tokens: int | None = None,
 ) -> list[str]:
-    """Translate many sentences, batched by similar length; results come back in input order."""
-    model.eval()
-    searcher = search_model(model, options.precision)
-    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
-    encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    device = next(model.parameters()).device
-    results: list[str] = [""] * len(encoded)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        source = pad([encoded[i] for i in chunk]).to(device)
-        outputs = search(searcher, source, options)
-        for index, output in zip(chunk, outputs, strict=True):
-            results[index] = tokenizer.decode(output)
-    return results
+    """Translate many sentences (see :func:`translate_ids`); results come back in input order."""
+    _, outputs = translate_ids(model, tokenizer, sentences, options, batch_size, max_tokens)
+    return [tokenizer.decode(output) for output in outputs]

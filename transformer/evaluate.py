@@ -18,13 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import sacrebleu
-import torch
 
 from transformer.analysis.health import format_health, model_health
-from transformer.checkpoint import META_FILE, CheckpointError, load_checkpoint, read_json, write_json
+from transformer.checkpoint import META_FILE, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
-from transformer.translate import add_decoding_arguments, decoding_options
+from transformer.translate import add_decoding_arguments, start
 
 
 def record_scores(checkpoint: Path, result: dict) -> None:
@@ -58,14 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="skip the model-health measures (encoder position cosines, attention entropies, cross alignment)",
     )
-    args = parser.parse_args(argv)
-    options = decoding_options(parser, args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    started = start(parser, argv)
+    if started is None:
+        return 1
+    args, options, loaded = started
     try:
-        loaded = load_checkpoint(args.checkpoint, device=args.device)
         pairs = read_parallel(args.src, args.ref)
-    except (CheckpointError, FileNotFoundError, ValueError) as error:
+    except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.limit is not None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from transformer.decode import (
     EXTRA_OUTPUT_TOKENS,
     PRECISIONS,
@@ -51,18 +51,29 @@ def decoding_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error(str(error))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
-    add_decoding_arguments(parser)
+def start(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> tuple[argparse.Namespace, DecodingOptions, LoadedCheckpoint] | None:
+    """The decoding commands' start: parse the command line (with :func:`add_decoding_arguments`), set the threads
+    and load the checkpoint; None, after a message on standard error, when the checkpoint cannot be loaded."""
     args = parser.parse_args(argv)
     options = decoding_options(parser, args)
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
-        loaded = load_checkpoint(args.checkpoint, device=args.device)
+        return args, options, load_checkpoint(args.checkpoint, device=args.device)
     except CheckpointError as error:
         print(f"error: {error}", file=sys.stderr)
+        return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
+    add_decoding_arguments(parser)
+    started = start(parser, argv)
+    if started is None:
         return 1
+    args, options, loaded = started
     lines = [line.rstrip("\n") for line in sys.stdin]
     limit = max_source_tokens(loaded.model)
     for number, line in enumerate(lines, start=1):

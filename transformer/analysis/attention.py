@@ -192,10 +192,14 @@ def merged_view(maps: AttentionMaps) -> AttentionMaps:
     )
 
 
+def ordinary_positions(tokens: Sequence[str]) -> list[int]:
+    """Positions of the tokens that are not <s>, </s> or <pad>."""
+    return [i for i, token in enumerate(tokens) if token not in SPECIAL_PIECES]
+
+
 def without_specials(maps: AttentionMaps) -> AttentionMaps:
     """Drop the rows and columns of <s>, </s> and <pad> (rows then no longer sum to 1)."""
-    source_keep = [i for i, t in enumerate(maps.source_tokens) if t not in SPECIAL_PIECES]
-    target_keep = [i for i, t in enumerate(maps.target_tokens) if t not in SPECIAL_PIECES]
+    source_keep, target_keep = ordinary_positions(maps.source_tokens), ordinary_positions(maps.target_tokens)
     if not source_keep or not target_keep:
         return maps
     return AttentionMaps(
@@ -208,47 +212,13 @@ def without_specials(maps: AttentionMaps) -> AttentionMaps:
     )
 
 
-# ------------------------------------------------------------------------------------------------ head statistics
+# ------------------------------------------------------------------------------------------------ word-level helpers
 PUNCTUATION = frozenset(".,;:!?-–—()\"'«»„“”")
-HEAD_SCORES = {
-    "mean_distance": "mean |query − key| position distance, weighted by attention",
-    "long_range_mass": "attention mass on keys more than `far` positions away",
-    "previous_token": "attention on the token just before the query",
-    "next_token": "attention on the token just after the query",
-    "delimiter_mass": "attention mass on </s> and punctuation",
-    "self_mass": "attention on the query's own position",
-    "entropy": "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
-}
 
 
 def entropy_bits(weights: np.ndarray) -> np.ndarray:
     """Entropy in bits of each attention row [..., keys] → [...] (zero weights contribute nothing)."""
     return -(weights * np.log2(np.where(weights > 0, weights, 1.0))).sum(-1)
-
-
-def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) -> dict[str, np.ndarray]:
-    """Scores of every head of one sentence's self-attention [L, H, S, S], each averaged over the query positions
-    that are not padding; returns {score name: [L, H]} for the names in :data:`HEAD_SCORES`."""
-    weights = np.asarray(weights, dtype=np.float64)
-    length = weights.shape[-1]
-    if len(tokens) != length or weights.shape[-2] != length:
-        raise ValueError(f"self-attention of shape {weights.shape} does not match {len(tokens)} tokens")
-    queries = np.array([token != "<pad>" for token in tokens])
-    positions = np.arange(length)
-    distance = np.abs(positions[:, None] - positions[None, :])  # [S, S]
-    delimiter = np.array([token == "</s>" or (token != "▁" and token.lstrip("▁") in PUNCTUATION) for token in tokens])
-    per_query = {
-        "mean_distance": (weights * distance).sum(-1),
-        "long_range_mass": (weights * (distance > far)).sum(-1),
-        "previous_token": np.concatenate([np.zeros((*weights.shape[:-2], 1)),
-                                          np.diagonal(weights, offset=-1, axis1=-2, axis2=-1)], axis=-1),
-        "next_token": np.concatenate([np.diagonal(weights, offset=1, axis1=-2, axis2=-1),
-                                      np.zeros((*weights.shape[:-2], 1))], axis=-1),
-        "delimiter_mass": weights[..., delimiter].sum(-1),
-        "self_mass": np.diagonal(weights, axis1=-2, axis2=-1),
-        "entropy": entropy_bits(weights),
-    }  # fmt: skip
-    return {name: values[..., queries].mean(-1) for name, values in per_query.items()}
 
 
 def word_index(tokens: Sequence[str], word: str, occurrence: int = 0) -> int:

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer.analysis.attention import (
-    SPECIAL_PIECES,
     encoder_attention,
     entropy_bits,
     its_metrics,
     making_metrics,
-    merge_matrix,
     merge_tokens,
+    ordinary_positions,
     word_groups,
+    word_level,
 )
 from transformer.checkpoint import LoadedCheckpoint
 
@@ -118,12 +118,9 @@ class SentenceAttention:
         """Tokens and weights as drawn: pieces merged into words (see
         :func:`~transformer.analysis.attention.merge_matrix`) and/or </s> and <pad> left out (their rows and columns
         dropped)."""
-        tokens, weights = self.tokens, self.weights
-        if words:
-            groups = word_groups(tokens)
-            tokens, weights = merge_tokens(tokens, groups), merge_matrix(weights, groups, groups)
+        tokens, weights = word_level(self.weights, self.tokens) if words else (self.tokens, self.weights)
         if not specials:
-            keep = [i for i, token in enumerate(tokens) if token not in SPECIAL_PIECES]
+            keep = ordinary_positions(tokens)
             tokens, weights = [tokens[i] for i in keep], weights[..., keep, :][..., keep]
         return list(tokens), weights
 

@@ -1,23 +1,24 @@
-"""Find attention heads by what they do: per-head score tables over a sample of sentences.
+"""Find attention heads by what they do: one registry of head scores, and their [layers, heads] tables over a sample.
 
-Encoder self-attention scores (each a [layers, heads] table, averaged over the sample's sentences):
+Every score is one :class:`HeadScore` in :data:`SCORES`: its key, the name people see, the attention kind it is
+measured on, what it measures, whether its notable heads are the lowest, whether it is a share in [0, 1], and the
+function that computes it. Adding a score is adding one entry (and, for a new kind of measurement, its function);
+the Head discovery page, the paper-figures CLI and the stored measurements list whatever the registry holds.
 
-- the positional and shape scores of :data:`transformer.analysis.attention.HEAD_SCORES` (mean distance, long-range mass,
-  previous / next token, delimiter mass, self, entropy);
-- ``anaphora``: the weight from a pronoun to its antecedent (word level: summed over the antecedent's pieces,
-  averaged over the pronoun's pieces), averaged over the shipped pronoun–antecedent sentences
-  (``resources/anaphora.tsv``); ``anaphora_hits``: the share of those sentences in which the antecedent is the word
-  the pronoun attends to most (itself excluded).
+Two kinds of function:
 
-Encoder–decoder (cross) attention scores, over the model's greedy translations of the sample:
-
-- ``alignment_dictionary``: for each output word that has a translation partner in its source sentence according
-  to a bilingual dictionary, is the source word the head attends to most (word level, when that word is predicted)
-  one of those partners? The score is the share of yes. The dictionary (``resources/en_de_dictionary.tsv``) pairs
-  each frequent English word with the German words that co-occur with it most consistently in the training corpora
-  (Dice coefficient over sentence pairs); ``python -m transformer.analysis.heads dictionary`` rebuilds it.
-- ``alignment_consensus``: the share of output words for which the head's most attended source word is the one that
-  all other cross-attention heads together (their mean) attend to most — agreement with the model's own consensus.
+- **per query** (``per_query=True``): ``function(rows)`` maps one sentence's encoder self-attention
+  (:class:`Rows`) to a value per head and query position [L, H, S]; :func:`head_statistics` averages it over the
+  queries that are not padding, and the tables average that over the sample's sentences.
+- **per sample**: ``function(loaded, sentences)`` returns {key: [L, H]} for its own and its siblings' keys (one pass
+  serves them all): the anaphora scores over the shipped pronoun → antecedent sentences
+  (``resources/anaphora.tsv``; word level: summed over the antecedent's pieces, averaged over the pronoun's), and the
+  cross-attention alignment scores over the model's greedy translations of the sample. ``alignment_dictionary``
+  asks, for each output word with a translation partner in its source sentence according to a bilingual dictionary,
+  whether the source word the head attends to most (word level, when that word is predicted) is one of those
+  partners. The dictionary (``resources/en_de_dictionary.tsv``) pairs each frequent English word with the German
+  words that co-occur with it most consistently in the training corpora (Dice coefficient over sentence pairs);
+  ``python -m transformer.analysis.heads dictionary`` rebuilds it.
 """
 
 from __future__ import annotations
@@ -26,19 +27,19 @@ import argparse
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from transformer.analysis.attention import (
-    HEAD_SCORES,
     PUNCTUATION,
     SPECIAL_PIECES,
     attention_for,
     encoder_attention,
-    head_statistics,
+    entropy_bits,
     load_anaphora_examples,
     merge_matrix,
     merge_tokens,
@@ -48,41 +49,12 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DATA_ROOT, CorpusSpec, pad, read_corpus
-from transformer.decode import encode_source, greedy_decode, max_source_tokens
+from transformer.data import DATA_ROOT, CorpusSpec, read_corpus
+from transformer.decode import GREEDY, translate_ids
 from transformer.tokenizer import EOS_ID
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"
-SCORE_DESCRIPTIONS = {
-    **HEAD_SCORES,
-    "anaphora": "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
-    "anaphora_hits": "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
-    "alignment_dictionary": "cross-attention: share of output words whose most attended source word is a "
-    "dictionary translation of it (words with a dictionary partner in the source only)",
-    "alignment_consensus": "cross-attention: share of output words whose most attended source word is the one "
-    "all other cross-attention heads together attend to most",
-}
-# Names for people: what the app's menus, tables and figure titles show.
-SCORE_NAMES = {
-    "mean_distance": "Mean distance looked (tokens)",
-    "long_range_mass": "Weight on far tokens",
-    "previous_token": "Weight on the previous token",
-    "next_token": "Weight on the next token",
-    "delimiter_mass": "Weight on </s> and punctuation",
-    "self_mass": "Weight on itself",
-    "entropy": "Entropy (bits; low = sharp)",
-    "anaphora": "Pronoun → antecedent weight",
-    "anaphora_hits": "Pronouns resolved",
-    "alignment_dictionary": "Alignment with dictionary translations",
-    "alignment_consensus": "Agreement with the other cross heads",
-}
-# Scores that are shares or weights in [0, 1]: drawn on a fixed 0–1 colour scale, so near-zero looks near zero.
-SHARE_SCORES = frozenset(SCORE_NAMES) - {"mean_distance", "entropy"}
-# Scores whose notable heads are the lowest (a sharp head has a low entropy); for the others, the highest.
-LOW_IS_NOTABLE = frozenset({"entropy"})
-ENCODER_SCORES = (*HEAD_SCORES, "anaphora", "anaphora_hits")
-CROSS_SCORES = ("alignment_dictionary", "alignment_consensus")
 WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -96,7 +68,41 @@ def dev_sample(count: int) -> tuple[str, list[str]]:
     return f"the shipped pronoun sentences ({len(sentences)}; newstest2013 not found at {path})", sentences
 
 
-# ------------------------------------------------------------------------------------------------ encoder scores
+# ------------------------------------------------------------------------------------------------ per-query scores
+@dataclass(frozen=True)
+class Rows:
+    """One sentence's self-attention [L, H, S, S] and what the per-query scores read from its tokens."""
+
+    weights: np.ndarray
+    distance: np.ndarray  # [S, S]: |query − key| in positions
+    delimiter: np.ndarray  # [S]: keys that are </s> or punctuation
+    far: int  # positions beyond which a key counts as far
+
+    @classmethod
+    def of(cls, weights: np.ndarray, tokens: Sequence[str], far: int = 5) -> Rows:
+        weights = np.asarray(weights, dtype=np.float64)
+        length = weights.shape[-1]
+        if len(tokens) != length or weights.shape[-2] != length:
+            raise ValueError(f"self-attention of shape {weights.shape} does not match {len(tokens)} tokens")
+        positions = np.arange(length)
+        delimiter = [token == "</s>" or (token != "▁" and token.lstrip("▁") in PUNCTUATION) for token in tokens]
+        return cls(weights, np.abs(positions[:, None] - positions[None, :]), np.array(delimiter), far)
+
+    def diagonal(self, offset: int) -> np.ndarray:
+        """Weight on the key ``offset`` positions after each query [L, H, S] (0 where there is none)."""
+        diagonal = np.diagonal(self.weights, offset=offset, axis1=-2, axis2=-1)
+        missing = np.zeros((*self.weights.shape[:-2], abs(offset)))
+        return np.concatenate([diagonal, missing] if offset > 0 else [missing, diagonal], axis=-1)
+
+
+def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) -> dict[str, np.ndarray]:
+    """The per-query scores of :data:`SCORES` for one sentence's self-attention [L, H, S, S], each averaged over the
+    query positions that are not padding: {key: [L, H]}."""
+    rows = Rows.of(weights, tokens, far)
+    queries = np.array([token != "<pad>" for token in tokens])
+    return {score.key: score.function(rows)[..., queries].mean(-1) for score in SCORES.values() if score.per_query}
+
+
 Attention = tuple[list[str], np.ndarray]  # one sentence's pieces and encoder self-attention [L, H, S, S]
 
 
@@ -105,7 +111,7 @@ def encoder_attentions(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> li
 
 
 def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
-    """Mean of :func:`~transformer.analysis.attention.head_statistics` over sentences: {name: [L, H]}."""
+    """Mean of :func:`head_statistics` over sentences: {key: [L, H]}."""
     totals: dict[str, np.ndarray] = {}
     for tokens, weights in attention:
         for name, values in head_statistics(weights, tokens).items():
@@ -113,11 +119,7 @@ def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
     return {name: values / max(1, len(attention)) for name, values in totals.items()}
 
 
-def encoder_scores(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> dict[str, np.ndarray]:
-    """Mean of :func:`~transformer.analysis.attention.head_statistics` over the sentences: {name: [L, H]}."""
-    return mean_statistics(encoder_attentions(loaded, sentences))
-
-
+# ------------------------------------------------------------------------------------------------ anaphora
 def pronoun_to_antecedent(
     weights: np.ndarray, tokens: Sequence[str], pronoun: str, antecedent: str
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -143,8 +145,9 @@ def mean_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, in
     return {"anaphora": weight_sum / used, "anaphora_hits": hits / used}
 
 
-def anaphora_scores(loaded: LoadedCheckpoint, examples=None) -> dict[str, np.ndarray]:
-    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones)."""
+def anaphora_scores(loaded: LoadedCheckpoint, sentences: Sequence[str] = (), examples=None) -> dict[str, np.ndarray]:
+    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones).
+    The sample ``sentences`` are not used: these scores need sentences with a marked pronoun and antecedent."""
     examples = load_anaphora_examples() if examples is None else examples
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
     return mean_anaphora(attention, examples, (loaded.config.encoder_layers, loaded.config.num_heads))
@@ -210,19 +213,6 @@ def word_alignment_hits(
     return dictionary_hits.reshape(shape), dictionary_words, consensus_hits.reshape(shape), counted
 
 
-@torch.no_grad()
-def greedy_outputs(model, tokenizer, sentences: Sequence[str]) -> tuple[list[list[int]], list[list[int]]]:
-    """The sentences' source ids and the model's greedy translations (ids), 16 sentences at a time."""
-    model.eval()
-    limit = max_source_tokens(model)
-    encoded = [encode_source(tokenizer, sentence, limit).ids for sentence in sentences]
-    outputs: list[list[int]] = []
-    for start in range(0, len(encoded), 16):
-        batch = pad(encoded[start : start + 16]).to(next(model.parameters()).device)
-        outputs += greedy_decode(model, batch)
-    return encoded, outputs
-
-
 def sentence_alignment_hits(
     tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], cross: np.ndarray, dictionary: dict[str, set[str]]
 ) -> tuple[np.ndarray, int, np.ndarray, int]:
@@ -246,7 +236,7 @@ def cross_scores(
     """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
     dictionary = load_dictionary() if dictionary is None else dictionary
     model, tokenizer = loaded.model, loaded.tokenizer
-    encoded, outputs = greedy_outputs(model, tokenizer, sentences)
+    encoded, outputs = translate_ids(model, tokenizer, sentences, GREEDY, batch_size=16)
     shape = (loaded.config.decoder_layers, loaded.config.num_heads)
     dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
     dictionary_words = counted = 0
@@ -265,30 +255,95 @@ def cross_scores(
     }
 
 
+# ------------------------------------------------------------------------------------------------ the registry
+@dataclass(frozen=True)
+class HeadScore:
+    """One head score: see the module docstring for the two kinds of ``function``."""
+
+    key: str
+    name: str  # what the app's menus, tables and figure titles show
+    kind: str  # the attention it is measured on: "encoder" (self-attention) or "cross"
+    description: str
+    function: Callable
+    per_query: bool = False
+    low_is_notable: bool = False  # notable heads are the lowest (a sharp head has a low entropy)
+    share: bool = True  # a share or weight in [0, 1]: drawn on a fixed 0–1 colour scale
+
+    @property
+    def zrange(self) -> tuple[float, float] | None:
+        return (0.0, 1.0) if self.share else None
+
+
+SCORES: dict[str, HeadScore] = {
+    score.key: score
+    for score in (
+        HeadScore("mean_distance", "Mean distance looked (tokens)", "encoder",
+                  "mean |query − key| position distance, weighted by attention",
+                  lambda rows: (rows.weights * rows.distance).sum(-1), per_query=True, share=False),
+        HeadScore("long_range_mass", "Weight on far tokens", "encoder",
+                  "attention mass on keys more than 5 positions away",
+                  lambda rows: (rows.weights * (rows.distance > rows.far)).sum(-1), per_query=True),
+        HeadScore("previous_token", "Weight on the previous token", "encoder",
+                  "attention on the token just before the query", lambda rows: rows.diagonal(-1), per_query=True),
+        HeadScore("next_token", "Weight on the next token", "encoder",
+                  "attention on the token just after the query", lambda rows: rows.diagonal(1), per_query=True),
+        HeadScore("delimiter_mass", "Weight on </s> and punctuation", "encoder",
+                  "attention mass on </s> and punctuation",
+                  lambda rows: rows.weights[..., rows.delimiter].sum(-1), per_query=True),
+        HeadScore("self_mass", "Weight on itself", "encoder", "attention on the query's own position",
+                  lambda rows: rows.diagonal(0), per_query=True),
+        HeadScore("entropy", "Entropy (bits; low = sharp)", "encoder",
+                  "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
+                  lambda rows: entropy_bits(rows.weights), per_query=True, low_is_notable=True, share=False),
+        HeadScore("anaphora", "Pronoun → antecedent weight", "encoder",
+                  "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
+                  anaphora_scores),
+        HeadScore("anaphora_hits", "Pronouns resolved", "encoder",
+                  "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
+                  anaphora_scores),
+        HeadScore("alignment_dictionary", "Alignment with dictionary translations", "cross",
+                  "cross-attention: share of output words whose most attended source word is a dictionary "
+                  "translation of it (words with a dictionary partner in the source only)", cross_scores),
+        HeadScore("alignment_consensus", "Agreement with the other cross heads", "cross",
+                  "cross-attention: share of output words whose most attended source word is the one all other "
+                  "cross-attention heads together attend to most", cross_scores),
+    )
+}  # fmt: skip
+
+
+def score_keys(kind: str) -> tuple[str, ...]:
+    """The registry's keys measured on one attention kind, in registry order."""
+    return tuple(key for key, score in SCORES.items() if score.kind == kind)
+
+
 def head_score_tables(
     loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True, sentences: Sequence[str] | None = None
 ) -> dict:
-    """Every score as nested lists [layer][head], with what the sample was (JSON-ready): over the first ``sample``
-    dev sentences, or over ``sentences`` when given (anaphora scores are always over the pronoun sentences)."""
+    """Every score of :data:`SCORES` as nested lists [layer][head] by attention kind, with what the sample was
+    (JSON-ready): over the first ``sample`` dev sentences, or over ``sentences`` when given (the anaphora scores are
+    always over the pronoun sentences). ``cross=False`` leaves out the cross-attention scores (no decoding)."""
     if sentences is None:
         description, sentences = dev_sample(sample)
     else:
         description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
-    tables = {**encoder_scores(loaded, sentences), **anaphora_scores(loaded)}
+    kinds = ("encoder", "cross") if cross else ("encoder",)
+    wanted = [score for score in SCORES.values() if score.kind in kinds]
+    tables: dict[str, np.ndarray] = {}
+    counts: dict[str, int] = {}
+    if any(score.per_query for score in wanted):
+        tables.update(mean_statistics(encoder_attentions(loaded, sentences)))
+    for function in dict.fromkeys(score.function for score in wanted if not score.per_query):
+        for key, value in function(loaded, sentences).items():
+            (tables if key in SCORES else counts)[key] = value
     result: dict = {
         "sample": description,
         "sentences": len(sentences),
         "anaphora_sentences": len(load_anaphora_examples()),
-        "descriptions": SCORE_DESCRIPTIONS,
+        "descriptions": {score.key: score.description for score in wanted},
+        **counts,
     }
-    if cross:
-        alignment = cross_scores(loaded, sentences)
-        result["dictionary_words"] = alignment.pop("dictionary_words")
-        result["output_words"] = alignment.pop("output_words")
-        tables.update(alignment)
-    result["encoder"] = {name: np.round(tables[name], 4).tolist() for name in ENCODER_SCORES}
-    if cross:
-        result["cross"] = {name: np.round(tables[name], 4).tolist() for name in CROSS_SCORES}
+    for kind in kinds:
+        result[kind] = {key: np.round(tables[key], 4).tolist() for key in score_keys(kind)}
     return result
 
 

@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from transformer.analysis.heads import dev_sample, greedy_outputs, load_dictionary, sentence_alignment_hits
+from transformer.analysis.heads import dev_sample, load_dictionary, sentence_alignment_hits
 from transformer.data import DATA_ROOT, pad, read_parallel
-from transformer.decode import encode_source, max_source_tokens
+from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
@@ -162,7 +162,7 @@ def model_health(
             sources = [encode_source(tokenizer, source, limit).ids for source, _ in pairs]
             targets = [tokenizer.encode(reference)[: limit - 1] for _, reference in pairs]
         else:
-            sources, targets = greedy_outputs(model, tokenizer, [source for source, _ in pairs])
+            sources, targets = translate_ids(model, tokenizer, [source for source, _ in pairs], GREEDY, batch_size=16)
         measures = measure(model, tokenizer, sources, targets, load_dictionary() if dictionary is None else dictionary)
     finally:
         model.train(was_training)

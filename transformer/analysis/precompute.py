@@ -29,7 +29,7 @@ import numpy as np
 from safetensors import safe_open
 
 from transformer.analysis.figures import FIGURES
-from transformer.analysis.heads import CROSS_SCORES, head_score_tables
+from transformer.analysis.heads import head_score_tables
 from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
 from transformer.checkpoint import MODEL_FILE, CheckpointError, LoadedCheckpoint, load_checkpoint, shards_of
 from transformer.decode import translate
@@ -118,7 +118,7 @@ def default_head(tables: dict) -> tuple[str, int, int]:
     The cross-attention head that aligns best with dictionary translations when one does (share ≥ 0.3: it links
     output words to the source words they translate, the clearest picture there is); otherwise the sharpest
     encoder head (lowest entropy), whose structure is at least visible."""
-    alignment = np.asarray(tables.get("cross", {}).get(CROSS_SCORES[0], []), dtype=float)
+    alignment = np.asarray(tables.get("cross", {}).get("alignment_dictionary", []), dtype=float)
     if alignment.size and np.isfinite(alignment).any() and np.nanmax(alignment) >= 0.3:
         layer, head = np.unravel_index(np.nanargmax(alignment), alignment.shape)
         return "cross", int(layer), int(head)
