@@ -21,7 +21,7 @@ from tables import print_table  # benchmarks/tables.py, beside this script
 
 from transformer import checkpoint as ckpt
 from transformer.data import DATA_ROOT, CorpusSpec, collate, encode_pairs, read_corpus
-from transformer.train import sequence_losses
+from transformer.training.validation import sequence_losses
 
 
 def mean_nll(loaded: ckpt.LoadedCheckpoint, pairs: list[tuple[str, str]], batch_size: int = 64) -> float:

@@ -26,7 +26,8 @@ from transformer.config import ModelConfig, preset
 from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, encode_pairs, read_corpus
 from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
 from transformer.tokenizer import Tokenizer
-from transformer.train import adam, sequence_losses, training_losses
+from transformer.training.runtime import adam
+from transformer.training.validation import sequence_losses, training_losses
 
 T = DATA_ROOT / "train"
 # Every training corpus, the in-domain ones weighted up: the long run's mix (4,000 pairs of each per weight unit).

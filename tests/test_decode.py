@@ -18,8 +18,9 @@ from transformer.decode import (
     search_model,
 )
 from transformer.model import Transformer
+from transformer.schedule import learning_rate
 from transformer.tokenizer import BOS_ID, EOS_ID
-from transformer.train import learning_rate, sequence_losses
+from transformer.training.validation import sequence_losses
 
 SYMBOLS = range(4, 24)
 

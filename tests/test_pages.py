@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
 from transformer.analysis import precompute, timeline
 from transformer.checkpoint import load_checkpoint, read_json, read_metrics, write_json
-from transformer.train import learning_rate
+from transformer.schedule import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 POSITIONAL = "positional_encoding.py"

@@ -17,6 +17,9 @@ from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
 from transformer import evaluate, train
 from transformer import translate as translate_cli
+from transformer.schedule import learning_rate
+from transformer.training.runtime import prefetch
+from transformer.training.validation import sequence_losses
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -28,17 +31,17 @@ def records(run: Path, kind: str = "train") -> list[dict]:
 
 def test_learning_rate_follows_the_paper():
     d_model, warmup = 512, 4000
-    assert train.learning_rate(warmup, d_model, warmup) == pytest.approx(d_model**-0.5 * warmup**-0.5)
-    assert train.learning_rate(100, d_model, warmup) == pytest.approx(d_model**-0.5 * 100 * warmup**-1.5)
-    assert train.learning_rate(16000, d_model, warmup) == pytest.approx(d_model**-0.5 * 16000**-0.5)
-    assert train.learning_rate(16000, d_model, warmup, scale=2) == pytest.approx(2 * d_model**-0.5 * 16000**-0.5)
+    assert learning_rate(warmup, d_model, warmup) == pytest.approx(d_model**-0.5 * warmup**-0.5)
+    assert learning_rate(100, d_model, warmup) == pytest.approx(d_model**-0.5 * 100 * warmup**-1.5)
+    assert learning_rate(16000, d_model, warmup) == pytest.approx(d_model**-0.5 * 16000**-0.5)
+    assert learning_rate(16000, d_model, warmup, scale=2) == pytest.approx(2 * d_model**-0.5 * 16000**-0.5)
 
     # A cool-down leaves the schedule alone before its window and then falls linearly to 1/cooldown of it.
-    paper = train.learning_rate(20000, d_model, warmup)
-    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20100) == pytest.approx(paper)
-    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20049) == pytest.approx(paper / 2)
-    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=20000) == pytest.approx(paper / 100)
-    assert train.learning_rate(20000, d_model, warmup, cooldown=100, last_step=19999) == 0
+    paper = learning_rate(20000, d_model, warmup)
+    assert learning_rate(20000, d_model, warmup, cooldown=100, last_step=20100) == pytest.approx(paper)
+    assert learning_rate(20000, d_model, warmup, cooldown=100, last_step=20049) == pytest.approx(paper / 2)
+    assert learning_rate(20000, d_model, warmup, cooldown=100, last_step=20000) == pytest.approx(paper / 100)
+    assert learning_rate(20000, d_model, warmup, cooldown=100, last_step=19999) == 0
 
 
 def test_cooldown_anneals_a_fine_tuning_run_to_its_last_step(trained_checkpoint: Path, corpus, spm_path, tmp_path):
@@ -47,7 +50,7 @@ def test_cooldown_anneals_a_fine_tuning_run_to_its_last_step(trained_checkpoint:
     extra = ("--max-steps", str(start + 4), "--init-from", str(trained_checkpoint), "--cooldown", "4")
     assert train.main(train_arguments(corpus, spm_path, run, *extra)) == 0
     # Counted from the fine-tuning's own first step: the four steps fall to a quarter of the paper's rate.
-    expected = [train.learning_rate(k, 32, warmup=100, scale=0.5) * (5 - k) / 4 for k in (1, 2, 3, 4)]
+    expected = [learning_rate(k, 32, warmup=100, scale=0.5) * (5 - k) / 4 for k in (1, 2, 3, 4)]
     assert [r["lr"] for r in records(run)[-4:]] == pytest.approx(expected)
     # The cool-down's end belongs to the run: a resumption asking for more steps is held to it.
     resumed = ["--out", str(run), "--resume", "--max-steps", str(start + 9), "--progress", "lines", "--threads", "1"]
@@ -60,7 +63,7 @@ def test_label_smoothed_loss_matches_torch(tokenizer):
 
     logits = torch.randn(2, 5, 11)
     target = torch.tensor([[3, 4, 5, 0, 0], [6, 7, 8, 9, 10]])
-    loss, nll = train.sequence_losses(logits, target, 0.1)
+    loss, nll = sequence_losses(logits, target, 0.1)
     expected = torch.nn.functional.cross_entropy(
         logits.view(-1, 11), target.view(-1), ignore_index=0, label_smoothing=0.1, reduction="sum"
     )
@@ -222,7 +225,7 @@ def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path,
     # A model starting from trained weights begins far below a fresh model's loss (≈ ln of the vocabulary).
     assert steps[len(logged)]["loss"] < 0.5 * steps[0]["loss"]
     # The schedule warms up again from its first step.
-    assert steps[len(logged)]["lr"] == pytest.approx(train.learning_rate(1, 32, warmup=100, scale=0.5))
+    assert steps[len(logged)]["lr"] == pytest.approx(learning_rate(1, 32, warmup=100, scale=0.5))
     meta = json.loads((ckpt.run_checkpoints(run)[-1] / ckpt.META_FILE).read_text())
     assert meta["step"] == start + 3 and meta["tokens_seen"] > parent["tokens_seen"]
     assert meta["fine_tuned_from"] == {"checkpoint": str(shipped), "step": start, "data": parent["data"]}
@@ -230,7 +233,7 @@ def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path,
     resumed = ["--out", str(run), "--resume", "--max-steps", str(start + 4), "--progress", "lines", "--threads", "1"]
     assert train.main(resumed) == 0
     assert records(run)[-1]["step"] == start + 4
-    assert records(run)[-1]["lr"] == pytest.approx(train.learning_rate(4, 32, warmup=100, scale=0.5))
+    assert records(run)[-1]["lr"] == pytest.approx(learning_rate(4, 32, warmup=100, scale=0.5))
 
 
 def test_fine_tuning_may_change_dropout_but_not_shape(trained_checkpoint: Path, corpus, spm_path, tmp_path, capsys):
@@ -280,7 +283,7 @@ def test_prefetch_keeps_order_and_passes_errors_on():
         yield from range(50)
         raise ValueError("corpus went away")
 
-    stream = train.prefetch(items(), depth=4)
+    stream = prefetch(items(), depth=4)
     assert [next(stream) for _ in range(50)] == list(range(50))
     with pytest.raises(ValueError, match="corpus went away"):
         next(stream)

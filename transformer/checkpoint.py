@@ -248,11 +248,21 @@ def load_config(path: Path) -> ModelConfig:
         raise CheckpointError(f"{path / CONFIG_FILE}: invalid model configuration ({error})") from None
 
 
-def load_checkpoint(
-    name_or_path: str | Path | None = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
-) -> LoadedCheckpoint:
-    """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``)."""
-    path = resolve(name_or_path)
+@dataclass
+class CheckpointFiles:
+    """A checkpoint folder's files, read and checked against each other (no model built)."""
+
+    path: Path
+    config: ModelConfig
+    tokenizer: Tokenizer
+    weights: dict[str, torch.Tensor]
+    meta: dict[str, Any]
+
+
+def read_checkpoint(path: Path, weights: Mapping[str, torch.Tensor] | None = None) -> CheckpointFiles:
+    """Read a checkpoint folder: its configuration, tokenizer (whose vocabulary must match the configuration),
+    weights (names and shapes must match the configuration's model; ``weights`` given: check those instead, e.g. an
+    average) and meta (empty when absent). The one reader behind loading, exporting, resuming and fine-tuning."""
     config = load_config(path)
     try:
         tokenizer = Tokenizer.load(path / TOKENIZER_FILE)
@@ -263,12 +273,22 @@ def load_checkpoint(
             f"{path / TOKENIZER_FILE}: has {tokenizer.vocab_size} pieces but {CONFIG_FILE} says vocab_size="
             f"{config.vocab_size}"
         )
-    weights = read_tensors(path / MODEL_FILE)
-    model = Transformer(config)
-    check_weights(path, weights, model)
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in weights.items()})
+    weights = dict(read_tensors(path / MODEL_FILE) if weights is None else weights)
+    check_weights(path, weights, Transformer(config))
     meta = read_json(path / META_FILE) if (path / META_FILE).is_file() else {}
-    return LoadedCheckpoint(path, model.to(device=device, dtype=dtype).eval(), tokenizer, config, meta)
+    return CheckpointFiles(path, config, tokenizer, weights, meta)
+
+
+def load_checkpoint(
+    name_or_path: str | Path | None = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
+) -> LoadedCheckpoint:
+    """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``)."""
+    files = read_checkpoint(resolve(name_or_path))
+    model = Transformer(files.config)
+    model.load_state_dict({name: tensor.to(dtype) for name, tensor in files.weights.items()})
+    return LoadedCheckpoint(
+        files.path, model.to(device=device, dtype=dtype).eval(), files.tokenizer, files.config, files.meta
+    )
 
 
 def average_weights(paths: Sequence[Path]) -> dict[str, torch.Tensor]:
@@ -301,17 +321,10 @@ def export(
 ) -> Path:
     """Write a shippable checkpoint (no optimizer state): ``source``'s, or the average of ``paths_to_average``
     (weights split into files of at most ``shard_bytes`` when given)."""
-    config = load_config(source)
-    try:
-        tokenizer = Tokenizer.load(source / TOKENIZER_FILE)
-    except (FileNotFoundError, ValueError) as error:
-        raise CheckpointError(str(error)) from None
-    weights = average_weights(paths_to_average) if paths_to_average else read_tensors(source / MODEL_FILE)
-    model = Transformer(config)
-    check_weights(source, weights, model)
+    files = read_checkpoint(source, average_weights(paths_to_average) if paths_to_average else None)
     dtype = torch.float16 if fp16 else torch.float32
-    weights = {name: tensor.to(dtype).contiguous() for name, tensor in weights.items()}
-    meta = read_json(source / META_FILE) if (source / META_FILE).is_file() else {}
+    weights = {name: tensor.to(dtype).contiguous() for name, tensor in files.weights.items()}
+    meta = files.meta
     if (source / TRAINER_FILE).is_file():
         trainer = read_json(source / TRAINER_FILE)
         meta["training_args"] = trainer.get("args", {})
@@ -319,7 +332,7 @@ def export(
     if paths_to_average:
         meta["averaged_checkpoints"] = [p.name for p in paths_to_average]
     meta = portable(meta)  # a shipped checkpoint names no folder of the machine it was trained on
-    written = save_checkpoint(out, weights, config, tokenizer, meta, shard_bytes=shard_bytes)
+    written = save_checkpoint(out, weights, files.config, files.tokenizer, meta, shard_bytes=shard_bytes)
     copy_training_log(source, written, meta.get("step"))
     return written
 
