@@ -37,7 +37,7 @@ from transformer.analysis.attention import (
     without_specials,
 )
 from transformer.analysis.figures import FIGURES
-from transformer.analysis.input_check import not_english_reasons
+from transformer.analysis.input_check import not_source_reasons
 from transformer.config import language_name
 from transformer.decode import PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
@@ -310,10 +310,11 @@ def main(loading=None) -> None:
             f"The input has {pasted:,} characters and the model reads at most {MAX_SOURCE_TOKENS - 1} word pieces: "
             f"only its first {len(read):,} characters, up to “…{ending}”, were translated and are shown below."
         )
-    reasons = not_english_reasons(text, translation.maps.source_tokens) if config.source_language == "en" else []
+    reasons = not_source_reasons(text, translation.maps.source_tokens, config.source_language, config.target_language)
     if reasons:
+        reads = language_name(config.source_language)
         st.warning(
-            "**This model reads English**, and this input does not look like English: "
+            f"**This model reads {reads}**, and this input does not look like {reads}: "
             + "; ".join(reasons)
             + ". Its translation below is likely meaningless; the source tokens show what the model made of it."
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from transformer import checkpoint as ckpt
-from transformer.analysis.input_check import looks_german, not_english_reasons
+from transformer.analysis.input_check import looks_german, not_english_reasons, not_source_reasons
 from transformer.tokenizer import Tokenizer
 
 
@@ -52,3 +52,16 @@ def test_other_input_is_flagged_with_the_reason(tokenizer, text, says):
 def test_german_words_must_outnumber_english_ones():
     assert looks_german("ich bin der Meinung")
     assert not looks_german("the die is cast and the Kindergarten is open")
+
+
+def test_the_checks_follow_the_checkpoints_language_pair():
+    """A German → English model: German input is fine, English input reads like its target language."""
+    german = "Ich bin heute nicht zu Hause, aber morgen wieder."
+    english = "I was not at home, and you were there."
+    assert not_source_reasons(german, german.split(), "de", "en") == []
+    assert any("reads like English" in reason for reason in not_source_reasons(english, english.split(), "de", "en"))
+    # A language written in another script is not flagged for its letters; one without word lists only for them.
+    korean = "아이들이 공원에서 놀고 있다"
+    assert not_source_reasons(korean, korean.split(), "ko", "en") == []
+    assert any("Latin alphabet" in reason for reason in not_source_reasons(korean, korean.split(), "fr", "en"))
+    assert not_source_reasons(english, english.split(), "fr", "xx") == []

@@ -1,9 +1,11 @@
-"""Signs that a text is not the English the model was trained to read.
+"""Signs that a text is not in the language the model was trained to read (its checkpoint's source language).
 
-The model translates whatever it is given into confident German; these checks let the app say when the input is
-unlikely to be English, and why, instead of presenting nonsense as a translation. They are deliberately simple and
-explainable (a teacher can check them by eye): pieces the English vocabulary only knows as raw bytes, letters
-outside the Latin script, and a German-looking word mix.
+The model translates whatever it is given into confident German (its target language); these checks let the app say
+when the input is unlikely to be in the source language, and why, instead of presenting nonsense as a translation.
+They are deliberately simple and explainable (a teacher can check them by eye): pieces the vocabulary only knows as
+raw bytes, letters outside the source language's script, and a word mix that reads like the target language. A new
+language pair needs its languages' frequent words in :data:`COMMON_WORDS` (and, if written in the Latin alphabet,
+an entry in :data:`LATIN_SCRIPT`); without them only the vocabulary check applies.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+
+from transformer.config import language_name
 
 BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
 WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -24,6 +28,8 @@ GERMAN_WORDS = frozenset(
     "des sich auch noch nur wie was wo wer warum kann können wird werden hat haben bin bist mein meine dein deine "
     "sehr schon aber oder wenn dass weil heute morgen gestern".split()
 )
+COMMON_WORDS = {"en": ENGLISH_WORDS, "de": GERMAN_WORDS}  # frequent words of each language, not of the others
+LATIN_SCRIPT = frozenset({"en", "de", "fr", "es", "it", "nl", "pt", "cs", "ro", "tr"})  # written in Latin letters
 
 
 def unknown_characters(pieces: Sequence[str]) -> int:
@@ -46,29 +52,40 @@ def non_latin_letters(text: str) -> int:
     )
 
 
+def looks_like(text: str, language: str, other: str) -> bool:
+    """More frequent words of ``language`` than of ``other`` (at least two), by :data:`COMMON_WORDS`."""
+    words = [word.lower() for word in WORD.findall(text)]
+    ours = sum(word in COMMON_WORDS.get(language, ()) for word in words)
+    theirs = sum(word in COMMON_WORDS.get(other, ()) for word in words)
+    return ours >= 2 and ours > theirs
+
+
 def looks_german(text: str) -> bool:
     """More frequent German words than English ones (at least two German words)."""
-    words = [word.lower() for word in WORD.findall(text)]
-    german = sum(word in GERMAN_WORDS for word in words)
-    english = sum(word in ENGLISH_WORDS for word in words)
-    return german >= 2 and german > english
+    return looks_like(text, "de", "en")
 
 
-def not_english_reasons(text: str, pieces: Sequence[str]) -> list[str]:
-    """Why ``text`` (split into ``pieces`` by the model's tokenizer) looks like something other than English; []
-    when nothing stands out."""
+def not_source_reasons(text: str, pieces: Sequence[str], source: str = "en", target: str = "de") -> list[str]:
+    """Why ``text`` (split into ``pieces`` by the model's tokenizer) looks like something other than the model's
+    ``source`` language (it translates into ``target``); [] when nothing stands out."""
+    source_name, target_name = language_name(source), language_name(target)
     reasons = []
     unknown = unknown_characters(pieces)
     visible = sum(not char.isspace() for char in text)
     if unknown >= 3 or (visible and unknown / visible >= 0.2):
         reasons.append(
-            f"{unknown} of its {visible} characters are not in the English vocabulary and reach the model as raw "
-            "bytes (`<0x..>` pieces)"
+            f"{unknown} of its {visible} characters are not in the {source_name} vocabulary and reach the model as "
+            "raw bytes (`<0x..>` pieces)"
         )
     letters = sum(char.isalpha() for char in text)
-    foreign = non_latin_letters(text)
+    foreign = non_latin_letters(text) if source in LATIN_SCRIPT else 0
     if letters and foreign / letters >= 0.3:
         reasons.append(f"{foreign} of its {letters} letters are not in the Latin alphabet")
-    if looks_german(text):
-        reasons.append("it reads like German (the model translates English into German)")
+    if source in COMMON_WORDS and target in COMMON_WORDS and looks_like(text, target, source):
+        reasons.append(f"it reads like {target_name} (the model translates {source_name} into {target_name})")
     return reasons
+
+
+def not_english_reasons(text: str, pieces: Sequence[str]) -> list[str]:
+    """:func:`not_source_reasons` of an English → German model."""
+    return not_source_reasons(text, pieces, "en", "de")
