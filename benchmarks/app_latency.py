@@ -16,7 +16,7 @@
    (``measured.safetensors``) and without them (a copy of the checkpoint without the file: the page measures, then
    stores), one fresh server per visit.
 
-    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15] [--only-pages]
+    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15] [--only-pages | --only-start]
 """
 
 from __future__ import annotations
@@ -255,11 +255,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--only-pages", action="store_true", help="only the first visits of the figure pages")
+    parser.add_argument("--only-start", action="store_true", help="only the first render after start-up")
     args = parser.parse_args()
     loaded = load_checkpoint(args.checkpoint)
     print(f"checkpoint {loaded.path}")
-    if args.only_pages:
-        figure_pages(args.checkpoint)
+    if args.only_pages or args.only_start:
+        (figure_pages if args.only_pages else first_render)(args.checkpoint)
         return
     precisions = sorted(PRECISIONS, key=lambda precision: precision != default_precision())
     for precision in precisions:
