@@ -41,6 +41,7 @@ def translate_and_explore() -> None:
 # The pages, with the names and order the sidebar shows (instead of file names).
 PAGES = [
     st.Page(translate_and_explore, title="Translate and explore", icon=":material/translate:", default=True),
+    st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/school:"),
     st.Page("pages/paper_figures.py", title="Paper figures", icon=":material/article:"),
     st.Page("pages/head_discovery.py", title="Head discovery", icon=":material/search:"),
     st.Page("pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:"),

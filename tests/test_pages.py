@@ -21,6 +21,7 @@ POSITIONAL = "positional_encoding.py"
 MODEL = "model_and_training.py"
 FIGURES = "paper_figures.py"
 HEADS = "head_discovery.py"
+STEPS = "step_by_step.py"
 
 
 def run_page(name: str) -> AppTest:
@@ -147,7 +148,7 @@ def test_model_page_draws_a_runs_cool_down(shipped_copy: Path):
     assert (y[x > 700] == 0).all() and (np.diff(y[(x >= 301) & (x <= 700)]) < 0).all()
 
 
-@pytest.mark.parametrize("page", [POSITIONAL, MODEL, FIGURES, HEADS])
+@pytest.mark.parametrize("page", [POSITIONAL, MODEL, FIGURES, HEADS, STEPS])
 def test_a_broken_checkpoint_is_explained_not_raised(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -331,6 +332,7 @@ def test_malformed_links_fall_back_to_defaults(checkpoint: Path):
         (HEADS, {"heads_sample": "1e9", "heads_kind": "<b>", "heads_score": "nonsense"}),
         (POSITIONAL, {"pe_d_model": "33", "pe_dimensions": "5000", "pe_offset": "-1"}),
         (MODEL, {"lr_warmup": "nan", "lr_scale": "inf", "lr_steps": "12"}),
+        (STEPS, {"steps_layer": "40", "steps_head": "0", "steps_query": "999", "steps_step": "x", "steps_kind": "?"}),
     ):
         app = AppTest.from_file(str(PAGES / page), default_timeout=120)
         for key, value in query.items():
@@ -352,3 +354,51 @@ def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
     shown = " ".join(str(element.value) for element in [*app.markdown, *app.caption, *app.json, *app.info])
     assert "/home/trainer" not in shown and str(shipped_copy.parent) not in shown
     assert "fine-tuned from `base`" in shown and "en-de/train/tatoeba" in shown
+
+
+def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
+    app = run_page(STEPS)
+    no_exceptions(app)
+    assert app.radio(key="steps_kind").value == "encoder" and app.select_slider(key="steps_step").value == 1
+    (first,) = charts(app)
+    assert "Input rows, layer 1, head 1" in first["figure"]["layout"]["title"]["text"]
+    # Layer 1 starts from the scaled embedding plus the positional encoding: X is their sum, cell by cell.
+    embedding, positional, x = (array(trace["z"]) for trace in first["figure"]["data"])
+    np.testing.assert_allclose(embedding + positional, x, atol=1e-4)
+    assert any("Step 1 of 11" in header.value for header in app.subheader)
+
+    app.button[1].click().run()  # Next →
+    assert app.select_slider(key="steps_step").value == 2
+    assert [panel["text"].split(" [")[0] for panel in charts(app)[0]["figure"]["layout"]["annotations"]] == [
+        "Q", "K", "V",
+    ]  # fmt: skip
+
+    # Decoder self-attention: the masked scores hide every later position, and the weights are the app's map.
+    app.radio(key="steps_kind").set_value("decoder").run()
+    app.select_slider(key="steps_step").set_value(5).run()
+    no_exceptions(app)
+    masked = array(charts(app)[0]["figure"]["data"][0]["z"])
+    assert np.isnan(masked[np.triu_indices(len(masked), 1)]).all() and not np.isnan(np.diag(masked)).any()
+    app.select_slider(key="steps_step").set_value(6).run()
+    weights = array(charts(app)[0]["figure"]["data"][0]["z"])
+    np.testing.assert_allclose(weights.sum(1), 1.0, atol=1e-5)
+    assert any("Translate and explore" in caption.value for caption in app.caption)
+
+    app.toggle(key="steps_all").set_value(True).run()
+    no_exceptions(app)
+    assert len(app.subheader) == 11
+    assert sum("largest difference" in caption.value for caption in app.caption) == 3
+
+
+def test_a_step_by_step_link_reproduces_the_view(checkpoint: Path):
+    app = run_page(STEPS)
+    app.text_input(key="steps_text").set_value("the dog sat.").run()
+    app.radio(key="steps_kind").set_value("cross").run()
+    app.selectbox(key="steps_layer").set_value(2).run()
+    app.selectbox(key="steps_head").set_value(3).run()
+    app.selectbox(key="steps_query").set_value(1).run()
+    app.select_slider(key="steps_step").set_value(6).run()
+    copy = reopen(app, STEPS)
+    no_exceptions(copy)
+    assert copy.selectbox(key="steps_head").value == 3 and copy.select_slider(key="steps_step").value == 6
+    assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]

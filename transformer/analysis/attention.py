@@ -89,6 +89,8 @@ class Translation:
     read_text: str = ""  # the part of the source the model read (all of it unless truncated)
     options: DecodingOptions = DEFAULT_DECODING
     seconds: dict[str, float] = field(default_factory=dict)
+    source_ids: list[int] = field(default_factory=list)  # what the model read (ending with </s>)
+    output_ids: list[int] = field(default_factory=list)  # what it wrote (without <s> and </s>)
 
 
 @torch.no_grad()
@@ -142,6 +144,8 @@ def translate_with_attention(
         read_text=tokenizer.decode(encoded.ids[:-1]) if encoded.truncated else text,
         options=options,
         seconds={"decode": decoded - started, "attention": recorded - decoded},
+        source_ids=list(encoded.ids),
+        output_ids=list(output),
     )
 
 

@@ -1,0 +1,254 @@
+"""One attention head computed step by step, from the tensors the model itself used (§3.2, Eq. 1, and §3.1).
+
+For a sentence and its translation (the app's teacher-forced pass over ``<s>`` + output), an attention kind, layer
+and head, :func:`head_steps` records the inputs of that attention sub-layer during a real forward pass (hooks on the
+model's modules: nothing is re-implemented on the way there), then recomputes the head in the paper's order:
+
+    X → Q = X W_Q, K = X W_K, V = X W_V (the head's slices) → Q Kᵀ → ÷ √d_k → mask → softmax → weights · V
+      → Concat(all heads) → · W_O → X + … (residual) → LayerNorm
+
+and keeps what the model's own pass produced at the concatenation, the output projection and the sub-layer's
+LayerNorm, so that every recomputed step can be checked against the model (:meth:`HeadSteps.agreement`). For
+cross-attention the queries come from the decoder and the keys and values from the encoder's output (``memory``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from transformer.analysis.attention import KINDS
+from transformer.model import Transformer
+from transformer.tokenizer import BOS_ID, Tokenizer
+
+
+@dataclass(frozen=True)
+class Step:
+    key: str
+    title: str
+    equation: str  # LaTeX
+    explanation: str
+
+
+STEPS = (
+    Step("x", "Input rows X", r"X = \mathrm{Embedding}(x)\cdot\sqrt{d_{model}} + PE \;\text{(layer 1)}",
+         "One row per token: in layer 1 the scaled embedding plus the positional encoding (§3.4–3.5); in later "
+         "layers, the previous layer's output. For cross-attention, the keys and values are read from the "
+         "encoder's output instead."),
+    Step("qkv", "Queries, keys, values", r"Q = X W^Q_i,\quad K = X W^K_i,\quad V = X W^V_i",
+         "The head's own slices of the projection matrices turn each row into a query, a key and a value of width "
+         "d_k."),
+    Step("scores", "Dot products", r"Q K^\top",
+         "How well each query matches each key."),
+    Step("scaled", "Scaled", r"\frac{Q K^\top}{\sqrt{d_k}}",
+         "Divided by √d_k so that the softmax does not saturate as d_k grows (§3.2.1)."),
+    Step("masked", "Masked", r"\frac{Q K^\top}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}",
+         "Keys a query may not see get −∞: padding, and in the decoder's self-attention every later position "
+         "(§3.2.3)."),
+    Step("weights", "Softmax", r"A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)",
+         "Each row becomes weights that sum to 1: the attention map the other pages draw."),
+    Step("head_output", "Weighted values", r"\mathrm{head}_i = A V",
+         "Each query's output is the weighted average of the values."),
+    Step("concatenated", "All heads side by side", r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)",
+         "The h heads' outputs joined into rows of width d_model (this head's columns marked)."),
+    Step("projected", "Output projection", r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\dots)\, W^O",
+         "One matrix mixes the heads back into the model's width (§3.2.2)."),
+    Step("residual", "Residual", r"X + \mathrm{MultiHead}(\dots)",
+         "The sub-layer's result is added to its input (§3.1)."),
+    Step("output", "Layer normalisation", r"\mathrm{LayerNorm}(X + \mathrm{Sublayer}(X))",
+         "Normalised per row: the sub-layer's output, the next sub-layer's input (§3.1)."),
+)  # fmt: skip
+
+
+@dataclass
+class HeadSteps:
+    """One head of one attention sub-layer on one sentence; matrices as NumPy float32 arrays, rows = tokens."""
+
+    kind: str
+    layer: int  # 0-based
+    head: int  # 0-based
+    query_tokens: list[str]
+    key_tokens: list[str]
+    x: np.ndarray  # [Tq, D]: the sub-layer's input (its queries; keys and values too in self-attention)
+    memory: np.ndarray | None  # [Tk, D]: cross-attention's keys and values come from here (encoder output)
+    embedding: np.ndarray | None  # [Tq, D]: layer 1 of a self-attention: Embedding·√d_model …
+    positional: np.ndarray | None  # [Tq, D]: … + PE
+    w_q: np.ndarray  # [D, d_k]: the head's slices, as X W (bias added separately)
+    w_k: np.ndarray
+    w_v: np.ndarray
+    q: np.ndarray  # [Tq, d_k]
+    k: np.ndarray  # [Tk, d_k]
+    v: np.ndarray  # [Tk, d_k]
+    scores: np.ndarray  # [Tq, Tk]
+    scaled: np.ndarray
+    mask: np.ndarray  # [Tq, Tk] bool: True where the query may attend
+    masked: np.ndarray  # scaled, −inf where masked
+    weights: np.ndarray  # [Tq, Tk]
+    head_output: np.ndarray  # [Tq, d_k]
+    concatenated: np.ndarray  # [Tq, D] all heads, recomputed
+    projected: np.ndarray  # [Tq, D]
+    residual: np.ndarray  # [Tq, D]
+    output: np.ndarray  # [Tq, D]
+    model_concatenated: np.ndarray  # what the model's own pass produced at these three points
+    model_projected: np.ndarray
+    model_output: np.ndarray
+
+    @property
+    def d_k(self) -> int:
+        return self.q.shape[-1]
+
+    @property
+    def head_columns(self) -> slice:
+        """This head's columns in the concatenation."""
+        return slice(self.head * self.d_k, (self.head + 1) * self.d_k)
+
+    def agreement(self) -> dict[str, float]:
+        """Largest absolute difference between the recomputed steps and the model's own pass."""
+        return {
+            "concatenated": float(np.abs(self.concatenated - self.model_concatenated).max()),
+            "projected": float(np.abs(self.projected - self.model_projected).max()),
+            "output": float(np.abs(self.output - self.model_output).max()),
+        }
+
+
+def sub_layer(model: Transformer, kind: str, layer: int) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The attention module of one sub-layer and the LayerNorm that closes it."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(KINDS)}")
+    layers = model.encoder_layers if kind == "encoder" else model.decoder_layers
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer {layer} out of range: the model has {len(layers)} {kind} layers (0-based)")
+    block = layers[layer]
+    if kind == "cross":
+        return block.cross_attention, block.cross_attention_norm
+    return block.self_attention, block.self_attention_norm
+
+
+@torch.no_grad()
+def head_steps(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    source_ids: Sequence[int],
+    output_ids: Sequence[int],
+    kind: str,
+    layer: int,
+    head: int,
+) -> HeadSteps:
+    """Every step of one head (0-based ``layer`` and ``head``) on a source (ending with </s>) and an output
+    (without <s>/</s>), as the app's attention maps see them (:func:`~transformer.analysis.attention.attention_for`)."""
+    attention, norm = sub_layer(model, kind, layer)
+    if not 0 <= head < attention.num_heads:
+        raise ValueError(f"head {head} out of range: the model has {attention.num_heads} heads (0-based)")
+    model.eval()
+    device = next(model.parameters()).device
+    source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
+    target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
+    seen: dict[str, torch.Tensor | None] = {}
+
+    def attention_inputs(module, args, kwargs, output):
+        seen["x"] = args[0]
+        seen["memory"] = args[1] if len(args) > 1 else kwargs.get("key_value")
+        seen["mask"] = kwargs.get("mask", args[2] if len(args) > 2 else None)
+
+    def projection(module, args, output):
+        seen["concatenated"], seen["projected"] = args[0], output
+
+    def closing_norm(module, args, output):
+        seen["residual"], seen["output"] = args[0], output
+
+    hooks = [
+        attention.register_forward_hook(attention_inputs, with_kwargs=True),
+        attention.output.register_forward_hook(projection),
+        norm.register_forward_hook(closing_norm),
+    ]
+    try:
+        if kind == "encoder":
+            model.encode(source)
+        else:
+            model(source, target_input)
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+    def rows(name: str) -> torch.Tensor:
+        return seen[name][0].float()  # the batch's one sentence
+
+    x = rows("x")
+    memory = rows("memory") if seen["memory"] is not None else None
+    keys_from = x if memory is None else memory
+    d_k = attention.head_dim
+    columns = slice(head * d_k, (head + 1) * d_k)
+
+    def project(linear: torch.nn.Linear, inputs: torch.Tensor, part: slice) -> torch.Tensor:
+        return inputs @ linear.weight[part].float().T + linear.bias[part].float()
+
+    every = slice(None)
+    all_q, all_k, all_v = (
+        project(attention.query, x, every),
+        project(attention.key, keys_from, every),
+        project(attention.value, keys_from, every),
+    )
+    length_q, length_k = x.shape[0], keys_from.shape[0]
+    mask = torch.ones(length_q, length_k, dtype=torch.bool, device=device)
+    if seen["mask"] is not None:
+        mask = mask & seen["mask"][0, 0].expand(length_q, length_k)
+    heads = []
+    for index in range(attention.num_heads):
+        part = slice(index * d_k, (index + 1) * d_k)
+        scores = all_q[:, part] @ all_k[:, part].T
+        weights = torch.softmax((scores / math.sqrt(d_k)).masked_fill(~mask, float("-inf")), dim=-1)
+        heads.append(weights @ all_v[:, part])
+    concatenated = torch.cat(heads, dim=-1)
+    projected = concatenated @ attention.output.weight.float().T + attention.output.bias.float()
+    residual = x + projected
+    output = torch.nn.functional.layer_norm(residual, (x.shape[-1],), norm.weight.float(), norm.bias.float(), norm.eps)
+
+    q, k, v = all_q[:, columns], all_k[:, columns], all_v[:, columns]
+    scores = q @ k.T
+    scaled = scores / math.sqrt(d_k)
+    masked = scaled.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
+    ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
+    embedding = positional = None
+    if layer == 0 and kind != "cross":
+        embedding = model.embedding.weight[ids].float() * math.sqrt(model.config.d_model)
+        positional = model.positional_encoding[: len(ids)].float()
+    source_tokens, target_tokens = tokenizer.pieces(source_ids), tokenizer.pieces([BOS_ID, *output_ids])
+
+    def array(tensor: torch.Tensor | None) -> np.ndarray | None:
+        return None if tensor is None else tensor.detach().float().cpu().numpy()
+
+    return HeadSteps(
+        kind=kind,
+        layer=layer,
+        head=head,
+        query_tokens=source_tokens if kind == "encoder" else target_tokens,
+        key_tokens=target_tokens if kind == "decoder" else source_tokens,
+        x=array(x),
+        memory=array(memory),
+        embedding=array(embedding),
+        positional=array(positional),
+        w_q=array(attention.query.weight[columns].T),
+        w_k=array(attention.key.weight[columns].T),
+        w_v=array(attention.value.weight[columns].T),
+        q=array(q),
+        k=array(k),
+        v=array(v),
+        scores=array(scores),
+        scaled=array(scaled),
+        mask=mask.cpu().numpy(),
+        masked=array(masked),
+        weights=array(weights),
+        head_output=array(weights @ v),
+        concatenated=array(concatenated),
+        projected=array(projected),
+        residual=array(residual),
+        output=array(output),
+        model_concatenated=array(rows("concatenated")),
+        model_projected=array(rows("projected")),
+        model_output=array(rows("output")),
+    )

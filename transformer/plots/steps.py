@@ -1,0 +1,175 @@
+"""The figures of the step-by-step attention view (:mod:`transformer.analysis.steps`): every step as matrices with
+token rows, its shape in the title and every number on hover; masked cells drawn grey with the word "masked".
+
+Signed values (projections, scores, outputs) use a diverging scale centred on zero; attention weights use the
+attention figures' 0–1 scale. The chosen query's row is outlined in every matrix that has one row per query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from transformer.analysis.steps import HeadSteps
+from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
+from transformer.plots.style import FONT, safe_label
+
+SIGNED_COLOURS = "RdBu_r"
+HIGHLIGHT = "#e45756"
+ROW_HEIGHT = 22
+
+
+def _labels(tokens: Sequence[str]) -> list[str]:
+    # Positions make repeated tokens distinct rows (plotly merges equal category labels).
+    return [f"{index}: {safe_label(token)}" for index, token in enumerate(tokens)]
+
+
+def _height(rows: int, extra: int = 150) -> int:
+    return max(260, min(900, rows * ROW_HEIGHT + extra))
+
+
+def _signed_range(*matrices: np.ndarray) -> float:
+    values = np.concatenate([m[np.isfinite(m)].ravel() for m in matrices if m is not None])
+    return float(np.abs(values).max()) if values.size and np.abs(values).max() > 0 else 1.0
+
+
+def _heatmap(
+    matrix: np.ndarray,
+    rows: Sequence[str],
+    columns: Sequence[str] | None,
+    signed: bool,
+    bound: float,
+    name: str,
+    show_scale: bool = True,
+) -> go.Heatmap:
+    finite = np.where(np.isfinite(matrix), matrix, np.nan)
+    text = np.where(np.isneginf(matrix), "masked (−∞)", np.char.mod("%.4f", np.nan_to_num(matrix, neginf=0.0)))
+    return go.Heatmap(
+        z=finite,
+        x=list(columns) if columns is not None else None,
+        y=list(rows),
+        customdata=text,
+        colorscale=SIGNED_COLOURS if signed else ATTENTION_COLOURS,
+        zmin=-bound if signed else 0.0,
+        zmax=bound,
+        zmid=0.0 if signed else None,
+        showscale=show_scale,
+        name=name,
+        hovertemplate=f"{name}<br>row %{{y}}<br>column %{{x}}<br>%{{customdata}}<extra></extra>",
+        hoverongaps=True,
+    )
+
+
+def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int, int] | None = None) -> None:
+    if row is None:
+        return
+    where = {"row": subplot[0], "col": subplot[1]} if subplot else {}
+    fig.add_shape(type="rect", x0=-0.5, x1=columns - 0.5, y0=row - 0.5, y1=row + 0.5,
+                  line={"color": HIGHLIGHT, "width": 2.5}, fillcolor="rgba(0,0,0,0)", **where)  # fmt: skip
+
+
+def _layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
+    fig.update_layout(
+        title=safe_label(title),
+        font=FONT,
+        height=_height(rows),
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
+        plot_bgcolor=MASK_FILL,  # gaps (masked cells) show the background
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    return fig
+
+
+def matrix_figure(
+    matrix: np.ndarray,
+    rows: Sequence[str],
+    columns: Sequence[str] | None,
+    title: str,
+    name: str,
+    query: int | None = None,
+    signed: bool = True,
+) -> go.Figure:
+    """One matrix with token rows (and token or dimension columns), its shape in the title."""
+    columns_shown = list(columns) if columns is not None else [str(i) for i in range(matrix.shape[1])]
+    fig = go.Figure(_heatmap(matrix, rows, columns_shown, signed, _signed_range(matrix) if signed else 1.0, name))
+    _mark_row(fig, query, matrix.shape[1])
+    fig.update_xaxes(type="category", tickangle=-45 if columns is not None else 0, nticks=None if columns else 16)
+    return _layout(fig, f"{title}  [{matrix.shape[0]} × {matrix.shape[1]}]", matrix.shape[0])
+
+
+def side_by_side(
+    matrices: Sequence[tuple[str, np.ndarray]], rows: Sequence[str] | Sequence[Sequence[str]], title: str,
+    query: int | None = None,
+) -> go.Figure:  # fmt: skip
+    """Several matrices of the same width in a row (e.g. Q, K, V), one colour scale, shapes in the panel titles.
+    ``rows`` is one token list for all panels, or one per panel (keys and values may have other rows)."""
+    per_panel = [rows] * len(matrices) if isinstance(rows[0], str) else list(rows)
+    fig = make_subplots(
+        rows=1, cols=len(matrices), horizontal_spacing=0.06,
+        subplot_titles=[f"{safe_label(name)} [{m.shape[0]} × {m.shape[1]}]" for name, m in matrices],
+    )  # fmt: skip
+    bound = _signed_range(*(m for _, m in matrices))
+    for index, ((name, matrix), labels) in enumerate(zip(matrices, per_panel, strict=True), start=1):
+        columns = [str(i) for i in range(matrix.shape[1])]
+        fig.add_trace(_heatmap(matrix, _labels(labels), columns, True, bound, name, show_scale=index == 1), 1, index)
+        if len(labels) == len(per_panel[0]) and index == 1:
+            _mark_row(fig, query, matrix.shape[1], (1, index))
+    fig.update_xaxes(type="category", nticks=8)
+    return _layout(fig, title, max(m.shape[0] for _, m in matrices))
+
+
+def step_figure(steps: HeadSteps, key: str, query: int) -> go.Figure:
+    """The figure of one step (``key`` of :data:`~transformer.analysis.steps.STEPS`) for the chosen query row."""
+    queries, keys = _labels(steps.query_tokens), _labels(steps.key_tokens)
+    head = f"layer {steps.layer + 1}, head {steps.head + 1}"
+    if key == "x":
+        panels = [("X", steps.x)]
+        if steps.embedding is not None:
+            panels = [("Embedding·√d_model", steps.embedding), ("PE", steps.positional), ("X = sum", steps.x)]
+        elif steps.memory is not None:
+            panels = [("X (decoder, queries)", steps.x), ("encoder output (keys, values)", steps.memory)]
+        rows = [steps.query_tokens] * len(panels)
+        if steps.memory is not None:
+            rows = [steps.query_tokens, steps.key_tokens]
+        return side_by_side(panels, rows, f"Input rows, {head}", query)
+    if key == "qkv":
+        rows = [steps.query_tokens, steps.key_tokens, steps.key_tokens]
+        return side_by_side([("Q", steps.q), ("K", steps.k), ("V", steps.v)], rows, f"Q, K, V of {head}", query)
+    if key in ("scores", "scaled", "masked"):
+        names = {"scores": "Q Kᵀ", "scaled": "Q Kᵀ / √d_k", "masked": "Q Kᵀ / √d_k + mask"}
+        return matrix_figure(getattr(steps, key), queries, keys, f"{names[key]}, {head}", names[key], query)
+    if key == "weights":
+        return matrix_figure(steps.weights, queries, keys, f"softmax: attention weights, {head}", "weight", query,
+                             signed=False)  # fmt: skip
+    if key == "head_output":
+        return matrix_figure(steps.head_output, queries, None, f"head output A·V, {head}", "head output", query)
+    if key == "concatenated":
+        fig = matrix_figure(steps.concatenated, queries, None, "Concat(head 1 … head h)", "concatenation", query)
+        columns = steps.head_columns
+        fig.add_shape(type="rect", x0=columns.start - 0.5, x1=columns.stop - 0.5, y0=-0.5,
+                      y1=len(queries) - 0.5, line={"color": "black", "width": 2, "dash": "dot"})  # fmt: skip
+        return fig
+    titles = {"projected": "· W_O (+ bias)", "residual": "X + MultiHead(…)", "output": "LayerNorm(X + MultiHead(…))"}
+    if key in titles:
+        return matrix_figure(getattr(steps, key), queries, None, titles[key], key, query)
+    raise ValueError(f"unknown step {key!r}")
+
+
+def query_row_figure(steps: HeadSteps, query: int) -> go.Figure:
+    """The chosen query's row through scaling, masking and softmax, as bars over the keys."""
+    keys = _labels(steps.key_tokens)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("Q Kᵀ / √d_k (masked keys left out)", "softmax weights"))
+    scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
+    fig.add_trace(go.Bar(x=keys, y=scaled, marker_color="#4c78a8", name="scaled score",
+                         hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 1)  # fmt: skip
+    fig.add_trace(go.Bar(x=keys, y=steps.weights[query], marker_color=HIGHLIGHT, name="weight",
+                         hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 2)  # fmt: skip
+    fig.update_layout(
+        title=f"Query {safe_label(steps.query_tokens[query])}: its row",
+        font=FONT, height=330, showlegend=False, margin={"l": 10, "r": 10, "t": 70, "b": 40},
+    )  # fmt: skip
+    fig.update_xaxes(type="category", tickangle=-45)
+    return fig
