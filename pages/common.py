@@ -171,10 +171,26 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
     )
 
 
+def through_the_router() -> None:
+    """Make sure the page runs under ``app.py``'s navigation.
+
+    Streamlit starts in its legacy multipage mode whenever a ``pages/`` folder sits beside the main script, and
+    stays in it until ``st.navigation`` is called. A link straight to a page (``/paper_figures?…``), opened as a
+    fresh server's first request, is therefore run without ``app.py``: the page alone, under a sidebar that lists
+    every module of ``pages/``. Here the page switches that mode off and runs the request again, through ``app.py``
+    (same page, same URL)."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> LoadedCheckpoint:
     """A page's common start: its controls restored from the URL and kept (``fields``, see
     :mod:`pages.url_state`), the sidebar pickers and the chosen checkpoint; the page stops if the checkpoint
     cannot load. Pages call :func:`transformer.url_state.save` with the same fields once their controls are drawn."""
+    through_the_router()
     fields = {**COMMON_FIELDS, **(fields or {})}
     url_state.keep(fields, page)
     url_state.save(fields)

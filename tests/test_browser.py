@@ -97,11 +97,10 @@ def wait_until_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
     raise RuntimeError(f"streamlit did not answer {url} within {SERVER_START_SECONDS} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture(scope="module")
-def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The app served on a free local port; yields its origin. The process is ended whatever happens."""
+@contextlib.contextmanager
+def serving(checkpoint: Path, log: Path) -> Iterator[str]:
+    """``streamlit run app.py`` on a free local port; yields its origin. The process is ended whatever happens."""
     port = free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
     # The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a local path.
@@ -120,6 +119,13 @@ def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app, served for the module's tests."""
+    with serving(checkpoint, tmp_path_factory.mktemp("streamlit") / "server.log") as origin:
+        yield origin
 
 
 # ------------------------------------------------------------------------------------------------ browser
@@ -357,7 +363,8 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
     visit = open_app()
     page = visit.page
     links = texts(page, '[data-testid="stSidebarNav"] a')
-    names = ["Translate and explore", "Paper figures", "Head discovery", "Positional encoding", "Model and training"]
+    names = ["Translate and explore", "Attention, step by step", "Paper figures", "Head discovery",
+             "Positional encoding", "Model and training"]  # fmt: skip
     assert len(links) == len(names) and all(link.endswith(name) for link, name in zip(links, names, strict=True))
     page.get_by_role("link", name="Paper figures").click()
     page.wait_for_selector("text=Figure 3 — Long-distance dependency", timeout=FIRST_RENDER_MS)
@@ -369,6 +376,25 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
         timeout=FIRST_RENDER_MS,
     )
     visit.assert_quiet()
+
+
+def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browser, checkpoint: Path, tmp_path: Path):
+    """A shared link as a fresh server's very first request: the linked page with the app's sidebar, not
+    Streamlit's listing of every module in pages/."""
+    with serving(checkpoint, tmp_path / "server.log") as origin:
+        blocked: list[str] = []
+        context = offline_context(browser, origin, blocked, None)
+        try:
+            page = context.new_page()
+            page.goto(f"{origin}/step_by_step?steps_kind=decoder&steps_step=5")
+            page.wait_for_selector("text=Step 5 of 11: Masked", timeout=FIRST_RENDER_MS)
+            links = texts(page, '[data-testid="stSidebarNav"] a')
+            assert any(link.endswith("Attention, step by step") for link in links), links
+            assert not any(link.strip() in ("url state", "common", "app") for link in links), links
+            assert parse_qs(urlsplit(page.url).query).get("steps_kind") == ["decoder"]
+        finally:
+            context.close()
+    assert not blocked
 
 
 # ------------------------------------------------------------------------------------------------ layout
