@@ -55,7 +55,7 @@ def move(by: int) -> None:
 def show_step(steps: HeadSteps, number: int, query: int) -> None:
     step = STEPS[number - 1]
     st.subheader(f"Step {number} of {len(STEPS)}: {step.title}")
-    left, right = st.columns([2, 3])
+    left, right = st.columns([1, 1])
     left.latex(step.equation)
     right.markdown(step.explanation)
     show_figure(plot_steps.step_figure(steps, step.key, query), key=f"step_{step.key}",

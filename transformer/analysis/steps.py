@@ -35,7 +35,7 @@ class Step:
 
 
 STEPS = (
-    Step("x", "Input rows X", r"X = \mathrm{Embedding}(x)\cdot\sqrt{d_{model}} + PE \;\text{(layer 1)}",
+    Step("x", "Input rows X", r"X^{(1)} = \mathrm{Embedding}(x)\,\sqrt{d_{model}} + PE",
          "One row per token: in layer 1 the scaled embedding plus the positional encoding (§3.4–3.5); in later "
          "layers, the previous layer's output. For cross-attention, the keys and values are read from the "
          "encoder's output instead."),

@@ -71,13 +71,13 @@ def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int,
                   line={"color": HIGHLIGHT, "width": 2.5}, fillcolor="rgba(0,0,0,0)", **where)  # fmt: skip
 
 
-def _layout(fig: go.Figure, title: str, rows: int) -> go.Figure:
+def _layout(fig: go.Figure, title: str, rows: int, masked: bool = False) -> go.Figure:
     fig.update_layout(
         title=safe_label(title),
         font=FONT,
         height=_height(rows),
         margin={"l": 10, "r": 10, "t": 70, "b": 40},
-        plot_bgcolor=MASK_FILL,  # gaps (masked cells) show the background
+        plot_bgcolor=MASK_FILL if masked else "white",  # masked cells are gaps: they show the background
     )
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
@@ -97,25 +97,28 @@ def matrix_figure(
     fig = go.Figure(_heatmap(matrix, rows, columns_shown, signed, _signed_range(matrix) if signed else 1.0, name))
     _mark_row(fig, query, matrix.shape[1])
     fig.update_xaxes(type="category", tickangle=-45 if columns is not None else 0, nticks=None if columns else 16)
-    return _layout(fig, f"{title}  [{matrix.shape[0]} × {matrix.shape[1]}]", matrix.shape[0])
+    masked = bool(np.isneginf(matrix).any())
+    return _layout(fig, f"{title}  [{matrix.shape[0]} × {matrix.shape[1]}]", matrix.shape[0], masked)
 
 
 def side_by_side(
     matrices: Sequence[tuple[str, np.ndarray]], rows: Sequence[str] | Sequence[Sequence[str]], title: str,
     query: int | None = None,
 ) -> go.Figure:  # fmt: skip
-    """Several matrices of the same width in a row (e.g. Q, K, V), one colour scale, shapes in the panel titles.
-    ``rows`` is one token list for all panels, or one per panel (keys and values may have other rows)."""
-    per_panel = [rows] * len(matrices) if isinstance(rows[0], str) else list(rows)
+    """Several matrices in a row (e.g. Q, K, V), one colour scale, shapes in the panel titles. ``rows`` is one
+    token list for all panels, or one per panel (keys and values may have other rows than the queries); panels
+    with the same rows share their row labels, and the query's row is outlined in each panel that has it."""
+    per_panel = [list(rows)] * len(matrices) if isinstance(rows[0], str) else [list(r) for r in rows]
+    shared = all(panel == per_panel[0] for panel in per_panel)
     fig = make_subplots(
-        rows=1, cols=len(matrices), horizontal_spacing=0.06,
+        rows=1, cols=len(matrices), horizontal_spacing=0.03 if shared else 0.12, shared_yaxes=shared,
         subplot_titles=[f"{safe_label(name)} [{m.shape[0]} × {m.shape[1]}]" for name, m in matrices],
     )  # fmt: skip
     bound = _signed_range(*(m for _, m in matrices))
     for index, ((name, matrix), labels) in enumerate(zip(matrices, per_panel, strict=True), start=1):
         columns = [str(i) for i in range(matrix.shape[1])]
         fig.add_trace(_heatmap(matrix, _labels(labels), columns, True, bound, name, show_scale=index == 1), 1, index)
-        if len(labels) == len(per_panel[0]) and index == 1:
+        if labels == per_panel[0]:
             _mark_row(fig, query, matrix.shape[1], (1, index))
     fig.update_xaxes(type="category", nticks=8)
     return _layout(fig, title, max(m.shape[0] for _, m in matrices))
