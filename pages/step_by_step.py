@@ -1,8 +1,12 @@
-"""Attention, step by step: one head of the loaded model computed in the paper's order, on the translated sentence.
+"""Attention, step by step: the classroom page, on the loaded model and the translated sentence.
 
-Every matrix is the real tensor of that head (recorded during the model's own forward pass and recomputed from its
-weights: :mod:`transformer.analysis.steps`), with the paper's equation, its shape and every number on hover. A
-stepper walks through the eleven steps one at a time; "Show all steps" lays them out in one page.
+- *Step by step*: one head computed in the paper's order. Every matrix is the real tensor of that head (recorded
+  during the model's own forward pass and recomputed from its weights: :mod:`transformer.analysis.steps`), with the
+  paper's equation, its shape and every number on hover; a stepper walks through the eleven steps, or all at once.
+- *Why √d_k*: §3.2.1's footnote on random vectors with a slider for d_k, and the same scaling on the chosen head.
+- *Multi-head at a glance*: the chosen query in every head of the layer, then their concatenation.
+- *Decoding, one token at a time*: at each output position its masked self-attention row, its cross-attention row
+  and the model's most probable next pieces, with the piece the search kept.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pages.common import page_checkpoint, save_page, show_figure
 from pages.explore import DEFAULT_SENTENCE, cached_translation, decoding_options
 from pages.url_state import Field
 from transformer.analysis.attention import KIND_TITLES, KINDS
-from transformer.analysis.steps import STEPS, HeadSteps, head_steps
+from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.plots import steps as plot_steps
@@ -29,6 +33,8 @@ FIELDS = {
     "steps_query": Field(0, url_state.integer(0, 10_000)),
     "steps_step": Field(1, url_state.integer(1, len(STEPS))),
     "steps_all": Field(False, url_state.flag, url_state.dump_flag),
+    "steps_dk": Field(64, url_state.choice(plot_steps.WIDTHS)),
+    "steps_t": Field(0, url_state.integer(0, 10_000)),
 }
 
 
@@ -38,6 +44,16 @@ def cached_steps(
     _loaded: LoadedCheckpoint,
 ) -> HeadSteps:  # fmt: skip
     return head_steps(_loaded.model, _loaded.tokenizer, source_ids, output_ids, kind, layer, head)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_demo(d_k: int):
+    return scaling_demo(d_k)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_next_tokens(checkpoint_path: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], _loaded):
+    return next_tokens(_loaded.model, _loaded.tokenizer, source_ids, output_ids)
 
 
 def current_options() -> DecodingOptions:
@@ -108,19 +124,81 @@ st.caption(
     f"h = {config.num_heads} heads of width d_k = {steps.d_k}."
 )
 
-show_all = st.toggle("Show all steps", key="steps_all")
-if show_all:
-    for number in range(1, len(STEPS) + 1):
+stepwise, scaling, multihead, decoding = st.tabs(
+    ["Step by step", "Why √d_k", "Multi-head at a glance", "Decoding, one token at a time"]
+)
+with stepwise:
+    show_all = st.toggle("Show all steps", key="steps_all")
+    if show_all:
+        for number in range(1, len(STEPS) + 1):
+            show_step(steps, number, query)
+    else:
+        previous, position, following = st.columns([1, 4, 1])
+        previous.button("← Previous", on_click=move, args=(-1,), disabled=st.session_state["steps_step"] <= 1,
+                        width="stretch")  # fmt: skip
+        following.button("Next →", on_click=move, args=(1,), disabled=st.session_state["steps_step"] >= len(STEPS),
+                         width="stretch")  # fmt: skip
+        number = position.select_slider(
+            "Step", range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
+            format_func=lambda n: f"{n}. {STEPS[n - 1].title}",
+        )  # fmt: skip
         show_step(steps, number, query)
-else:
-    previous, position, following = st.columns([1, 4, 1])
-    previous.button("← Previous", on_click=move, args=(-1,), disabled=st.session_state["steps_step"] <= 1,
-                    width="stretch")  # fmt: skip
-    following.button("Next →", on_click=move, args=(1,), disabled=st.session_state["steps_step"] >= len(STEPS),
-                     width="stretch")  # fmt: skip
-    number = position.select_slider(
-        "Step", range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
-        format_func=lambda n: f"{n}. {STEPS[n - 1].title}",
+
+with scaling:
+    st.markdown(
+        "§3.2.1: *“assume that the components of q and k are independent random variables with mean 0 and "
+        "variance 1. Then their dot product has mean 0 and variance d_k.”* Large scores push the softmax into "
+        "regions where one key takes nearly all the weight and the gradients are tiny; dividing by √d_k keeps the "
+        "scores' variance at 1 whatever the width."
+    )
+    d_k = st.select_slider("d_k (width of q and k)", plot_steps.WIDTHS, key="steps_dk",
+                           help="The paper's base model uses d_k = 64; this model uses "
+                           f"d_k = {steps.d_k}.")  # fmt: skip
+    demo = cached_demo(d_k)
+    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS]),
+                key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
+    st.caption(
+        f"d_k = {d_k}: the largest softmax weight in a row of 10 random keys is {demo.largest_weight(False):.2f} on "
+        f"average without the scaling and {demo.largest_weight(True):.2f} with it (uniform: 0.10)."
+    )
+    values = head_scaling(steps)
+    show_figure(plot_steps.head_scaling_figure(values, steps), key="steps_scaling_head",
+                filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
+    st.caption(
+        f"On this head, the softmax entropy averages {values['entropy_scaled'].mean():.2f} bits with the scaling "
+        f"(the model as trained) and {values['entropy_unscaled'].mean():.2f} bits without it; a uniform row over the "
+        f"keys a query sees would have {values['uniform'].mean():.2f}."
+    )
+
+with multihead:
+    layer_weights = translation.maps.weights(kind)[layer - 1]
+    show_figure(plot_steps.multihead_figure(layer_weights, steps, query), key="steps_multihead",
+                filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
+    st.caption(
+        f"Each head weighs the keys in its own way (head {head}, the one chosen above, in red); their outputs, "
+        f"{steps.d_k} numbers each, are joined into one row of d_model = {config.d_model} and mixed by W_O "
+        "(*Step by step*, steps 8–9)."
+    )
+
+with decoding:
+    upcoming = cached_next_tokens(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids),
+                                  loaded)  # fmt: skip
+    positions = len(upcoming.position_tokens)
+    url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
+    t = st.slider("Output position", 0, positions - 1, key="steps_t",
+                  help="Position t reads the pieces before it and predicts the next one.")  # fmt: skip
+    decoder_layer = min(layer, config.decoder_layers) - 1
+    maps = translation.maps
+    show_figure(
+        plot_steps.decoding_figure(maps.decoder[decoder_layer, head - 1, t], maps.cross[decoder_layer, head - 1, t],
+                                   maps.source_tokens, upcoming, t, decoder_layer, head - 1),
+        key="steps_decoding", filename=f"decoding-step-{t}",
     )  # fmt: skip
-    show_step(steps, number, query)
+    search = "greedy search" if translation.options.greedy else f"beam search (beam {translation.options.beam_size})"
+    st.caption(
+        f"The red bar is the piece the {search} kept: "
+        + ("always the most probable one." if translation.options.greedy else
+           "the hypothesis that won, which need not be the most probable piece at every step.")
+        + " The attention rows are those of the decoder layer and head chosen above."
+    )  # fmt: skip
 save_page(FIELDS)

@@ -360,7 +360,7 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     app = run_page(STEPS)
     no_exceptions(app)
     assert app.radio(key="steps_kind").value == "encoder" and app.select_slider(key="steps_step").value == 1
-    (first,) = charts(app)
+    first = charts(app)[0]  # the open step; the other tabs follow
     assert "Input rows, layer 1, head 1" in first["figure"]["layout"]["title"]["text"]
     # Layer 1 starts from the scaled embedding plus the positional encoding: X is their sum, cell by cell.
     embedding, positional, x = (array(trace["z"]) for trace in first["figure"]["data"])
@@ -388,6 +388,25 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     no_exceptions(app)
     assert len(app.subheader) == 11
     assert sum("largest difference" in caption.value for caption in app.caption) == 3
+
+
+def test_classroom_tabs_show_scaling_heads_and_decoding(checkpoint: Path):
+    app = run_page(STEPS)
+    shown = titles(app)
+    assert any(title.startswith("Why ÷√d_k") and "d_k = 64" in title for title in shown)
+    assert any(title.startswith("The loaded model, layer 1, head 1") for title in shown)
+    assert any("every head of layer 1" in title for title in shown)
+    assert any(title.startswith("Step 0: reads") for title in shown)
+    app.select_slider(key="steps_dk").set_value(1024).run()
+    assert any("d_k = 1024" in title for title in titles(app))
+    app.slider(key="steps_t").set_value(2).run()
+    no_exceptions(app)
+    decoding = next(chart for chart in charts(app) if chart["figure"]["layout"]["title"]["text"].startswith("Step "))
+    assert decoding["figure"]["layout"]["title"]["text"].startswith("Step 2: reads")
+    # The self-attention row of position 2 shows positions 0–2; the later ones are drawn as masked.
+    row = array(decoding["figure"]["data"][0]["y"])
+    assert np.isfinite(row[:3]).all() and np.isnan(row[3:]).all()
+    assert decoding["figure"]["data"][1]["name"] == "masked"
 
 
 def test_a_step_by_step_link_reproduces_the_view(checkpoint: Path):

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.analysis.attention import KINDS, translate_with_attention
-from transformer.analysis.steps import STEPS, head_steps
+from transformer.analysis.attention import KINDS, entropy_bits, translate_with_attention
+from transformer.analysis.steps import STEPS, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import load_checkpoint
-from transformer.decode import GREEDY
+from transformer.decode import EXTRA_OUTPUT_TOKENS, GREEDY
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,40 @@ def test_out_of_range_choices_are_refused(translated):
     with pytest.raises(ValueError, match="kind"):
         head_steps(loaded.model, loaded.tokenizer, *ids, "sideways", 0, 0)
     assert STEPS[0].key == "x" and STEPS[-1].key == "output"
+
+
+def test_random_dot_products_have_variance_d_k_and_the_scaling_keeps_the_softmax_soft():
+    narrow, wide = scaling_demo(4), scaling_demo(256)
+    for demo in (narrow, wide):
+        assert demo.variance == pytest.approx(demo.d_k, rel=0.15)
+        assert demo.dots.mean() == pytest.approx(0, abs=0.1 * np.sqrt(demo.d_k))
+    # Unscaled, a wide head's softmax saturates: one key takes most of the weight; scaled, the width does not matter.
+    assert wide.entropy(scaled=False) < 0.5 * narrow.entropy(scaled=False)
+    assert wide.largest_weight(scaled=False) > 0.7
+    assert wide.entropy(scaled=True) == pytest.approx(narrow.entropy(scaled=True), abs=0.1)
+    with pytest.raises(ValueError):
+        scaling_demo(0)
+
+
+def test_the_heads_own_scaling_is_measured_on_what_each_query_sees(translated):
+    loaded, translation = translated
+    steps = head_steps(loaded.model, loaded.tokenizer, translation.source_ids, translation.output_ids, "decoder", 1, 2)
+    values = head_scaling(steps)
+    np.testing.assert_allclose(values["unscaled_scores"], values["scaled_scores"] * np.sqrt(steps.d_k), rtol=1e-5)
+    assert len(values["scaled_scores"]) == steps.mask.sum()  # the causal mask's hidden keys are left out
+    np.testing.assert_allclose(values["entropy_scaled"], entropy_bits(translation.maps.decoder[1, 2]), atol=1e-4)
+    np.testing.assert_allclose(values["uniform"], np.log2(np.arange(1, len(steps.query_tokens) + 1)))
+
+
+def test_greedy_output_is_the_most_probable_piece_at_every_position(translated):
+    loaded, translation = translated
+    upcoming = next_tokens(loaded.model, loaded.tokenizer, translation.source_ids, translation.output_ids, k=3)
+    assert len(upcoming.chosen) == len(translation.output_ids) + 1 and upcoming.chosen[-1] == "</s>"
+    # Greedy search keeps the argmax; only a closing </s> can be otherwise, when the output reached its length
+    # limit (input + 50 pieces) and the search stopped it there.
+    assert (upcoming.chosen_rank[:-1] == 1).all()
+    stopped = len(translation.output_ids) >= len(translation.source_ids) + EXTRA_OUTPUT_TOKENS - 1
+    assert upcoming.chosen_rank[-1] == 1 or stopped
+    np.testing.assert_allclose(upcoming.chosen_probability[:-1], upcoming.top_probabilities[:-1, 0], rtol=1e-6)
+    assert (np.diff(upcoming.top_probabilities, axis=1) <= 0).all()
+    assert [tokens[0] for tokens in upcoming.top_tokens[:-1]] == upcoming.chosen[:-1]

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer.analysis.attention import KINDS
+from transformer.analysis.attention import KINDS, entropy_bits
 from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, Tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 
 @dataclass(frozen=True)
@@ -251,4 +251,101 @@ def head_steps(
         model_concatenated=array(rows("concatenated")),
         model_projected=array(rows("projected")),
         model_output=array(rows("output")),
+    )
+
+
+# ------------------------------------------------------------------------------------------------ why √d_k
+def softmax(scores: np.ndarray) -> np.ndarray:
+    """Row-wise softmax that treats −∞ as weight 0."""
+    shifted = scores - np.max(scores, axis=-1, keepdims=True)
+    exponentials = np.exp(shifted)
+    return exponentials / exponentials.sum(-1, keepdims=True)
+
+
+@dataclass
+class ScalingDemo:
+    """§3.2.1's footnote on random vectors: q and k with independent N(0, 1) components have q·k of mean 0 and
+    variance d_k, so unscaled scores grow with d_k and their softmax saturates; dividing by √d_k keeps variance 1."""
+
+    d_k: int
+    dots: np.ndarray  # [samples]: q·k
+    rows_unscaled: np.ndarray  # [rows, keys]: softmax of unscaled scores
+    rows_scaled: np.ndarray  # [rows, keys]: softmax of scores / √d_k
+
+    @property
+    def variance(self) -> float:
+        return float(self.dots.var())
+
+    def entropy(self, scaled: bool) -> float:
+        """Mean entropy (bits) of the rows' softmax; log2(keys) is uniform, 0 is one key."""
+        return float(entropy_bits(self.rows_scaled if scaled else self.rows_unscaled).mean())
+
+    def largest_weight(self, scaled: bool) -> float:
+        return float((self.rows_scaled if scaled else self.rows_unscaled).max(-1).mean())
+
+
+def scaling_demo(d_k: int, samples: int = 4000, keys: int = 10, rows: int = 500, seed: int = 0) -> ScalingDemo:
+    """Random queries and keys of width ``d_k``: their dot products, and the softmax of ``rows`` rows of ``keys``
+    scores with and without the 1/√d_k scaling."""
+    if d_k < 1:
+        raise ValueError("d_k must be at least 1")
+    rng = np.random.default_rng(seed)
+    q, k = rng.standard_normal((samples, d_k)), rng.standard_normal((samples, d_k))
+    dots = (q * k).sum(-1)
+    row_q = rng.standard_normal((rows, 1, d_k))
+    row_k = rng.standard_normal((rows, keys, d_k))
+    scores = (row_q * row_k).sum(-1)  # [rows, keys]
+    return ScalingDemo(d_k, dots, softmax(scores), softmax(scores / np.sqrt(d_k)))
+
+
+def head_scaling(steps: HeadSteps) -> dict[str, np.ndarray]:
+    """The loaded head's own scores with and without the scaling: the scores of the keys each query may see, and
+    per query the entropy (bits) of the softmax of Q Kᵀ (unscaled) and of Q Kᵀ / √d_k (the model's)."""
+    unscaled = np.where(steps.mask, steps.scores, -np.inf)
+    visible = steps.mask
+    return {
+        "unscaled_scores": steps.scores[visible],
+        "scaled_scores": steps.scaled[visible],
+        "entropy_unscaled": entropy_bits(softmax(unscaled)),
+        "entropy_scaled": entropy_bits(steps.weights),
+        "uniform": np.log2(visible.sum(-1)),
+    }
+
+
+# ------------------------------------------------------------------------------------------------ decoding
+@dataclass
+class NextTokens:
+    """At each decoder position t: the chosen next piece (the output the search kept, then </s>), its probability
+    and rank, and the model's ``k`` most probable next pieces."""
+
+    position_tokens: list[str]  # what position t reads: <s> y1 … yn
+    chosen: list[str]  # what it produced: y1 … yn </s>
+    chosen_probability: np.ndarray  # [T]
+    chosen_rank: np.ndarray  # [T], 1 = the most probable
+    top_tokens: list[list[str]]  # [T][k]
+    top_probabilities: np.ndarray  # [T, k]
+
+
+@torch.no_grad()
+def next_tokens(
+    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], k: int = 5
+) -> NextTokens:
+    """One teacher-forced pass over ``<s>`` + the output: the probabilities of every next piece at every position
+    (the same pass whose attention the app draws)."""
+    model.eval()
+    device = next(model.parameters()).device
+    source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
+    target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
+    probabilities = torch.softmax(model(source, target_input).logits[0].float(), dim=-1)  # [T, V]
+    chosen_ids = torch.tensor([*output_ids, EOS_ID], device=device)
+    chosen_probability = probabilities.gather(1, chosen_ids[:, None])[:, 0]
+    rank = (probabilities > chosen_probability[:, None]).sum(-1) + 1
+    top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)
+    return NextTokens(
+        position_tokens=tokenizer.pieces([BOS_ID, *output_ids]),
+        chosen=tokenizer.pieces(chosen_ids.tolist()),
+        chosen_probability=chosen_probability.cpu().numpy(),
+        chosen_rank=rank.cpu().numpy(),
+        top_tokens=[tokenizer.pieces(row) for row in top.indices.tolist()],
+        top_probabilities=top.values.cpu().numpy(),
     )

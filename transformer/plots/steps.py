@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.analysis.steps import HeadSteps
+from transformer.analysis.steps import HeadSteps, NextTokens, ScalingDemo
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
 from transformer.plots.style import FONT, safe_label
 
@@ -175,4 +175,135 @@ def query_row_figure(steps: HeadSteps, query: int) -> go.Figure:
         font=FONT, height=330, showlegend=False, margin={"l": 10, "r": 10, "t": 70, "b": 40},
     )  # fmt: skip
     fig.update_xaxes(type="category", tickangle=-45)
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ why √d_k
+WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+UNSCALED, SCALED = "#e45756", "#4c78a8"
+
+
+def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo]) -> go.Figure:
+    """Random q, k of width d_k: the spread of q·k with and without ÷√d_k, one row's softmax both ways, and the
+    mean softmax entropy against d_k (``curve``: demos of several widths)."""
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=(
+        f"q·k over random vectors (variance {demo.variance:.1f} ≈ d_k)",
+        "one row of 10 keys: softmax",
+        "mean softmax entropy (bits) against d_k",
+    ))  # fmt: skip
+    fig.add_trace(go.Histogram(x=demo.dots, name="q·k", marker_color=UNSCALED, opacity=0.6, nbinsx=60), 1, 1)
+    fig.add_trace(go.Histogram(x=demo.dots / np.sqrt(demo.d_k), name="q·k / √d_k", marker_color=SCALED,
+                               opacity=0.6, nbinsx=60), 1, 1)  # fmt: skip
+    keys = [f"key {i + 1}" for i in range(demo.rows_scaled.shape[1])]
+    fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
+    fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
+    widths = [item.d_k for item in curve]
+    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(False) for item in curve], name="without ÷√d_k",
+                             mode="lines+markers", line={"color": UNSCALED}), 1, 3)  # fmt: skip
+    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(True) for item in curve], name="with ÷√d_k",
+                             mode="lines+markers", line={"color": SCALED}), 1, 3)  # fmt: skip
+    fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
+    fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
+    fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
+    fig.update_layout(title=f"Why ÷√d_k: random queries and keys of width d_k = {demo.d_k}", barmode="group",
+                      font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
+                      legend={"orientation": "h", "y": -0.2})  # fmt: skip
+    return fig
+
+
+def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps) -> go.Figure:
+    """The loaded head's scores with and without ÷√d_k, and each query's softmax entropy both ways."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+        "this head's scores (keys each query may see)", "softmax entropy per query (bits)",
+    ))  # fmt: skip
+    fig.add_trace(go.Histogram(x=values["unscaled_scores"], name="Q Kᵀ", marker_color=UNSCALED, opacity=0.6), 1, 1)
+    fig.add_trace(go.Histogram(x=values["scaled_scores"], name="Q Kᵀ / √d_k (the model)", marker_color=SCALED,
+                               opacity=0.6), 1, 1)  # fmt: skip
+    queries = _labels(steps.query_tokens)
+    fig.add_trace(go.Bar(x=queries, y=values["entropy_unscaled"], name="softmax(Q Kᵀ)", marker_color=UNSCALED), 1, 2)
+    fig.add_trace(go.Bar(x=queries, y=values["entropy_scaled"], name="softmax(Q Kᵀ / √d_k)", marker_color=SCALED),
+                  1, 2)  # fmt: skip
+    fig.add_trace(go.Scatter(x=queries, y=values["uniform"], name="uniform (log₂ keys seen)", mode="markers",
+                             marker={"symbol": "line-ew-open", "size": 18, "color": "black"}), 1, 2)  # fmt: skip
+    fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
+    fig.update_layout(title=f"The loaded model, layer {steps.layer + 1}, head {steps.head + 1} ({steps.kind})",
+                      barmode="group", font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
+                      legend={"orientation": "h", "y": -0.3})  # fmt: skip
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ multi-head
+def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int) -> go.Figure:
+    """One query in all heads of a layer: each head's weights over the keys (``weights`` [H, queries, keys] of the
+    layer), then the heads' outputs for that query joined into one row of width d_model."""
+    heads = weights.shape[0]
+    columns = min(heads, 4)
+    grid = -(-heads // columns)
+    fig = make_subplots(
+        rows=grid + 1, cols=columns, vertical_spacing=0.08, horizontal_spacing=0.04,
+        specs=[[{}] * columns] * grid + [[{"colspan": columns}] + [None] * (columns - 1)],
+        subplot_titles=[f"head {h + 1}" for h in range(heads)] + [""] * (grid * columns - heads)
+        + ["Concat(head 1 … head h) for this query"],
+    )  # fmt: skip
+    keys = _labels(steps.key_tokens)
+    for h in range(heads):
+        colour = HIGHLIGHT if h == steps.head else SCALED
+        fig.add_trace(go.Bar(x=keys, y=weights[h, query], marker_color=colour, showlegend=False,
+                             hovertemplate=f"head {h + 1}<br>%{{x}}: %{{y:.3f}}<extra></extra>"),
+                      h // columns + 1, h % columns + 1)  # fmt: skip
+    fig.update_yaxes(range=[0, 1])
+    row = steps.concatenated[query][None, :]
+    bound = _signed_range(row)
+    fig.add_trace(go.Heatmap(z=row, colorscale=SIGNED_COLOURS, zmin=-bound, zmax=bound, zmid=0, showscale=False,
+                             customdata=np.repeat(np.arange(row.shape[1])[None] // steps.d_k + 1, 1, 0),
+                             hovertemplate="dimension %{x} (head %{customdata})<br>%{z:.4f}<extra></extra>"),
+                  grid + 1, 1)  # fmt: skip
+    for h in range(1, heads):
+        fig.add_vline(x=h * steps.d_k - 0.5, line={"color": "black", "width": 1}, row=grid + 1, col=1)
+    fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
+    fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
+    fig.update_layout(title=f"Query {safe_label(steps.query_tokens[query])}: every head of layer "
+                      f"{steps.layer + 1} ({steps.kind})", font=FONT, height=260 * grid + 200,
+                      margin={"l": 10, "r": 10, "t": 80, "b": 40})  # fmt: skip
+    return fig
+
+
+# ------------------------------------------------------------------------------------------------ decoding
+def decoding_figure(
+    decoder_row: np.ndarray, cross_row: np.ndarray, source_tokens: Sequence[str], upcoming: NextTokens, t: int,
+    layer: int, head: int,
+) -> go.Figure:  # fmt: skip
+    """Decoder position ``t``: its masked self-attention row (later positions masked), its cross-attention row, and
+    the model's most probable next pieces with the one the search kept marked."""
+    reads = _labels(upcoming.position_tokens)
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=(
+        f"decoder self-attention of position {t} (later ones masked)",
+        f"cross-attention of position {t} to the source",
+        "next piece: top probabilities",
+    ))  # fmt: skip
+    visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
+    fig.add_trace(go.Bar(x=reads, y=visible, marker_color=SCALED, showlegend=False,
+                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 1)  # fmt: skip
+    future = [reads[i] for i in range(t + 1, len(reads))]
+    if future:
+        fig.add_trace(go.Bar(x=future, y=[1.0] * len(future), marker_color=MASK_FILL, opacity=0.5, name="masked",
+                             hovertemplate="%{x}: masked (future)<extra></extra>"), 1, 1)  # fmt: skip
+    fig.add_trace(go.Bar(x=_labels(source_tokens), y=cross_row, marker_color=SCALED, showlegend=False,
+                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip
+    candidates = [safe_label(token) for token in upcoming.top_tokens[t]]
+    chosen = safe_label(upcoming.chosen[t])
+    probabilities = list(upcoming.top_probabilities[t])
+    if chosen not in candidates:  # the search kept a piece outside the top k: show it too
+        candidates.append(chosen)
+        probabilities.append(float(upcoming.chosen_probability[t]))
+    colours = [HIGHLIGHT if token == chosen else SCALED for token in candidates]
+    fig.add_trace(go.Bar(x=candidates, y=probabilities, marker_color=colours, showlegend=False,
+                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 3)  # fmt: skip
+    fig.update_yaxes(range=[0, 1])
+    fig.update_xaxes(type="category", tickangle=-45)
+    fig.update_layout(
+        title=f"Step {t}: reads {reads[t]}, writes {chosen} (p = {upcoming.chosen_probability[t]:.2f}, "
+        f"rank {upcoming.chosen_rank[t]}) — layer {layer + 1}, head {head + 1}",
+        font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40}, barmode="overlay",
+    )  # fmt: skip
     return fig
