@@ -240,7 +240,8 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int) -> go.Fi
     columns = min(heads, 4)
     grid = -(-heads // columns)
     fig = make_subplots(
-        rows=grid + 1, cols=columns, vertical_spacing=0.08, horizontal_spacing=0.04,
+        rows=grid + 1, cols=columns, vertical_spacing=0.22 / grid, horizontal_spacing=0.04,
+        row_heights=[1.0] * grid + [0.45],
         specs=[[{}] * columns] * grid + [[{"colspan": columns}] + [None] * (columns - 1)],
         subplot_titles=[f"head {h + 1}" for h in range(heads)] + [""] * (grid * columns - heads)
         + ["Concat(head 1 … head h) for this query"],
@@ -263,7 +264,7 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int) -> go.Fi
     fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
     fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
     fig.update_layout(title=f"Query {safe_label(steps.query_tokens[query])}: every head of layer "
-                      f"{steps.layer + 1} ({steps.kind})", font=FONT, height=260 * grid + 200,
+                      f"{steps.layer + 1} ({steps.kind})", font=FONT, height=340 * grid + 240,
                       margin={"l": 10, "r": 10, "t": 80, "b": 40})  # fmt: skip
     return fig
 
