@@ -278,9 +278,7 @@ def decoding_figure(
     the model's most probable next pieces with the one the search kept marked."""
     reads = _labels(upcoming.position_tokens)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=(
-        f"decoder self-attention of position {t} (later ones masked)",
-        f"cross-attention of position {t} to the source",
-        "next piece: top probabilities",
+        "decoder self-attention (later: masked)", "cross-attention to the source", "next piece",
     ))  # fmt: skip
     visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
     fig.add_trace(go.Bar(x=reads, y=visible, marker_color=SCALED, showlegend=False,
@@ -303,8 +301,10 @@ def decoding_figure(
     fig.update_yaxes(range=[0, 1])
     fig.update_xaxes(type="category", tickangle=-45)
     fig.update_layout(
-        title=f"Step {t}: reads {reads[t]}, writes {chosen} (p = {upcoming.chosen_probability[t]:.2f}, "
+        title=f"Step {t}: reads {safe_label(upcoming.position_tokens[t])}, writes {chosen} "
+        f"(p = {upcoming.chosen_probability[t]:.2f}, "
         f"rank {upcoming.chosen_rank[t]}) — layer {layer + 1}, head {head + 1}",
         font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40}, barmode="overlay",
+        legend={"orientation": "h", "y": -0.35},
     )  # fmt: skip
     return fig
