@@ -9,6 +9,7 @@ and the page stops, rather than a traceback.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -24,13 +25,23 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from transformer.plots.style import for_projector
 
 if TYPE_CHECKING:
     from transformer.analysis.precompute import Measured
 
 CHECKPOINT_KEY = "checkpoint"
-# Controls every page has (the sidebar's checkpoint): part of each page's URL.
-COMMON_FIELDS = {CHECKPOINT_KEY: Field(None)}
+PRESENT_KEY = "present"
+ROUTER = Path(__file__).resolve().parent.parent / "app.py"  # the app's navigation
+# Controls every page has (the sidebar's checkpoint, presenter mode): part of each page's URL.
+COMMON_FIELDS = {CHECKPOINT_KEY: Field(None), PRESENT_KEY: Field(False, url_state.flag, url_state.dump_flag)}
+# Presenter mode: large type (Streamlit sizes in rem), no sidebar, the page across the screen.
+PRESENTER_CSS = """<style>
+html { font-size: 24px; }
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
+    display: none; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2.5rem; }
+</style>"""
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
 ENVIRONMENT_VARIABLE = "TRANSFORMER_CHECKPOINT"
@@ -142,6 +153,27 @@ def sidebar_figure_format_picker() -> None:
     )
 
 
+def presenting() -> bool:
+    return bool(st.session_state.get(PRESENT_KEY))
+
+
+def _stop_presenting() -> None:
+    st.session_state[PRESENT_KEY] = False
+
+
+def presenter_controls() -> None:
+    """The sidebar's presenter-mode toggle (also ``present=1`` in the URL); while presenting, the page's large
+    type without the sidebar, and a button that leaves the mode (the sidebar, and so the toggle, is hidden)."""
+    st.sidebar.toggle(
+        "Presenter mode", key=PRESENT_KEY,
+        help="For a projector: large type, no sidebar, high-contrast colours, one chart per screen. A link with "
+        "`present=1` opens in it.",
+    )  # fmt: skip
+    if presenting():
+        st.html(PRESENTER_CSS)
+        st.button("Leave presenter mode", on_click=_stop_presenting, icon=":material/close_fullscreen:")
+
+
 def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
     """Show a plotly figure across the page with a download button in both formats, without server-side rendering.
 
@@ -151,6 +183,8 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
     :func:`sidebar_figure_format_picker` (PNG by default), named ``filename`` (default: ``key``).
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    if presenting():
+        fig = for_projector(fig)
     if fig.layout.title.text:
         # The title starts below the chart's toolbar (top right, ~30 px), which on a phone spans the whole width.
         top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
@@ -180,8 +214,11 @@ def through_the_router() -> None:
     every module of ``pages/``. Here the page switches that mode off and runs the request again, through ``app.py``
     (same page, same URL)."""
     from streamlit.runtime.pages_manager import PagesManager
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-    if PagesManager.uses_pages_directory:
+    context = get_script_run_ctx()
+    router = context is not None and Path(context.main_script_path).resolve() == ROUTER
+    if router and PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
         st.rerun()
 
@@ -196,6 +233,7 @@ def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> Loaded
     url_state.save(fields)
     sidebar_checkpoint_picker()
     sidebar_figure_format_picker()
+    presenter_controls()
     loaded = selected_checkpoint()
     if loaded is None:
         st.stop()

@@ -19,6 +19,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import (
     COMMON_FIELDS,
+    presenter_controls,
     selected_checkpoint,
     show_figure,
     sidebar_checkpoint_picker,
@@ -269,6 +270,7 @@ def main(loading=None) -> None:
             "from 0 to the map's largest weight, to see the structure of weak maps.",
         )  # fmt: skip
         sidebar_figure_format_picker()
+    presenter_controls()
 
     loaded = selected_checkpoint()
     if loaded is None:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -421,3 +422,24 @@ def test_a_step_by_step_link_reproduces_the_view(checkpoint: Path):
     no_exceptions(copy)
     assert copy.selectbox(key="steps_head").value == 3 and copy.select_slider(key="steps_step").value == 6
     assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]
+
+
+def test_presenter_mode_enlarges_figures_and_hides_the_sidebar(checkpoint: Path):
+    app = AppTest.from_file(str(PAGES / STEPS), default_timeout=120)
+    app.query_params["present"] = "1"
+    app.query_params["steps_step"] = "6"
+    app.run()
+    no_exceptions(app)
+    assert app.sidebar.toggle(key="present").value is True
+    styles = [element.proto.body for element in app.get("html")]
+    assert any("stSidebar" in style and "display: none" in style for style in styles)
+    weights = charts(app)[0]["figure"]
+    assert weights["layout"]["font"]["size"] == 20 and weights["layout"]["height"] >= 760
+    # The pale sequential scale gives way to a high-contrast one; the signed steps keep their diverging scale.
+    hot = [list(pair) for pair in go.Heatmap(colorscale="Hot_r").colorscale]
+    assert [list(pair) for pair in weights["data"][0]["colorscale"]] == hot
+    next(button for button in app.button if button.label == "Leave presenter mode").click().run()
+    no_exceptions(app)
+    assert charts(app)[0]["figure"]["layout"]["font"]["size"] == 12
+    assert not any("stSidebar" in element.proto.body for element in app.get("html"))
+    assert app.query_params["present"] == "0"
