@@ -14,7 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, save_page, show_figure
+from pages.common import page_checkpoint, presenting, save_page, show_figure
 from pages.explore import DEFAULT_SENTENCE, cached_translation, decoding_options
 from pages.url_state import Field
 from transformer.analysis.attention import KIND_TITLES, KINDS
@@ -95,34 +95,37 @@ st.caption(
     "One head of the loaded model, computed in the order of §3.2 of the paper, from the tensors of its own forward "
     "pass on the sentence and its translation. Hover over any cell for its value."
 )
-text = st.text_input("English sentence", key="steps_text", max_chars=2000).strip()
-if not text:
-    st.info("Type a sentence to translate.")
-    save_page(FIELDS)
-    st.stop()
-translation = cached_translation(str(loaded.path), text, current_options(), loaded)
-st.markdown(f"**Translation:** {translation.translation or '∅'}")
+# In presenter mode the controls fold away, so that the chart fills the screen.
+controls = st.expander("Sentence, attention, layer, head, query") if presenting() else st.container()
+with controls:
+    text = st.text_input("English sentence", key="steps_text", max_chars=2000).strip()
+    if not text:
+        st.info("Type a sentence to translate.")
+        save_page(FIELDS)
+        st.stop()
+    translation = cached_translation(str(loaded.path), text, current_options(), loaded)
+    st.markdown(f"**Translation:** {translation.translation or '∅'}")
 
-config = loaded.config
-kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
-kind = kind_column.radio("Attention", KINDS, format_func=KIND_TITLES.get, key="steps_kind", horizontal=True)
-layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
-url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
-url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
-layer = layer_column.selectbox("Layer", range(1, layers + 1), key="steps_layer")
-head = head_column.selectbox("Head", range(1, config.num_heads + 1), key="steps_head")
-steps = cached_steps(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), kind,
-                     layer - 1, head - 1, loaded)  # fmt: skip
-url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
-query = query_column.selectbox(
-    "Query token", range(len(steps.query_tokens)), key="steps_query",
-    format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
-    help="Its row is outlined in every matrix, and its scores and weights are drawn as bars.",
-)  # fmt: skip
-st.caption(
-    f"{len(steps.query_tokens)} queries × {len(steps.key_tokens)} keys, d_model = {config.d_model}, "
-    f"h = {config.num_heads} heads of width d_k = {steps.d_k}."
-)
+    config = loaded.config
+    kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
+    kind = kind_column.radio("Attention", KINDS, format_func=KIND_TITLES.get, key="steps_kind", horizontal=True)
+    layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
+    url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
+    url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
+    layer = layer_column.selectbox("Layer", range(1, layers + 1), key="steps_layer")
+    head = head_column.selectbox("Head", range(1, config.num_heads + 1), key="steps_head")
+    steps = cached_steps(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), kind,
+                         layer - 1, head - 1, loaded)  # fmt: skip
+    url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
+    query = query_column.selectbox(
+        "Query token", range(len(steps.query_tokens)), key="steps_query",
+        format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
+        help="Its row is outlined in every matrix, and its scores and weights are drawn as bars.",
+    )  # fmt: skip
+    st.caption(
+        f"{len(steps.query_tokens)} queries × {len(steps.key_tokens)} keys, d_model = {config.d_model}, "
+        f"h = {config.num_heads} heads of width d_k = {steps.d_k}."
+    )
 
 stepwise, scaling, multihead, decoding = st.tabs(
     ["Step by step", "Why √d_k", "Multi-head at a glance", "Decoding, one token at a time"]
