@@ -1,10 +1,12 @@
-"""Make the README's screenshot, ``docs/screenshot.png``: the main page translating a sentence with the shipped model.
+"""Make the README's screenshots with the shipped model: ``docs/screenshot.png`` (the main page translating a
+sentence) and, with ``--classroom``, ``docs/classroom.png`` (Attention, step by step: a cross-attention head's
+softmax step).
 
-Runs the browser test that types a sentence, waits for the translation and its heatmap, and saves the whole page
-(``tests/test_browser.py``), with ``SCREENSHOT_PATH`` pointing at the output. Needs the shipped model in
+Runs the browser test that draws the page and saves it whole (``tests/test_browser.py``), with
+``SCREENSHOT_PATH`` (or ``CLASSROOM_SCREENSHOT_PATH``) pointing at the output. Needs the shipped model in
 ``checkpoints/en-de-small``, Playwright and Debian's Chromium (``/usr/bin/chromium``).
 
-    python benchmarks/screenshot.py [--out docs/screenshot.png]
+    python benchmarks/screenshot.py [--classroom] [--out PATH]
 """
 
 from __future__ import annotations
@@ -18,21 +20,28 @@ from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHIPPED = REPOSITORY / "checkpoints" / "en-de-small"
-TEST = "tests/test_browser.py::test_typed_sentence_is_translated_with_its_heatmap"
+TESTS = {
+    False: ("tests/test_browser.py::test_typed_sentence_is_translated_with_its_heatmap", "SCREENSHOT_PATH",
+            "screenshot.png"),
+    True: ("tests/test_browser.py::test_the_classroom_page_walks_through_a_head", "CLASSROOM_SCREENSHOT_PATH",
+           "classroom.png"),
+}  # fmt: skip
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=REPOSITORY / "docs" / "screenshot.png")
+    parser.add_argument("--classroom", action="store_true", help="the step-by-step page instead of the main page")
+    parser.add_argument("--out", type=Path, default=None, help="default: docs/screenshot.png or docs/classroom.png")
     args = parser.parse_args()
+    test, variable, name = TESTS[args.classroom]
     if not (SHIPPED / "config.json").is_file():
         # Without it the test would fall back to its tiny synthetic model, which is no picture for the README.
         print(f"no shipped model in {SHIPPED}: export one as the README's Training section describes", file=sys.stderr)
         return 1
-    out = args.out.resolve()
+    out = (args.out or REPOSITORY / "docs" / name).resolve()
     started = time.time()
-    environment = {**os.environ, "SCREENSHOT_PATH": str(out)}
-    result = subprocess.run([sys.executable, "-m", "pytest", TEST, "-q", "-rs"], cwd=REPOSITORY, env=environment)
+    environment = {**os.environ, variable: str(out)}
+    result = subprocess.run([sys.executable, "-m", "pytest", test, "-q", "-rs"], cwd=REPOSITORY, env=environment)
     # A skipped test (no Playwright or Chromium) exits 0 too, so check that the picture was written.
     if result.returncode != 0 or not out.is_file() or out.stat().st_mtime < started:
         print(f"no screenshot written to {out}", file=sys.stderr)

@@ -185,7 +185,7 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
     heatmap."""
     contexts: list[BrowserContext] = []
 
-    def open_visit(viewport: dict[str, int] | None = None) -> Visit:
+    def open_visit(viewport: dict[str, int] | None = None, path: str = "/?kind=encoder") -> Visit:
         blocked: list[str] = []
         context = offline_context(browser, server, blocked, viewport)
         contexts.append(context)
@@ -199,9 +199,9 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
                 and visit.errors.append(f"{message.text} ({message.location.get('url')})"))  # fmt: skip
         page.on("pageerror", lambda error: visit.errors.append(f"uncaught: {error}"))
         page.on("dialog", lambda dialog: (visit.dialogs.append(f"{dialog.type}: {dialog.message}"), dialog.dismiss()))
-        # Encoder self-attention, so that both heatmap axes show the typed sentence's pieces (the app would
-        # otherwise open on the model's clearest head, which may be a cross-attention head).
-        page.goto(f"{server}/?kind=encoder")
+        # By default encoder self-attention, so that both heatmap axes show the typed sentence's pieces (the app
+        # would otherwise open on the model's clearest head, which may be a cross-attention head).
+        page.goto(f"{server}{path}")
         page.wait_for_selector(HEATMAP, state="attached", timeout=FIRST_RENDER_MS)
         return visit
 
@@ -395,6 +395,29 @@ def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browse
         finally:
             context.close()
     assert not blocked
+
+
+def test_the_classroom_page_walks_through_a_head(open_app: Callable[..., Visit], tmp_path: Path):
+    """Attention, step by step: the softmax step of a cross-attention head, its equation typeset, its weights drawn.
+    With ``CLASSROOM_SCREENSHOT_PATH`` set, the page's picture is saved there (the README's second screenshot)."""
+    visit = open_app(path="/step_by_step?steps_kind=cross&steps_layer=4&steps_head=5&steps_query=3&steps_step=6")
+    page = visit.page
+    page.wait_for_selector("text=Step 6 of 11: Softmax", timeout=STEP_MS)
+    assert page.locator(".katex").count() >= 1 and page.locator(".katex-error").count() == 0
+    cells = page.eval_on_selector(HEATMAP, CELLS_JS)
+    assert cells["colours"] > 1, "the weights are blank"
+    page.get_by_role("button", name="Next →").click()
+    page.wait_for_selector("text=Step 7 of 11: Weighted values", timeout=STEP_MS)
+    page.get_by_role("button", name="← Previous").click()
+    page.wait_for_selector("text=Step 6 of 11: Softmax", timeout=STEP_MS)
+    page.wait_for_selector(HEATMAP, state="attached", timeout=STEP_MS)
+    save_screenshot(page, Path(os.environ.get("CLASSROOM_SCREENSHOT_PATH") or tmp_path / "classroom.png"))
+    # Opened by a link to the page, Streamlit's frontend first looks for its server under the page's path, then at
+    # the root: those two probes answer 404 by design.
+    probes = re.compile(r"/step_by_step/_stcore/(health|host-config)\b")
+    visit.failed[:] = [failure for failure in visit.failed if not probes.search(failure)]
+    visit.errors[:] = [error for error in visit.errors if not (probes.search(error) and "404" in error)]
+    visit.assert_quiet()
 
 
 # ------------------------------------------------------------------------------------------------ layout
