@@ -10,6 +10,8 @@ import sys
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages.i18n import t
+
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 # Less empty space above each page's title, so that the first chart is on the first screen (1280 × 800).
 st.html("<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }</style>")
@@ -40,11 +42,11 @@ def translate_and_explore() -> None:
 
 # The pages, with the names and order the sidebar shows (instead of file names).
 PAGES = [
-    st.Page(translate_and_explore, title="Translate and explore", icon=":material/translate:", default=True),
-    st.Page("pages/step_by_step.py", title="Attention, step by step", icon=":material/school:"),
-    st.Page("pages/paper_figures.py", title="Paper figures", icon=":material/article:"),
-    st.Page("pages/head_discovery.py", title="Head discovery", icon=":material/search:"),
-    st.Page("pages/positional_encoding.py", title="Positional encoding", icon=":material/waves:"),
-    st.Page("pages/model_and_training.py", title="Model and training", icon=":material/monitoring:"),
+    st.Page(translate_and_explore, title=t("nav.explore"), icon=":material/translate:", default=True),
+    st.Page("pages/step_by_step.py", title=t("nav.steps"), icon=":material/school:"),
+    st.Page("pages/paper_figures.py", title=t("nav.figures"), icon=":material/article:"),
+    st.Page("pages/head_discovery.py", title=t("nav.heads"), icon=":material/search:"),
+    st.Page("pages/positional_encoding.py", title=t("nav.positional"), icon=":material/waves:"),
+    st.Page("pages/model_and_training.py", title=t("nav.model"), icon=":material/monitoring:"),
 ]
 st.navigation(PAGES).run()

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import url_state
+from pages.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES, language_picker, t
 from pages.url_state import Field
 from transformer.checkpoint import (
     DEFAULT_CHECKPOINT_NAME,
@@ -34,7 +35,11 @@ CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
 ROUTER = Path(__file__).resolve().parent.parent / "app.py"  # the app's navigation
 # Controls every page has (the sidebar's checkpoint, presenter mode): part of each page's URL.
-COMMON_FIELDS = {CHECKPOINT_KEY: Field(None), PRESENT_KEY: Field(False, url_state.flag, url_state.dump_flag)}
+COMMON_FIELDS = {
+    CHECKPOINT_KEY: Field(None),
+    PRESENT_KEY: Field(False, url_state.flag, url_state.dump_flag),
+    LANGUAGE_KEY: Field(DEFAULT_LANGUAGE, url_state.choice(LANGUAGES)),
+}
 # Presenter mode: large type (Streamlit sizes in rem), no sidebar, the page across the screen.
 PRESENTER_CSS = """<style>
 html { font-size: 24px; }
@@ -45,14 +50,9 @@ html { font-size: 24px; }
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
 ENVIRONMENT_VARIABLE = "TRANSFORMER_CHECKPOINT"
-WHAT_TO_DO = (
-    "Restore the shipped checkpoints (`git checkout -- checkpoints/`), pick another checkpoint in the sidebar, "
-    f"set `{ENVIRONMENT_VARIABLE}` to a checkpoint folder, or retrain and export one as the README's *Training* "
-    "section describes."
-)
 
 
-@st.cache_resource(show_spinner="Loading the checkpoint…", max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=4)
 def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
     """The checkpoint's model, tokenizer and metadata, loaded once per process (errors are not cached)."""
     return load_checkpoint(name_or_path)
@@ -107,11 +107,11 @@ def sidebar_checkpoint_picker() -> str | None:
         # widget is drawn carries the choice from one page to the next (url_state.keep does the same).
         st.session_state[CHECKPOINT_KEY] = st.session_state[CHECKPOINT_KEY]
     return st.sidebar.selectbox(
-        "Checkpoint",
+        t("common.checkpoint"),
         options,
         key=CHECKPOINT_KEY,
-        help=f"Folders under {REPOSITORY_CHECKPOINTS}, and `{ENVIRONMENT_VARIABLE}` when it is set.",
-        placeholder="no checkpoint found",
+        help=t("common.checkpoint_help", folder=REPOSITORY_CHECKPOINTS, variable=ENVIRONMENT_VARIABLE),
+        placeholder=t("common.no_checkpoint_found"),
     )
 
 
@@ -121,15 +121,18 @@ def selected_checkpoint() -> LoadedCheckpoint | None:
     name = st.session_state.get(CHECKPOINT_KEY) or (options[0] if options else None)
     if name is None:
         st.error(
-            f"No checkpoint found in `{REPOSITORY_CHECKPOINTS}` and `{ENVIRONMENT_VARIABLE}` is not set.\n\n"
-            + WHAT_TO_DO
+            t("common.no_checkpoint", folder=REPOSITORY_CHECKPOINTS, variable=ENVIRONMENT_VARIABLE)
+            + "\n\n"
+            + t("common.what_to_do", variable=ENVIRONMENT_VARIABLE)
         )
         return None
     try:
-        return get_checkpoint(name)
+        with st.spinner(t("common.loading")):
+            return get_checkpoint(name)
     except CheckpointError as error:
         message = str(error).splitlines()[0].replace("`", "'")
-        st.error(f"**Cannot load checkpoint `{name}`:** `{message}`\n\n{WHAT_TO_DO}")
+        what_to_do = t("common.what_to_do", variable=ENVIRONMENT_VARIABLE)
+        st.error(f"{t('common.cannot_load', name=name, message=message)}\n\n{what_to_do}")
         return None
 
 
@@ -142,14 +145,14 @@ def sidebar_figure_format_picker() -> None:
     or SVG (vector). The choice is stored outside the widget's own state so that it holds on every page."""
     current = st.session_state.setdefault(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     st.sidebar.radio(
-        "Figure download format",
+        t("common.figure_format"),
         FIGURE_FORMATS,
         index=FIGURE_FORMATS.index(current),
         key=f"_{FIGURE_FORMAT_KEY}_choice",
         format_func=str.upper,
         horizontal=True,
         on_change=_remember_figure_format,
-        help="The camera icon above each figure downloads it in this format.",
+        help=t("common.figure_format_help"),
     )
 
 
@@ -162,16 +165,14 @@ def _stop_presenting() -> None:
 
 
 def presenter_controls() -> None:
-    """The sidebar's presenter-mode toggle (also ``present=1`` in the URL); while presenting, the page's large
-    type without the sidebar, and a button that leaves the mode (the sidebar, and so the toggle, is hidden)."""
-    st.sidebar.toggle(
-        "Presenter mode", key=PRESENT_KEY,
-        help="For a projector: large type, no sidebar, high-contrast colours, one chart per screen. A link with "
-        "`present=1` opens in it.",
-    )  # fmt: skip
+    """The sidebar's interface language and presenter-mode toggle (also ``lang=ko``, ``present=1`` in the URL);
+    while presenting, the page's large type without the sidebar, and a button that leaves the mode (the sidebar,
+    and so the toggle, is hidden)."""
+    language_picker()
+    st.sidebar.toggle(t("common.present"), key=PRESENT_KEY, help=t("common.present_help"))
     if presenting():
         st.html(PRESENTER_CSS)
-        st.button("Leave presenter mode", on_click=_stop_presenting, icon=":material/close_fullscreen:")
+        st.button(t("common.leave_present"), on_click=_stop_presenting, icon=":material/close_fullscreen:")
 
 
 def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:

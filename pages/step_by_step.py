@@ -16,14 +16,15 @@ import streamlit as st
 from pages import url_state
 from pages.common import page_checkpoint, presenting, save_page, show_figure
 from pages.explore import DEFAULT_SENTENCE, cached_translation, decoding_options
+from pages.i18n import t, words
 from pages.url_state import Field
-from transformer.analysis.attention import KIND_TITLES, KINDS
+from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.plots import steps as plot_steps
 
-st.set_page_config(page_title="Attention, step by step", page_icon="🧮", layout="wide")
+st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
 
 FIELDS = {
     "steps_text": Field(None, url_state.text(2000)),
@@ -38,7 +39,7 @@ FIELDS = {
 }
 
 
-@st.cache_data(max_entries=32, show_spinner="Recording the head's tensors…")
+@st.cache_data(max_entries=32, show_spinner=False)
 def cached_steps(
     checkpoint_path: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], kind: str, layer: int, head: int,
     _loaded: LoadedCheckpoint,
@@ -70,138 +71,115 @@ def move(by: int) -> None:
 
 def show_step(steps: HeadSteps, number: int, query: int) -> None:
     step = STEPS[number - 1]
-    st.subheader(f"Step {number} of {len(STEPS)}: {step.title}")
+    st.subheader(t("steps.of", number=number, total=len(STEPS), title=t(f"step.{step.key}.title")))
     left, right = st.columns([1, 1])
     left.latex(step.equation)
-    right.markdown(step.explanation)
-    show_figure(plot_steps.step_figure(steps, step.key, query), key=f"step_{step.key}",
+    right.markdown(t(f"step.{step.key}.explanation"))
+    show_figure(plot_steps.step_figure(steps, step.key, query, words("plot")), key=f"step_{step.key}",
                 filename=f"step-{number}-{step.key}-{steps.kind}-L{steps.layer + 1}-H{steps.head + 1}")  # fmt: skip
     if step.key in ("masked", "weights"):
-        show_figure(plot_steps.query_row_figure(steps, query), key=f"step_row_{step.key}")
+        show_figure(plot_steps.query_row_figure(steps, query, words("plot")), key=f"step_row_{step.key}")
     if step.key == "weights":
-        st.caption("These are exactly the weights the *Translate and explore* page draws for this head.")
+        st.caption(t("steps.same_weights"))
     if step.key in ("concatenated", "projected", "output"):
-        difference = steps.agreement()[step.key]
-        st.caption(
-            f"Recomputed from the model's weights; the model's own forward pass gives the same matrix (largest "
-            f"difference {difference:.1e})."
-        )
+        st.caption(t("steps.agreement", difference=steps.agreement()[step.key]))
 
 
 loaded = page_checkpoint("step_by_step", FIELDS)
 url_state.ensure("steps_text", st.session_state.get("text") or DEFAULT_SENTENCE)
-st.title("Attention, step by step")
-st.caption(
-    "One head of the loaded model, computed in the order of §3.2 of the paper, from the tensors of its own forward "
-    "pass on the sentence and its translation. Hover over any cell for its value."
-)
+st.title(t("steps.page_title"))
+st.caption(t("steps.intro"))
 # In presenter mode the controls fold away, so that the chart fills the screen.
-controls = st.expander("Sentence, attention, layer, head, query") if presenting() else st.container()
+controls = st.expander(t("steps.controls")) if presenting() else st.container()
 with controls:
-    text = st.text_input("English sentence", key="steps_text", max_chars=2000).strip()
+    text = st.text_input(t("steps.sentence"), key="steps_text", max_chars=2000).strip()
     if not text:
-        st.info("Type a sentence to translate.")
+        st.info(t("steps.type_sentence"))
         save_page(FIELDS)
         st.stop()
     translation = cached_translation(str(loaded.path), text, current_options(), loaded)
-    st.markdown(f"**Translation:** {translation.translation or '∅'}")
+    st.markdown(t("steps.translation", translation=translation.translation or "∅"))
 
     config = loaded.config
+    # Names looked up now (not inside a format function, which may run later outside this page's run).
+    kind_names = {kind: t(f"kind.{kind}") for kind in KINDS}
     kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
-    kind = kind_column.radio("Attention", KINDS, format_func=KIND_TITLES.get, key="steps_kind", horizontal=True)
+    kind = kind_column.radio(t("steps.attention"), KINDS, format_func=kind_names.get, key="steps_kind", horizontal=True)
     layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
     url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
     url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
-    layer = layer_column.selectbox("Layer", range(1, layers + 1), key="steps_layer")
-    head = head_column.selectbox("Head", range(1, config.num_heads + 1), key="steps_head")
-    steps = cached_steps(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), kind,
-                         layer - 1, head - 1, loaded)  # fmt: skip
+    layer = layer_column.selectbox(t("steps.layer"), range(1, layers + 1), key="steps_layer")
+    head = head_column.selectbox(t("steps.head"), range(1, config.num_heads + 1), key="steps_head")
+    with st.spinner(t("steps.recording")):
+        steps = cached_steps(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), kind,
+                             layer - 1, head - 1, loaded)  # fmt: skip
     url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
     query = query_column.selectbox(
-        "Query token", range(len(steps.query_tokens)), key="steps_query",
+        t("steps.query"), range(len(steps.query_tokens)), key="steps_query",
         format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
-        help="Its row is outlined in every matrix, and its scores and weights are drawn as bars.",
+        help=t("steps.query_help"),
     )  # fmt: skip
-    st.caption(
-        f"{len(steps.query_tokens)} queries × {len(steps.key_tokens)} keys, d_model = {config.d_model}, "
-        f"h = {config.num_heads} heads of width d_k = {steps.d_k}."
-    )
+    st.caption(t("steps.shape", queries=len(steps.query_tokens), keys=len(steps.key_tokens), d_model=config.d_model,
+                 heads=config.num_heads, d_k=steps.d_k))  # fmt: skip
 
 stepwise, scaling, multihead, decoding = st.tabs(
-    ["Step by step", "Why √d_k", "Multi-head at a glance", "Decoding, one token at a time"]
+    [t("steps.tab_steps"), t("steps.tab_scaling"), t("steps.tab_multihead"), t("steps.tab_decoding")]
 )
 with stepwise:
-    show_all = st.toggle("Show all steps", key="steps_all")
+    step_names = {n: f"{n}. {t(f'step.{step.key}.title')}" for n, step in enumerate(STEPS, start=1)}
+    show_all = st.toggle(t("steps.show_all"), key="steps_all")
     if show_all:
         for number in range(1, len(STEPS) + 1):
             show_step(steps, number, query)
     else:
         previous, position, following = st.columns([1, 4, 1])
-        previous.button("← Previous", on_click=move, args=(-1,), disabled=st.session_state["steps_step"] <= 1,
+        previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=st.session_state["steps_step"] <= 1,
                         width="stretch")  # fmt: skip
-        following.button("Next →", on_click=move, args=(1,), disabled=st.session_state["steps_step"] >= len(STEPS),
-                         width="stretch")  # fmt: skip
+        last = st.session_state["steps_step"] >= len(STEPS)
+        following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
         number = position.select_slider(
-            "Step", range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
-            format_func=lambda n: f"{n}. {STEPS[n - 1].title}",
+            t("steps.step"), range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
+            format_func=step_names.get,
         )  # fmt: skip
         show_step(steps, number, query)
 
 with scaling:
-    st.markdown(
-        "§3.2.1: *“assume that the components of q and k are independent random variables with mean 0 and "
-        "variance 1. Then their dot product has mean 0 and variance d_k.”* Large scores push the softmax into "
-        "regions where one key takes nearly all the weight and the gradients are tiny; dividing by √d_k keeps the "
-        "scores' variance at 1 whatever the width."
-    )
-    d_k = st.select_slider("d_k (width of q and k)", plot_steps.WIDTHS, key="steps_dk",
-                           help="The paper's base model uses d_k = 64; this model uses "
-                           f"d_k = {steps.d_k}.")  # fmt: skip
+    st.markdown(t("steps.scaling_intro"))
+    d_k = st.select_slider(t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k))
     demo = cached_demo(d_k)
-    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS]),
+    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], words("plot")),
                 key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
-    st.caption(
-        f"d_k = {d_k}: the largest softmax weight in a row of 10 random keys is {demo.largest_weight(False):.2f} on "
-        f"average without the scaling and {demo.largest_weight(True):.2f} with it (uniform: 0.10)."
-    )
+    st.caption(t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False),
+                 scaled=demo.largest_weight(True)))  # fmt: skip
     values = head_scaling(steps)
-    show_figure(plot_steps.head_scaling_figure(values, steps), key="steps_scaling_head",
+    show_figure(plot_steps.head_scaling_figure(values, steps, words("plot")), key="steps_scaling_head",
                 filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
-    st.caption(
-        f"On this head, the softmax entropy averages {values['entropy_scaled'].mean():.2f} bits with the scaling "
-        f"(the model as trained) and {values['entropy_unscaled'].mean():.2f} bits without it; a uniform row over the "
-        f"keys a query sees would have {values['uniform'].mean():.2f}."
-    )
+    st.caption(t("steps.head_scaling_caption", scaled=values["entropy_scaled"].mean(),
+                 unscaled=values["entropy_unscaled"].mean(), uniform=values["uniform"].mean()))  # fmt: skip
 
 with multihead:
     layer_weights = translation.maps.weights(kind)[layer - 1]
-    show_figure(plot_steps.multihead_figure(layer_weights, steps, query), key="steps_multihead",
+    show_figure(plot_steps.multihead_figure(layer_weights, steps, query, words("plot")), key="steps_multihead",
                 filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
-    st.caption(
-        f"Each head weighs the keys in its own way (head {head}, the one chosen above, in red); their outputs, "
-        f"{steps.d_k} numbers each, are joined into one row of d_model = {config.d_model} and mixed by W_O "
-        "(*Step by step*, steps 8–9)."
-    )
+    st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
 
 with decoding:
     upcoming = cached_next_tokens(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids),
                                   loaded)  # fmt: skip
     positions = len(upcoming.position_tokens)
     url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
-    t = st.slider("Output position", 0, positions - 1, key="steps_t",
-                  help="Position t reads the pieces before it and predicts the next one.")  # fmt: skip
+    at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
     decoder_layer = min(layer, config.decoder_layers) - 1
     maps = translation.maps
     show_figure(
-        plot_steps.decoding_figure(maps.decoder[decoder_layer, head - 1, t], maps.cross[decoder_layer, head - 1, t],
-                                   maps.source_tokens, upcoming, t, decoder_layer, head - 1),
-        key="steps_decoding", filename=f"decoding-step-{t}",
+        plot_steps.decoding_figure(
+            maps.decoder[decoder_layer, head - 1, at], maps.cross[decoder_layer, head - 1, at],
+            maps.source_tokens, upcoming, at, decoder_layer, head - 1, words("plot"),
+        ),
+        key="steps_decoding", filename=f"decoding-step-{at}",
     )  # fmt: skip
-    search = "greedy search" if translation.options.greedy else f"beam search (beam {translation.options.beam_size})"
-    st.caption(
-        f"The red bar is the piece the {search} kept: "
-        + ("always the most probable one." if translation.options.greedy else
-           "the hypothesis that won, which need not be the most probable piece at every step.")
-        + " The attention rows are those of the decoder layer and head chosen above."
-    )  # fmt: skip
+    options = translation.options
+    search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
+    kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)
+    st.caption(f"{kept} {t('steps.rows_chosen')}")
 save_page(FIELDS)

@@ -29,39 +29,22 @@ from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 @dataclass(frozen=True)
 class Step:
     key: str
-    title: str
-    equation: str  # LaTeX
-    explanation: str
+    equation: str  # LaTeX; the step's title and explanation are the app's messages step.<key>.title / .explanation
 
 
 STEPS = (
-    Step("x", "Input rows X", r"X^{(1)} = \mathrm{Embedding}(x)\,\sqrt{d_{model}} + PE",
-         "One row per token: in layer 1 the scaled embedding plus the positional encoding (§3.4–3.5); in later "
-         "layers, the previous layer's output. For cross-attention, the keys and values are read from the "
-         "encoder's output instead."),
-    Step("qkv", "Queries, keys, values", r"Q = X W^Q_i,\quad K = X W^K_i,\quad V = X W^V_i",
-         "The head's own slices of the projection matrices turn each row into a query, a key and a value of width "
-         "d_k."),
-    Step("scores", "Dot products", r"Q K^\top",
-         "How well each query matches each key."),
-    Step("scaled", "Scaled", r"\frac{Q K^\top}{\sqrt{d_k}}",
-         "Divided by √d_k so that the softmax does not saturate as d_k grows (§3.2.1)."),
-    Step("masked", "Masked", r"\frac{Q K^\top}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}",
-         "Keys a query may not see get −∞: padding, and in the decoder's self-attention every later position "
-         "(§3.2.3)."),
-    Step("weights", "Softmax", r"A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)",
-         "Each row becomes weights that sum to 1: the attention map the other pages draw."),
-    Step("head_output", "Weighted values", r"\mathrm{head}_i = A V",
-         "Each query's output is the weighted average of the values."),
-    Step("concatenated", "All heads side by side", r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)",
-         "The h heads' outputs joined into rows of width d_model (this head's columns marked)."),
-    Step("projected", "Output projection", r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\dots)\, W^O",
-         "One matrix mixes the heads back into the model's width (§3.2.2)."),
-    Step("residual", "Residual", r"X + \mathrm{MultiHead}(\dots)",
-         "The sub-layer's result is added to its input (§3.1)."),
-    Step("output", "Layer normalisation", r"\mathrm{LayerNorm}(X + \mathrm{Sublayer}(X))",
-         "Normalised per row: the sub-layer's output, the next sub-layer's input (§3.1)."),
-)  # fmt: skip
+    Step("x", r"X^{(1)} = \mathrm{Embedding}(x)\,\sqrt{d_{model}} + PE"),
+    Step("qkv", r"Q = X W^Q_i,\quad K = X W^K_i,\quad V = X W^V_i"),
+    Step("scores", r"Q K^\top"),
+    Step("scaled", r"\frac{Q K^\top}{\sqrt{d_k}}"),
+    Step("masked", r"\frac{Q K^\top}{\sqrt{d_k}} + M,\quad M_{ij} \in \{0, -\infty\}"),
+    Step("weights", r"A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right)"),
+    Step("head_output", r"\mathrm{head}_i = A V"),
+    Step("concatenated", r"\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)"),
+    Step("projected", r"\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\dots)\, W^O"),
+    Step("residual", r"X + \mathrm{MultiHead}(\dots)"),
+    Step("output", r"\mathrm{LayerNorm}(X + \mathrm{Sublayer}(X))"),
+)
 
 
 @dataclass

@@ -3,11 +3,14 @@ token rows, its shape in the title and every number on hover; masked cells drawn
 
 Signed values (projections, scores, outputs) use a diverging scale centred on zero; attention weights use the
 attention figures' 0–1 scale. The chosen query's row is outlined in every matrix that has one row per query.
+
+Every word a figure shows comes from ``text``, the app's ``plot.*`` messages in the chosen language (keys without
+the prefix; see ``pages/locales``), so that the figures speak the interface's language.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -20,6 +23,13 @@ from transformer.plots.style import FONT, safe_label
 SIGNED_COLOURS = "RdBu_r"
 HIGHLIGHT = "#e45756"
 ROW_HEIGHT = 22
+
+
+Text = Mapping[str, str]
+
+
+def _say(text: Text, key: str, **values: object) -> str:
+    return text[key].format(**values) if values else text[key]
 
 
 def _labels(tokens: Sequence[str]) -> list[str]:
@@ -43,22 +53,23 @@ def _heatmap(
     signed: bool,
     bound: float,
     name: str,
+    text: Text,
     show_scale: bool = True,
 ) -> go.Heatmap:
     finite = np.where(np.isfinite(matrix), matrix, np.nan)
-    text = np.where(np.isneginf(matrix), "masked (−∞)", np.char.mod("%.4f", np.nan_to_num(matrix, neginf=0.0)))
+    cells = np.where(np.isneginf(matrix), text["masked_cell"], np.char.mod("%.4f", np.nan_to_num(matrix, neginf=0.0)))
     return go.Heatmap(
         z=finite,
         x=list(columns) if columns is not None else None,
         y=list(rows),
-        customdata=text,
+        customdata=cells,
         colorscale=SIGNED_COLOURS if signed else ATTENTION_COLOURS,
         zmin=-bound if signed else 0.0,
         zmax=bound,
         zmid=0.0 if signed else None,
         showscale=show_scale,
         name=name,
-        hovertemplate=f"{name}<br>row %{{y}}<br>column %{{x}}<br>%{{customdata}}<extra></extra>",
+        hovertemplate=f"{name}<br>{text['row']} %{{y}}<br>{text['column']} %{{x}}<br>%{{customdata}}<extra></extra>",
         hoverongaps=True,
     )
 
@@ -89,12 +100,14 @@ def matrix_figure(
     columns: Sequence[str] | None,
     title: str,
     name: str,
+    text: Text,
     query: int | None = None,
     signed: bool = True,
 ) -> go.Figure:
     """One matrix with token rows (and token or dimension columns), its shape in the title."""
     columns_shown = list(columns) if columns is not None else [str(i) for i in range(matrix.shape[1])]
-    fig = go.Figure(_heatmap(matrix, rows, columns_shown, signed, _signed_range(matrix) if signed else 1.0, name))
+    bound = _signed_range(matrix) if signed else 1.0
+    fig = go.Figure(_heatmap(matrix, rows, columns_shown, signed, bound, name, text))
     _mark_row(fig, query, matrix.shape[1])
     fig.update_xaxes(type="category", tickangle=-45 if columns is not None else 0, nticks=None if columns else 16)
     masked = bool(np.isneginf(matrix).any())
@@ -103,7 +116,7 @@ def matrix_figure(
 
 def side_by_side(
     matrices: Sequence[tuple[str, np.ndarray]], rows: Sequence[str] | Sequence[Sequence[str]], title: str,
-    query: int | None = None,
+    text: Text, query: int | None = None,
 ) -> go.Figure:  # fmt: skip
     """Several matrices in a row (e.g. Q, K, V), one colour scale, shapes in the panel titles. ``rows`` is one
     token list for all panels, or one per panel (keys and values may have other rows than the queries); panels
@@ -117,61 +130,68 @@ def side_by_side(
     bound = _signed_range(*(m for _, m in matrices))
     for index, ((name, matrix), labels) in enumerate(zip(matrices, per_panel, strict=True), start=1):
         columns = [str(i) for i in range(matrix.shape[1])]
-        fig.add_trace(_heatmap(matrix, _labels(labels), columns, True, bound, name, show_scale=index == 1), 1, index)
+        trace = _heatmap(matrix, _labels(labels), columns, True, bound, name, text, show_scale=index == 1)
+        fig.add_trace(trace, 1, index)
         if labels == per_panel[0]:
             _mark_row(fig, query, matrix.shape[1], (1, index))
     fig.update_xaxes(type="category", nticks=8)
     return _layout(fig, title, max(m.shape[0] for _, m in matrices))
 
 
-def step_figure(steps: HeadSteps, key: str, query: int) -> go.Figure:
+def _head(text: Text, steps: HeadSteps) -> str:
+    return _say(text, "head_of_layer", layer=steps.layer + 1, head=steps.head + 1)
+
+
+def step_figure(steps: HeadSteps, key: str, query: int, text: Text) -> go.Figure:
     """The figure of one step (``key`` of :data:`~transformer.analysis.steps.STEPS`) for the chosen query row."""
     queries, keys = _labels(steps.query_tokens), _labels(steps.key_tokens)
-    head = f"layer {steps.layer + 1}, head {steps.head + 1}"
+    head = _head(text, steps)
     if key == "x":
         panels = [("X", steps.x)]
         if steps.embedding is not None:
-            panels = [("Embedding·√d_model", steps.embedding), ("PE", steps.positional), ("X = sum", steps.x)]
+            panels = [(text["embedding"], steps.embedding), ("PE", steps.positional), (text["x_sum"], steps.x)]
         elif steps.memory is not None:
-            panels = [("X (decoder, queries)", steps.x), ("encoder output (keys, values)", steps.memory)]
+            panels = [(text["x_decoder"], steps.x), (text["memory"], steps.memory)]
         rows = [steps.query_tokens] * len(panels)
         if steps.memory is not None:
             rows = [steps.query_tokens, steps.key_tokens]
-        return side_by_side(panels, rows, f"Input rows, {head}", query)
+        return side_by_side(panels, rows, _say(text, "input_rows", head=head), text, query)
     if key == "qkv":
         rows = [steps.query_tokens, steps.key_tokens, steps.key_tokens]
-        return side_by_side([("Q", steps.q), ("K", steps.k), ("V", steps.v)], rows, f"Q, K, V of {head}", query)
+        panels = [("Q", steps.q), ("K", steps.k), ("V", steps.v)]
+        return side_by_side(panels, rows, _say(text, "qkv", head=head), text, query)
     if key in ("scores", "scaled", "masked"):
-        names = {"scores": "Q Kᵀ", "scaled": "Q Kᵀ / √d_k", "masked": "Q Kᵀ / √d_k + mask"}
-        return matrix_figure(getattr(steps, key), queries, keys, f"{names[key]}, {head}", names[key], query)
+        name = text[key]
+        return matrix_figure(getattr(steps, key), queries, keys, f"{name}, {head}", name, text, query)
     if key == "weights":
-        return matrix_figure(steps.weights, queries, keys, f"softmax: attention weights, {head}", "weight", query,
-                             signed=False)  # fmt: skip
+        title = _say(text, "weights_title", head=head)
+        return matrix_figure(steps.weights, queries, keys, title, text["weight"], text, query, signed=False)
     if key == "head_output":
-        return matrix_figure(steps.head_output, queries, None, f"head output A·V, {head}", "head output", query)
+        title = _say(text, "head_output_title", head=head)
+        return matrix_figure(steps.head_output, queries, None, title, text["head_output"], text, query)
     if key == "concatenated":
-        fig = matrix_figure(steps.concatenated, queries, None, "Concat(head 1 … head h)", "concatenation", query)
+        fig = matrix_figure(steps.concatenated, queries, None, text["concatenated_title"], text["concatenation"],
+                            text, query)  # fmt: skip
         columns = steps.head_columns
         fig.add_shape(type="rect", x0=columns.start - 0.5, x1=columns.stop - 0.5, y0=-0.5,
                       y1=len(queries) - 0.5, line={"color": "black", "width": 2, "dash": "dot"})  # fmt: skip
         return fig
-    titles = {"projected": "· W_O (+ bias)", "residual": "X + MultiHead(…)", "output": "LayerNorm(X + MultiHead(…))"}
-    if key in titles:
-        return matrix_figure(getattr(steps, key), queries, None, titles[key], key, query)
+    if key in ("projected", "residual", "output"):
+        return matrix_figure(getattr(steps, key), queries, None, text[key], key, text, query)
     raise ValueError(f"unknown step {key!r}")
 
 
-def query_row_figure(steps: HeadSteps, query: int) -> go.Figure:
+def query_row_figure(steps: HeadSteps, query: int, text: Text) -> go.Figure:
     """The chosen query's row through scaling, masking and softmax, as bars over the keys."""
     keys = _labels(steps.key_tokens)
-    fig = make_subplots(rows=1, cols=2, subplot_titles=("Q Kᵀ / √d_k (masked keys left out)", "softmax weights"))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
-    fig.add_trace(go.Bar(x=keys, y=scaled, marker_color="#4c78a8", name="scaled score",
+    fig.add_trace(go.Bar(x=keys, y=scaled, marker_color="#4c78a8", name=text["scaled_score"],
                          hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 1)  # fmt: skip
-    fig.add_trace(go.Bar(x=keys, y=steps.weights[query], marker_color=HIGHLIGHT, name="weight",
+    fig.add_trace(go.Bar(x=keys, y=steps.weights[query], marker_color=HIGHLIGHT, name=text["weight"],
                          hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 2)  # fmt: skip
     fig.update_layout(
-        title=f"Query {safe_label(steps.query_tokens[query])}: its row",
+        title=_say(text, "query_row", token=safe_label(steps.query_tokens[query])),
         font=FONT, height=330, showlegend=False, margin={"l": 10, "r": 10, "t": 70, "b": 40},
     )  # fmt: skip
     fig.update_xaxes(type="category", tickangle=-45)
@@ -183,57 +203,54 @@ WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 UNSCALED, SCALED = "#e45756", "#4c78a8"
 
 
-def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo]) -> go.Figure:
+def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], text: Text) -> go.Figure:
     """Random q, k of width d_k: the spread of q·k with and without ÷√d_k, one row's softmax both ways, and the
     mean softmax entropy against d_k (``curve``: demos of several widths)."""
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=(
-        f"q·k over random vectors (variance {demo.variance:.1f} ≈ d_k)",
-        "one row of 10 keys: softmax",
-        "mean softmax entropy (bits) against d_k",
+        _say(text, "demo_dots", variance=demo.variance), text["demo_row"], text["demo_entropy"],
     ))  # fmt: skip
     fig.add_trace(go.Histogram(x=demo.dots, name="q·k", marker_color=UNSCALED, opacity=0.6, nbinsx=60), 1, 1)
     fig.add_trace(go.Histogram(x=demo.dots / np.sqrt(demo.d_k), name="q·k / √d_k", marker_color=SCALED,
                                opacity=0.6, nbinsx=60), 1, 1)  # fmt: skip
-    keys = [f"key {i + 1}" for i in range(demo.rows_scaled.shape[1])]
+    keys = [_say(text, "key", number=i + 1) for i in range(demo.rows_scaled.shape[1])]
     fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
     fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
     widths = [item.d_k for item in curve]
-    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(False) for item in curve], name="without ÷√d_k",
+    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(False) for item in curve], name=text["without_scaling"],
                              mode="lines+markers", line={"color": UNSCALED}), 1, 3)  # fmt: skip
-    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(True) for item in curve], name="with ÷√d_k",
+    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(True) for item in curve], name=text["with_scaling"],
                              mode="lines+markers", line={"color": SCALED}), 1, 3)  # fmt: skip
     fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
     fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
     fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
-    fig.update_layout(title=f"Why ÷√d_k: random queries and keys of width d_k = {demo.d_k}", barmode="group",
+    fig.update_layout(title=_say(text, "demo_title", d_k=demo.d_k), barmode="group",
                       font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
                       legend={"orientation": "h", "y": -0.2})  # fmt: skip
     return fig
 
 
-def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps) -> go.Figure:
+def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, text: Text) -> go.Figure:
     """The loaded head's scores with and without ÷√d_k, and each query's softmax entropy both ways."""
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        "this head's scores (keys each query may see)", "softmax entropy per query (bits)",
-    ))  # fmt: skip
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=(text["head_scores"], text["head_entropy"]))  # fmt: skip
     fig.add_trace(go.Histogram(x=values["unscaled_scores"], name="Q Kᵀ", marker_color=UNSCALED, opacity=0.6), 1, 1)
-    fig.add_trace(go.Histogram(x=values["scaled_scores"], name="Q Kᵀ / √d_k (the model)", marker_color=SCALED,
+    fig.add_trace(go.Histogram(x=values["scaled_scores"], name=text["model_scaled"], marker_color=SCALED,
                                opacity=0.6), 1, 1)  # fmt: skip
     queries = _labels(steps.query_tokens)
     fig.add_trace(go.Bar(x=queries, y=values["entropy_unscaled"], name="softmax(Q Kᵀ)", marker_color=UNSCALED), 1, 2)
     fig.add_trace(go.Bar(x=queries, y=values["entropy_scaled"], name="softmax(Q Kᵀ / √d_k)", marker_color=SCALED),
                   1, 2)  # fmt: skip
-    fig.add_trace(go.Scatter(x=queries, y=values["uniform"], name="uniform (log₂ keys seen)", mode="markers",
+    fig.add_trace(go.Scatter(x=queries, y=values["uniform"], name=text["uniform"], mode="markers",
                              marker={"symbol": "line-ew-open", "size": 18, "color": "black"}), 1, 2)  # fmt: skip
     fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
-    fig.update_layout(title=f"The loaded model, layer {steps.layer + 1}, head {steps.head + 1} ({steps.kind})",
-                      barmode="group", font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
-                      legend={"orientation": "h", "y": -0.3})  # fmt: skip
+    title = _say(text, "head_title", head=_head(text, steps), kind=text[f"kind_{steps.kind}"])
+    fig.update_layout(title=title, barmode="group", font=FONT, height=420,
+                      margin={"l": 10, "r": 10, "t": 90, "b": 40}, legend={"orientation": "h", "y": -0.3})  # fmt: skip
     return fig
 
 
 # ------------------------------------------------------------------------------------------------ multi-head
-def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int) -> go.Figure:
+def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, text: Text) -> go.Figure:
     """One query in all heads of a layer: each head's weights over the keys (``weights`` [H, queries, keys] of the
     layer), then the heads' outputs for that query joined into one row of width d_model."""
     heads = weights.shape[0]
@@ -243,50 +260,52 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int) -> go.Fi
         rows=grid + 1, cols=columns, vertical_spacing=0.22 / grid, horizontal_spacing=0.04,
         row_heights=[1.0] * grid + [0.45],
         specs=[[{}] * columns] * grid + [[{"colspan": columns}] + [None] * (columns - 1)],
-        subplot_titles=[f"head {h + 1}" for h in range(heads)] + [""] * (grid * columns - heads)
-        + ["Concat(head 1 … head h) for this query"],
+        subplot_titles=[_say(text, "head_number", head=h + 1) for h in range(heads)]
+        + [""] * (grid * columns - heads) + [text["concat_query"]],
     )  # fmt: skip
     keys = _labels(steps.key_tokens)
     for h in range(heads):
         colour = HIGHLIGHT if h == steps.head else SCALED
+        label = _say(text, "head_number", head=h + 1)
         fig.add_trace(go.Bar(x=keys, y=weights[h, query], marker_color=colour, showlegend=False,
-                             hovertemplate=f"head {h + 1}<br>%{{x}}: %{{y:.3f}}<extra></extra>"),
+                             hovertemplate=f"{label}<br>%{{x}}: %{{y:.3f}}<extra></extra>"),
                       h // columns + 1, h % columns + 1)  # fmt: skip
     fig.update_yaxes(range=[0, 1])
     row = steps.concatenated[query][None, :]
     bound = _signed_range(row)
+    owner = np.arange(row.shape[1])[None] // steps.d_k + 1
     fig.add_trace(go.Heatmap(z=row, colorscale=SIGNED_COLOURS, zmin=-bound, zmax=bound, zmid=0, showscale=False,
-                             customdata=np.repeat(np.arange(row.shape[1])[None] // steps.d_k + 1, 1, 0),
-                             hovertemplate="dimension %{x} (head %{customdata})<br>%{z:.4f}<extra></extra>"),
-                  grid + 1, 1)  # fmt: skip
+                             customdata=owner, hovertemplate=f"{text['dimension']} %{{x}} ({text['head_word']} "
+                             "%{customdata})<br>%{z:.4f}<extra></extra>"), grid + 1, 1)  # fmt: skip
     for h in range(1, heads):
         fig.add_vline(x=h * steps.d_k - 0.5, line={"color": "black", "width": 1}, row=grid + 1, col=1)
     fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
     fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
-    fig.update_layout(title=f"Query {safe_label(steps.query_tokens[query])}: every head of layer "
-                      f"{steps.layer + 1} ({steps.kind})", font=FONT, height=340 * grid + 240,
-                      margin={"l": 10, "r": 10, "t": 80, "b": 40})  # fmt: skip
+    title = _say(text, "multihead_title", token=safe_label(steps.query_tokens[query]), layer=steps.layer + 1,
+                 kind=text[f"kind_{steps.kind}"])  # fmt: skip
+    fig.update_layout(title=title, font=FONT, height=340 * grid + 240, margin={"l": 10, "r": 10, "t": 80, "b": 40})
     return fig
 
 
 # ------------------------------------------------------------------------------------------------ decoding
 def decoding_figure(
     decoder_row: np.ndarray, cross_row: np.ndarray, source_tokens: Sequence[str], upcoming: NextTokens, t: int,
-    layer: int, head: int,
+    layer: int, head: int, text: Text,
 ) -> go.Figure:  # fmt: skip
     """Decoder position ``t``: its masked self-attention row (later positions masked), its cross-attention row, and
     the model's most probable next pieces with the one the search kept marked."""
     reads = _labels(upcoming.position_tokens)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=(
-        "decoder self-attention (later: masked)", "cross-attention to the source", "next piece",
+        text["decoder_row"], text["cross_row"], text["next_piece"],
     ))  # fmt: skip
     visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
     fig.add_trace(go.Bar(x=reads, y=visible, marker_color=SCALED, showlegend=False,
                          hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 1)  # fmt: skip
     future = [reads[i] for i in range(t + 1, len(reads))]
     if future:
-        fig.add_trace(go.Bar(x=future, y=[1.0] * len(future), marker_color=MASK_FILL, opacity=0.5, name="masked",
-                             hovertemplate="%{x}: masked (future)<extra></extra>"), 1, 1)  # fmt: skip
+        fig.add_trace(go.Bar(x=future, y=[1.0] * len(future), marker_color=MASK_FILL, opacity=0.5,
+                             name=text["masked_legend"],
+                             hovertemplate=f"%{{x}}: {text['masked_future']}<extra></extra>"), 1, 1)  # fmt: skip
     fig.add_trace(go.Bar(x=_labels(source_tokens), y=cross_row, marker_color=SCALED, showlegend=False,
                          hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip
     candidates = [safe_label(token) for token in upcoming.top_tokens[t]]
@@ -300,11 +319,11 @@ def decoding_figure(
                          hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 3)  # fmt: skip
     fig.update_yaxes(range=[0, 1])
     fig.update_xaxes(type="category", tickangle=-45)
-    fig.update_layout(
-        title=f"Step {t}: reads {safe_label(upcoming.position_tokens[t])}, writes {chosen} "
-        f"(p = {upcoming.chosen_probability[t]:.2f}, "
-        f"rank {upcoming.chosen_rank[t]}) — layer {layer + 1}, head {head + 1}",
-        font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40}, barmode="overlay",
-        legend={"orientation": "h", "y": -0.35},
+    title = _say(
+        text, "decoding_title", t=t, reads=safe_label(upcoming.position_tokens[t]), writes=chosen,
+        p=float(upcoming.chosen_probability[t]), rank=int(upcoming.chosen_rank[t]),
+        head=_say(text, "head_of_layer", layer=layer + 1, head=head + 1),
     )  # fmt: skip
+    fig.update_layout(title=title, font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
+                      barmode="overlay", legend={"orientation": "h", "y": -0.35})  # fmt: skip
     return fig
