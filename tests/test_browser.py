@@ -420,6 +420,31 @@ def test_the_classroom_page_walks_through_a_head(open_app: Callable[..., Visit],
     visit.assert_quiet()
 
 
+HANGUL_RENDERS_JS = """() => {
+    const context = document.createElement('canvas').getContext('2d');
+    context.font = '20px sans-serif';
+    // Without a font that has Hangul, every syllable is drawn as the same missing-glyph box.
+    const width = text => context.measureText(text).width;
+    return width('가가가') !== width('\\u0378\\u0378\\u0378') && width('한') > 10;
+}"""
+
+
+def test_the_classroom_page_in_korean(open_app: Callable[..., Visit], tmp_path: Path):
+    """The step page with ``lang=ko``: Korean labels, drawn with real Hangul glyphs (Debian's fonts-noto-cjk).
+    With ``KOREAN_SCREENSHOT_PATH`` set, the picture is saved there."""
+    visit = open_app(path="/step_by_step?lang=ko&steps_kind=cross&steps_step=6")
+    page = visit.page
+    page.wait_for_selector("text=11단계 중 6단계", timeout=STEP_MS)
+    links = texts(page, '[data-testid="stSidebarNav"] a')
+    assert any(link.endswith("번역하고 살펴보기") for link in links), links
+    assert page.evaluate(HANGUL_RENDERS_JS), "no font with Hangul: install fonts-noto-cjk"
+    save_screenshot(page, Path(os.environ.get("KOREAN_SCREENSHOT_PATH") or tmp_path / "classroom-ko.png"))
+    probes = re.compile(r"/step_by_step/_stcore/(health|host-config)\b")
+    visit.failed[:] = [failure for failure in visit.failed if not probes.search(failure)]
+    visit.errors[:] = [error for error in visit.errors if not (probes.search(error) and "404" in error)]
+    visit.assert_quiet()
+
+
 # ------------------------------------------------------------------------------------------------ layout
 BOXES_JS = """() => {
     const box = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
