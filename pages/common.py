@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import url_state
-from pages.i18n import DEFAULT_LANGUAGE, LANGUAGE_KEY, LANGUAGES, language_picker, t
+from pages.i18n import LANGUAGE_KEY, language_picker, t
 from pages.url_state import Field
 from transformer.checkpoint import (
     DEFAULT_CHECKPOINT_NAME,
@@ -26,6 +26,7 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from transformer.plots.style import for_projector
 
 if TYPE_CHECKING:

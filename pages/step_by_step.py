@@ -16,7 +16,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import page_checkpoint, presenting, save_page, show_figure
 from pages.explore import DEFAULT_SENTENCE, cached_translation, decoding_options
-from pages.i18n import t, words
+from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
@@ -75,10 +75,10 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
     left, right = st.columns([1, 1])
     left.latex(step.equation)
     right.markdown(t(f"step.{step.key}.explanation"))
-    show_figure(plot_steps.step_figure(steps, step.key, query, words("plot")), key=f"step_{step.key}",
+    show_figure(plot_steps.step_figure(steps, step.key, query, language()), key=f"step_{step.key}",
                 filename=f"step-{number}-{step.key}-{steps.kind}-L{steps.layer + 1}-H{steps.head + 1}")  # fmt: skip
     if step.key in ("masked", "weights"):
-        show_figure(plot_steps.query_row_figure(steps, query, words("plot")), key=f"step_row_{step.key}")
+        show_figure(plot_steps.query_row_figure(steps, query, language()), key=f"step_row_{step.key}")
     if step.key == "weights":
         st.caption(t("steps.same_weights"))
     if step.key in ("concatenated", "projected", "output"):
@@ -147,19 +147,19 @@ with scaling:
     st.markdown(t("steps.scaling_intro"))
     d_k = st.select_slider(t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k))
     demo = cached_demo(d_k)
-    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], words("plot")),
+    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
                 key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
     st.caption(t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False),
                  scaled=demo.largest_weight(True)))  # fmt: skip
     values = head_scaling(steps)
-    show_figure(plot_steps.head_scaling_figure(values, steps, words("plot")), key="steps_scaling_head",
+    show_figure(plot_steps.head_scaling_figure(values, steps, language()), key="steps_scaling_head",
                 filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
     st.caption(t("steps.head_scaling_caption", scaled=values["entropy_scaled"].mean(),
                  unscaled=values["entropy_unscaled"].mean(), uniform=values["uniform"].mean()))  # fmt: skip
 
 with multihead:
     layer_weights = translation.maps.weights(kind)[layer - 1]
-    show_figure(plot_steps.multihead_figure(layer_weights, steps, query, words("plot")), key="steps_multihead",
+    show_figure(plot_steps.multihead_figure(layer_weights, steps, query, language()), key="steps_multihead",
                 filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
     st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
 
@@ -174,7 +174,7 @@ with decoding:
     show_figure(
         plot_steps.decoding_figure(
             maps.decoder[decoder_layer, head - 1, at], maps.cross[decoder_layer, head - 1, at],
-            maps.source_tokens, upcoming, at, decoder_layer, head - 1, words("plot"),
+            maps.source_tokens, upcoming, at, decoder_layer, head - 1, language(),
         ),
         key="steps_decoding", filename=f"decoding-step-{at}",
     )  # fmt: skip

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages.i18n import LANGUAGES, catalogue
 from tests.conftest import charts, no_exceptions
+from transformer.i18n import LANGUAGES, catalogue
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -40,6 +40,11 @@ def test_every_message_the_code_asks_for_exists():
     sources = [*REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"]
     asked = {key for path in sources for key in re.findall(r"""\bt\(\s*f?["']([\w.]+)["']""", path.read_text())}
     assert asked and not asked - set(english), sorted(asked - set(english))
+    # Figures read their words as text["key"] / _say(text, "key") from the "plot." messages.
+    figures = (REPOSITORY / "transformer" / "plots" / "steps.py").read_text()
+    drawn = {f"plot.{key}" for key in re.findall(r"""text\[\s*f?["']([\w]+)["']""", figures)}
+    drawn |= {f"plot.{key}" for key in re.findall(r"""_say\(\s*text,\s*["']([\w]+)["']""", figures)}
+    assert drawn and not drawn - set(english), sorted(drawn - set(english))
     # Step titles and explanations are asked for by the steps' keys.
     from transformer.analysis.steps import STEPS
 

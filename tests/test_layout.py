@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint"}
+CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint", "i18n"}
 TOOLS = {"train", "training", "translate", "evaluate"}
 APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
 

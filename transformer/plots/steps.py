@@ -4,8 +4,7 @@ token rows, its shape in the title and every number on hover; masked cells drawn
 Signed values (projections, scores, outputs) use a diverging scale centred on zero; attention weights use the
 attention figures' 0–1 scale. The chosen query's row is outlined in every matrix that has one row per query.
 
-Every word a figure shows comes from ``text``, the app's ``plot.*`` messages in the chosen language (keys without
-the prefix; see ``pages/locales``), so that the figures speak the interface's language.
+Every word a figure shows is a ``plot.*`` message of :mod:`transformer.i18n` in the figure's ``language``.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from transformer.analysis.steps import HeadSteps, NextTokens, ScalingDemo
+from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
 from transformer.plots.style import FONT, safe_label
 
@@ -142,8 +142,9 @@ def _head(text: Text, steps: HeadSteps) -> str:
     return _say(text, "head_of_layer", layer=steps.layer + 1, head=steps.head + 1)
 
 
-def step_figure(steps: HeadSteps, key: str, query: int, text: Text) -> go.Figure:
+def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The figure of one step (``key`` of :data:`~transformer.analysis.steps.STEPS`) for the chosen query row."""
+    text = words(language, "plot")
     queries, keys = _labels(steps.query_tokens), _labels(steps.key_tokens)
     head = _head(text, steps)
     if key == "x":
@@ -181,8 +182,9 @@ def step_figure(steps: HeadSteps, key: str, query: int, text: Text) -> go.Figure
     raise ValueError(f"unknown step {key!r}")
 
 
-def query_row_figure(steps: HeadSteps, query: int, text: Text) -> go.Figure:
+def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The chosen query's row through scaling, masking and softmax, as bars over the keys."""
+    text = words(language, "plot")
     keys = _labels(steps.key_tokens)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
@@ -203,9 +205,10 @@ WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 UNSCALED, SCALED = "#e45756", "#4c78a8"
 
 
-def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], text: Text) -> go.Figure:
+def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Random q, k of width d_k: the spread of q·k with and without ÷√d_k, one row's softmax both ways, and the
     mean softmax entropy against d_k (``curve``: demos of several widths)."""
+    text = words(language, "plot")
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=(
         _say(text, "demo_dots", variance=demo.variance), text["demo_row"], text["demo_entropy"],
     ))  # fmt: skip
@@ -229,8 +232,9 @@ def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], text: Text) 
     return fig
 
 
-def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, text: Text) -> go.Figure:
+def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The loaded head's scores with and without ÷√d_k, and each query's softmax entropy both ways."""
+    text = words(language, "plot")
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=(text["head_scores"], text["head_entropy"]))  # fmt: skip
     fig.add_trace(go.Histogram(x=values["unscaled_scores"], name="Q Kᵀ", marker_color=UNSCALED, opacity=0.6), 1, 1)
@@ -250,9 +254,10 @@ def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, text: T
 
 
 # ------------------------------------------------------------------------------------------------ multi-head
-def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, text: Text) -> go.Figure:
+def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """One query in all heads of a layer: each head's weights over the keys (``weights`` [H, queries, keys] of the
     layer), then the heads' outputs for that query joined into one row of width d_model."""
+    text = words(language, "plot")
     heads = weights.shape[0]
     columns = min(heads, 4)
     grid = -(-heads // columns)
@@ -290,10 +295,11 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, text: Te
 # ------------------------------------------------------------------------------------------------ decoding
 def decoding_figure(
     decoder_row: np.ndarray, cross_row: np.ndarray, source_tokens: Sequence[str], upcoming: NextTokens, t: int,
-    layer: int, head: int, text: Text,
+    layer: int, head: int, language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:  # fmt: skip
     """Decoder position ``t``: its masked self-attention row (later positions masked), its cross-attention row, and
     the model's most probable next pieces with the one the search kept marked."""
+    text = words(language, "plot")
     reads = _labels(upcoming.position_tokens)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=(
         text["decoder_row"], text["cross_row"], text["next_piece"],
