@@ -14,6 +14,10 @@ from transformer.i18n import LANGUAGES, catalogue
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
+FIGURE_WORDS = {"steps.py": "plot", "positional.py": "plot_pe"}
+# Pages translated so far, each with a link that opens every part of it.
+KOREAN_PAGES = {"step_by_step.py": {}, "positional_encoding.py": {}}
+SYMBOLS = {"d_model"}  # labels that are the paper's own symbols
 FORMULAS = {"plot.scores", "plot.scaled", "plot.residual", "plot.output"}
 
 
@@ -40,11 +44,12 @@ def test_every_message_the_code_asks_for_exists():
     sources = [*REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"]
     asked = {key for path in sources for key in re.findall(r"""\bt\(\s*f?["']([\w.]+)["']""", path.read_text())}
     assert asked and not asked - set(english), sorted(asked - set(english))
-    # Figures read their words as text["key"] / _say(text, "key") from the "plot." messages.
-    figures = (REPOSITORY / "transformer" / "plots" / "steps.py").read_text()
-    drawn = {f"plot.{key}" for key in re.findall(r"""text\[\s*f?["']([\w]+)["']""", figures)}
-    drawn |= {f"plot.{key}" for key in re.findall(r"""_say\(\s*text,\s*["']([\w]+)["']""", figures)}
-    assert drawn and not drawn - set(english), sorted(drawn - set(english))
+    # Figures read their words as text["key"] / _say(text, "key") from their prefix's messages.
+    for module, prefix in FIGURE_WORDS.items():
+        figures = (REPOSITORY / "transformer" / "plots" / module).read_text()
+        drawn = {f"{prefix}.{key}" for key in re.findall(r"""text\[\s*f?["']([\w]+)["']""", figures)}
+        drawn |= {f"{prefix}.{key}" for key in re.findall(r"""_say\(\s*text,\s*["']([\w]+)["']""", figures)}
+        assert drawn and not drawn - set(english), sorted(drawn - set(english))
     # Step titles and explanations are asked for by the steps' keys.
     from transformer.analysis.steps import STEPS
 
@@ -65,22 +70,21 @@ def korean_page(trained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch):
     return run
 
 
-def test_the_step_page_speaks_korean(korean_page):
-    app = korean_page("step_by_step.py")
+@pytest.mark.parametrize("page", sorted(KOREAN_PAGES))
+def test_pages_speak_korean(korean_page, page: str):
+    app = korean_page(page, **KOREAN_PAGES[page])
     no_exceptions(app)
     assert app.sidebar.selectbox(key="lang").value == "ko"
-    assert HANGUL.search(app.title[0].value)
-    assert all(HANGUL.search(header.value) for header in app.subheader)
-    labels = [app.text_input(key="steps_text").label, app.radio(key="steps_kind").label,
-              app.selectbox(key="steps_layer").label, app.selectbox(key="steps_head").label,
-              app.selectbox(key="steps_query").label, app.toggle(key="steps_all").label,
-              app.select_slider(key="steps_dk").label, app.slider(key="steps_t").label,
-              app.sidebar.toggle(key="present").label, app.sidebar.selectbox(key="checkpoint").label]  # fmt: skip
-    assert all(HANGUL.search(label) for label in labels), labels
-    assert all(HANGUL.search(tab.label) for tab in app.tabs)
-    assert all(HANGUL.search(button.label) for button in app.button)
-    assert all(HANGUL.search(caption.value) for caption in app.caption)
-    assert all(HANGUL.search(chart["figure"]["layout"]["title"]["text"]) for chart in charts(app))
-    # English is one choice away, and the URL keeps it.
+    shown = [app.title[0].value, *(header.value for header in app.subheader), *(tab.label for tab in app.tabs),
+             *(caption.value for caption in app.caption), *(metric.label for metric in app.metric),
+             *(chart["figure"]["layout"]["title"]["text"] for chart in charts(app))]  # fmt: skip
+    widgets = ("text_input", "radio", "selectbox", "multiselect", "slider", "select_slider", "toggle", "button")
+    labels = [widget.label for kind in widgets for widget in app.get(kind) if widget.label != "Language / 언어"]
+    untranslated = [text for text in [*shown, *labels] if not HANGUL.search(text) and text not in SYMBOLS]
+    assert not untranslated, untranslated
+
+
+def test_english_is_one_choice_away(korean_page):
+    app = korean_page("step_by_step.py")
     app.sidebar.selectbox(key="lang").set_value("en").run()
     assert app.title[0].value == "Attention, step by step" and app.query_params["lang"] == "en"

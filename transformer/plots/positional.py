@@ -10,12 +10,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
 from transformer.plots.style import FONT
 
 
-def positional_encoding_heatmap(pe: np.ndarray) -> go.Figure:
+def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The §3.5 sinusoid table itself: one row per position, one column per dimension."""
+    text = words(language, "plot_pe")
     pe = np.asarray(pe)
     num_positions, d_model = pe.shape
     fig = go.Figure(
@@ -26,13 +28,13 @@ def positional_encoding_heatmap(pe: np.ndarray) -> go.Figure:
             zmin=-1.0,
             zmax=1.0,
             colorbar={"title": {"text": "PE"}, "thickness": 14},
-            hovertemplate="position %{y}<br>dimension %{x}<br>PE %{z:.3f}<extra></extra>",
+            hovertemplate=f"{text['position']} %{{y}}<br>{text['dimension']} %{{x}}<br>PE %{{z:.3f}}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="dimension (even: sin, odd: cos)")
-    fig.update_yaxes(title_text="position", autorange="reversed")
+    fig.update_xaxes(title_text=text["dimension_axis"])
+    fig.update_yaxes(title_text=text["position"], autorange="reversed")
     fig.update_layout(
-        title={"text": f"Positional encoding: {num_positions} positions × d_model = {d_model}"},
+        title={"text": text["table_title"].format(positions=num_positions, d_model=d_model)},
         height=int(min(900, max(380, 3 * num_positions + 160))),
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
@@ -45,8 +47,9 @@ def wavelength(dimension: int, d_model: int) -> float:
     return 2 * math.pi * 10000 ** ((dimension - dimension % 2) / d_model)
 
 
-def sinusoid_curves(pe: np.ndarray, dimensions: list[int]) -> go.Figure:
+def sinusoid_curves(pe: np.ndarray, dimensions: list[int], language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """PE(pos, dimension) against position for the chosen dimensions: one sinusoid each, wavelengths in the legend."""
+    text = words(language, "plot_pe")
     pe = np.asarray(pe)
     num_positions, d_model = pe.shape
     fig = go.Figure()
@@ -59,14 +62,14 @@ def sinusoid_curves(pe: np.ndarray, dimensions: list[int]) -> go.Figure:
                 x=np.arange(num_positions),
                 y=pe[:, dimension],
                 mode="lines",
-                name=f"dim {dimension} ({kind}, wavelength {wavelength(dimension, d_model):,.1f})",
-                hovertemplate=f"dim {dimension}<br>position %{{x}}<br>PE %{{y:.3f}}<extra></extra>",
+                name=text["curve"].format(dimension=dimension, kind=kind, wavelength=wavelength(dimension, d_model)),
+                hovertemplate=f"dim {dimension}<br>{text['position']} %{{x}}<br>PE %{{y:.3f}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="position")
+    fig.update_xaxes(title_text=text["position"])
     fig.update_yaxes(title_text="PE(pos, dim)", range=[-1.1, 1.1])
     fig.update_layout(
-        title={"text": "Sinusoids of chosen dimensions: wavelengths grow geometrically with the dimension"},
+        title={"text": text["curves_title"]},
         height=420,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
@@ -75,22 +78,23 @@ def sinusoid_curves(pe: np.ndarray, dimensions: list[int]) -> go.Figure:
     return fig
 
 
-def position_similarity(pe: np.ndarray) -> go.Figure:
+def position_similarity(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """PE(pos)·PE(pos′) for every pair of positions: it depends only on the distance |pos − pos′|, peaking at 0."""
+    text = words(language, "plot_pe")
     pe = np.asarray(pe, dtype=np.float64)
     similarity = pe @ pe.T  # (P, P)
     fig = go.Figure(
         go.Heatmap(
             z=similarity,
             colorscale="Viridis",
-            colorbar={"title": {"text": "dot product"}, "thickness": 14},
-            hovertemplate="position %{y} · position %{x}<br>PE·PE = %{z:.2f}<extra></extra>",
+            colorbar={"title": {"text": text["dot_product"]}, "thickness": 14},
+            hovertemplate=f"{text['position']} %{{y}} · {text['position']} %{{x}}<br>PE·PE = %{{z:.2f}}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="position", scaleanchor="y", constrain="domain")
-    fig.update_yaxes(title_text="position", autorange="reversed", constrain="domain")
+    fig.update_xaxes(title_text=text["position"], scaleanchor="y", constrain="domain")
+    fig.update_yaxes(title_text=text["position"], autorange="reversed", constrain="domain")
     fig.update_layout(
-        title={"text": f"PE(pos)·PE(pos′): the diagonal is d_model/2 = {pe.shape[1] / 2:g}"},
+        title={"text": text["similarity_title"].format(diagonal=f"{pe.shape[1] / 2:g}")},
         height=560,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
@@ -115,7 +119,7 @@ def _relative_residual(predicted: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.linalg.norm(predicted - target, axis=1) / np.maximum(np.linalg.norm(target, axis=1), 1e-12)
 
 
-def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, Any]]:
+def offset_linearity(pe: np.ndarray, offset: int, language: str = DEFAULT_LANGUAGE) -> tuple[go.Figure, dict[str, Any]]:
     """Check §3.5's claim that PE(pos + k) is a linear function of PE(pos), two ways.
 
     Fitted: a matrix M is fitted by least squares so that PE(pos + k) ≈ PE(pos) · M on the even positions and
@@ -128,6 +132,7 @@ def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, 
     ``{"offset", "max_residual", "mean_residual"}`` (held-out, fitted M) plus the exact rotation's
     ``rotation_max_residual`` and the position counts.
     """
+    text = words(language, "plot_pe")
     pe = np.asarray(pe, dtype=np.float64)
     num_positions, d_model = pe.shape
     if not 1 <= offset <= num_positions - 3:
@@ -152,7 +157,7 @@ def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, 
             x=held_out,
             y=fitted_residual,
             mode="markers",
-            name="least-squares M, held-out positions",
+            name=text["fitted"],
             hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
         )
     )
@@ -161,16 +166,17 @@ def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, 
             x=np.arange(len(source)),
             y=rotation_residual,
             mode="lines",
-            name="exact rotation, every position",
+            name=text["rotation"],
             hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
         )
     )
-    fig.update_xaxes(title_text="position pos")
-    fig.update_yaxes(title_text="relative residual", type="log", exponentformat="e")
+    fig.update_xaxes(title_text=text["position_pos"])
+    fig.update_yaxes(title_text=text["relative_residual"], type="log", exponentformat="e")
     fig.update_layout(
         title={
-            "text": f"PE(pos + {offset}) ≈ PE(pos)·M: largest held-out residual {stats['max_residual']:.1e} "
-            f"(exact rotation {stats['rotation_max_residual']:.1e})"
+            "text": text["linearity_title"].format(
+                offset=offset, largest=stats["max_residual"], rotation=stats["rotation_max_residual"]
+            )
         },
         height=420,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
@@ -180,9 +186,10 @@ def offset_linearity(pe: np.ndarray, offset: int) -> tuple[go.Figure, dict[str, 
     return fig, stats
 
 
-def embedding_norms(model: Transformer) -> go.Figure:
+def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """How large the two summands of the encoder/decoder input are (§3.4–3.5): ‖embedding · √d_model‖ of every
     token against ‖PE(pos)‖ of every position, which is √(d_model / 2) for all of them."""
+    text = words(language, "plot_pe")
     d_model = model.config.d_model
     embedding = model.embedding.weight.detach().float().cpu().numpy()  # (V, D)
     keep = np.arange(len(embedding)) != model.config.pad_id  # the padding row is all zeros by construction
@@ -192,10 +199,10 @@ def embedding_norms(model: Transformer) -> go.Figure:
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=["‖embedding · √d_model‖ of each token", "‖PE(pos)‖ at each position vs token norms"],
+        subplot_titles=[text["token_norms_title"], text["position_norms_title"]],
         horizontal_spacing=0.08,
     )
-    fig.add_trace(go.Histogram(x=token_norms, nbinsx=60, name="token embeddings", marker_color="#4c78a8"), 1, 1)
+    fig.add_trace(go.Histogram(x=token_norms, nbinsx=60, name=text["token_embeddings"], marker_color="#4c78a8"), 1, 1)
     fig.add_vline(
         x=float(position_norms.mean()),
         line_dash="dash",
@@ -213,7 +220,7 @@ def embedding_norms(model: Transformer) -> go.Figure:
             fillcolor="rgba(76,120,168,0.2)",
             line={"width": 0},
             hoverinfo="skip",
-            name="token norms, 5–95th percentile",
+            name=text["percentiles"],
         ),
         1,
         2,
@@ -224,7 +231,7 @@ def embedding_norms(model: Transformer) -> go.Figure:
             y=[median] * len(positions),
             mode="lines",
             line={"color": "#4c78a8"},
-            name=f"token norm, median {median:.2f}",
+            name=text["median"].format(median=median),
         ),
         1,
         2,
@@ -232,12 +239,12 @@ def embedding_norms(model: Transformer) -> go.Figure:
     fig.add_trace(
         go.Scatter(x=positions, y=position_norms, mode="lines", line={"color": "#e45756"}, name="‖PE(pos)‖"), 1, 2
     )
-    fig.update_xaxes(title_text="norm", row=1, col=1)
-    fig.update_yaxes(title_text="tokens", row=1, col=1)
-    fig.update_xaxes(title_text="position", row=1, col=2)
-    fig.update_yaxes(title_text="norm", rangemode="tozero", row=1, col=2)
+    fig.update_xaxes(title_text=text["norm"], row=1, col=1)
+    fig.update_yaxes(title_text=text["tokens"], row=1, col=1)
+    fig.update_xaxes(title_text=text["position"], row=1, col=2)
+    fig.update_yaxes(title_text=text["norm"], rangemode="tozero", row=1, col=2)
     fig.update_layout(
-        title={"text": "Token embedding vs positional encoding: the two vectors added at the input"},
+        title={"text": text["norms_title"]},
         height=420,
         margin={"l": 10, "r": 10, "t": 80, "b": 10},
         font=FONT,
