@@ -9,11 +9,8 @@ from pathlib import Path
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    page_checkpoint,
-    save_page,
-    show_figure,
-)
+from pages.common import page_checkpoint, save_page, show_figure
+from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, read_metrics, training_log
 from transformer.plots import training as plot_training
@@ -33,7 +30,7 @@ def trained_schedule(checkpoint: Path, meta: dict) -> dict:
     return arguments if isinstance(arguments, dict) else {}
 
 
-st.set_page_config(page_title="Model and training", page_icon="📈", layout="wide")
+st.set_page_config(page_title=t("model.title"), page_icon="📈", layout="wide")
 
 FIELDS = {
     "lr_warmup": Field(None, url_state.integer(1, 100_000)),
@@ -43,28 +40,28 @@ FIELDS = {
 loaded = page_checkpoint("model", FIELDS)
 config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
 
-st.title("Model and training")
-st.caption(f"Checkpoint `{portable_path(str(loaded.path))}`")
+st.title(t("model.title"))
+st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
 
-st.subheader("Configuration")
+st.subheader(t("model.configuration"))
 columns = st.columns(6)
-columns[0].metric("Layers (encoder + decoder)", f"{config.encoder_layers} + {config.decoder_layers}")
-columns[1].metric("Heads h", config.num_heads)
+columns[0].metric(t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}")
+columns[1].metric(t("model.heads"), config.num_heads)
 columns[2].metric("d_model", config.d_model)
 columns[3].metric("d_ff", config.d_ff)
-columns[4].metric("Vocabulary", f"{config.vocab_size:,}")
-columns[5].metric("Parameters", f"{loaded.model.num_parameters() / 1e6:.1f} M")
+columns[4].metric(t("model.vocabulary"), f"{config.vocab_size:,}")
+columns[5].metric(t("model.parameters"), f"{loaded.model.num_parameters() / 1e6:.1f} M")
 left, right = st.columns([3, 2])
 with left:
-    st.markdown("**Parameters per component**")
+    st.markdown(t("model.per_component"))
     st.dataframe(
         plot_training.parameter_table(loaded.model),
         hide_index=True,
         width="stretch",
         column_config={
-            "component": st.column_config.TextColumn("Component"),
-            "parameters": st.column_config.NumberColumn("Parameters", format="localized"),
-            "share": st.column_config.ProgressColumn("Share", format="percent", min_value=0.0, max_value=1.0),
+            "component": st.column_config.TextColumn(t("model.component")),
+            "parameters": st.column_config.NumberColumn(t("model.parameters"), format="localized"),
+            "share": st.column_config.ProgressColumn(t("model.share"), format="percent", min_value=0.0, max_value=1.0),
         },
     )
 with right:
@@ -73,39 +70,24 @@ with right:
     st.markdown("**meta.json**")
     st.json(meta, expanded=False)
 
-st.subheader("Training curves")
+st.subheader(t("model.curves"))
 log = training_log(loaded.path)
 records = read_metrics(log) if log is not None else []
 if records:
-    st.caption(f"From `{log.name}` ({len(records):,} records). The buttons switch the x axis to training hours.")
-    show_figure(plot_training.training_curves(records), key="training_curves")
+    st.caption(t("model.curves_caption", log=log.name, records=len(records)))
+    show_figure(plot_training.training_curves(records, language()), key="training_curves")
 else:
-    st.info(
-        f"No training log found for this checkpoint (looked for {' or '.join(LOG_FILES)} in its folder and its run "
-        "folder). A shipped checkpoint may come without one; `python -m transformer.train` writes `metrics.jsonl`."
-    )
+    st.info(t("model.no_log", files=" / ".join(LOG_FILES)))
 
-st.subheader("Model health over training")
+st.subheader(t("model.health"))
 if plot_training.health_records(records):
-    st.caption(
-        "Measured at every validation on the first 100 newstest2013 pairs (teacher-forced on the references): the mean "
-        "cosine between different positions after each encoder layer (near 1: every position holds the same vector "
-        "— the encoder has collapsed), each attention kind's entropy divided by that of uniform attention (near 1: "
-        "the heads average instead of selecting), and the best cross-attention head's dictionary alignment. "
-        "`python -m transformer.evaluate` measures them for any checkpoint."
-    )
-    show_figure(plot_training.health_curves(records), key="health_curves")
+    st.caption(t("model.health_caption"))
+    show_figure(plot_training.health_curves(records, language()), key="health_curves")
 else:
-    st.info(
-        "This checkpoint's training log has no health measures (the trainer records them at every validation). "
-        "`python -m transformer.evaluate --checkpoint … --src … --ref …` measures them for any checkpoint."
-    )
+    st.info(t("model.no_health"))
 
-st.subheader("Learning-rate schedule")
-st.markdown(
-    "Adam with β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹ and a learning rate that rises linearly for the first warm-up "
-    "steps, then decays with the inverse square root of the step (§5.3); `--lr-scale` multiplies it:"
-)
+st.subheader(t("model.schedule"))
+st.markdown(t("model.schedule_text"))
 st.latex(
     r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
     r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
@@ -118,23 +100,14 @@ start = parent["step"] if parent is not None and isinstance(parent.get("step"), 
 cooldown = arguments.get("cooldown") if isinstance(arguments.get("cooldown"), int) else 0
 last_step = arguments.get("max_steps", 0) - start if cooldown > 0 and isinstance(arguments.get("max_steps"), int) else 0
 if not isinstance(trained_warmup, int) or not isinstance(trained_scale, (int, float)):
-    st.caption("The checkpoint does not record its schedule; the sliders start at the paper's values.")
+    st.caption(t("model.no_schedule"))
     trained_warmup, trained_scale = 4000, 1.0
 else:
-    st.caption(
-        f"This checkpoint was trained with warm-up {trained_warmup:,} and scale {trained_scale:g}; the sliders start "
-        "there."
-    )
+    st.caption(t("model.trained_with", warmup=trained_warmup, scale=trained_scale))
 if cooldown > 0 and last_step > 0:
-    st.caption(
-        f"Its run also annealed the rate (`--cooldown {cooldown:,}`, not in the paper): over the {cooldown:,} steps "
-        f"before step {last_step + start:,} the schedule is multiplied by a factor falling linearly to zero."
-    )
+    st.caption(t("model.cooldown", cooldown=cooldown, until=last_step + start))
 if start and step is not None:
-    st.caption(
-        f"It was fine-tuned from `{parent.get('checkpoint')}` (step {start:,}), where the schedule started "
-        f"again: the marked step below is {step - start:,} steps into it (step {step:,} overall)."
-    )
+    st.caption(t("model.fine_tuned", parent=parent.get("checkpoint"), start=start, into=step - start, step=step))
     step -= start
 warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
 scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
@@ -144,28 +117,32 @@ url_state.ensure(
     "lr_steps", min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)) // 1000 * 1000
 )
 first, second, third = st.columns(3)
-warmup = first.slider("Warm-up steps", *warmup_range, step=100, key="lr_warmup")
-scale = second.slider("Scale", *scale_range, step=0.05, key="lr_scale")
-steps = third.slider("Steps shown", 1000, 300_000, step=1000, key="lr_steps")
+warmup = first.slider(t("model.warmup"), *warmup_range, step=100, key="lr_warmup")
+scale = second.slider(t("model.scale"), *scale_range, step=0.05, key="lr_scale")
+steps = third.slider(t("model.steps_shown"), 1000, 300_000, step=1000, key="lr_steps")
 save_page(FIELDS)
 show_figure(
     plot_training.learning_rate_curve(
-        config.d_model, warmup, scale, steps, current_step=step, cooldown=cooldown, last_step=last_step
+        config.d_model,
+        warmup,
+        scale,
+        steps,
+        current_step=step,
+        cooldown=cooldown,
+        last_step=last_step,
+        language=language(),
     ),
     key="learning_rate",
 )
 
-st.subheader("Test scores")
+st.subheader(t("model.scores"))
 card = loaded.path / MODEL_CARD
 scores = meta.get("scores")
 if card.is_file():
     with st.container(border=True):
         st.markdown(card.read_text(encoding="utf-8", errors="replace"))
 if scores:
-    st.markdown("**Scores recorded in meta.json**")
+    st.markdown(t("model.recorded"))
     st.json(scores)
 if not card.is_file() and not scores:
-    st.info(
-        f"This checkpoint has no {MODEL_CARD} and no scores in meta.json. Measure them with "
-        "`python -m transformer.evaluate --checkpoint DIR --src … --ref …`."
-    )
+    st.info(t("model.no_scores", card=MODEL_CARD))

@@ -14,10 +14,10 @@ from transformer.i18n import LANGUAGES, catalogue
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
-FIGURE_WORDS = {"steps.py": "plot", "positional.py": "plot_pe"}
+FIGURE_WORDS = {"steps.py": "plot", "positional.py": "plot_pe", "training.py": "plot_training"}
 # Pages translated so far, each with a link that opens every part of it.
-KOREAN_PAGES = {"step_by_step.py": {}, "positional_encoding.py": {}}
-SYMBOLS = {"d_model"}  # labels that are the paper's own symbols
+KOREAN_PAGES = {"step_by_step.py": {}, "positional_encoding.py": {}, "model_and_training.py": {}}
+SYMBOLS = {"d_model", "d_ff"}  # labels that are the paper's own symbols
 FORMULAS = {"plot.scores", "plot.scaled", "plot.residual", "plot.output"}
 
 

@@ -7,24 +7,26 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
 from transformer.plots.style import FONT
 from transformer.schedule import learning_rate
 
 
-def training_curves(records: list[dict]) -> go.Figure:
+def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """Training loss, dev loss and dev BLEU; buttons switch the x axis between steps and training hours.
 
     Both losses are label-smoothed cross-entropies per target token (§5.4), so they compare directly; BLEU sits on
     a second y axis.
     """
+    text = words(language, "plot_training")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     train = sorted((r for r in records if r.get("kind") == "train" and "loss" in r), key=lambda r: r["step"])
     dev = sorted((r for r in records if r.get("kind") == "dev"), key=lambda r: r["step"])
     series = [
-        ("training loss", train, "loss", False, "lines", "#4c78a8"),
-        ("dev loss", dev, "dev_loss", False, "lines+markers", "#f58518"),
-        ("dev BLEU", dev, "dev_bleu", True, "lines+markers", "#54a24b"),
+        (text["training_loss"], train, "loss", False, "lines", "#4c78a8"),
+        (text["dev_loss"], dev, "dev_loss", False, "lines+markers", "#f58518"),
+        (text["dev_bleu"], dev, "dev_bleu", True, "lines+markers", "#54a24b"),
     ]
     by_step, by_hours = [], []
     for name, rows, field, secondary, mode, colour in series:
@@ -44,12 +46,12 @@ def training_curves(records: list[dict]) -> go.Figure:
         )
     starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
     marks = {
-        axis: [fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours")) for r in starts]
+        axis: [fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours"), language) for r in starts]
         for axis in ("step", "hours")
     }
     if not train and not dev:
         fig.add_annotation(
-            text="No training records in the log yet",
+            text=text["no_records"],
             showarrow=False,
             x=0.5,
             y=0.5,
@@ -69,19 +71,19 @@ def training_curves(records: list[dict]) -> go.Figure:
                 "showactive": True,
                 "buttons": [
                     {
-                        "label": "by step",
+                        "label": text["by_step"],
                         "method": "update",
-                        "args": [{"x": by_step}, {"xaxis.title.text": "step", "shapes": marks["step"]}],
+                        "args": [{"x": by_step}, {"xaxis.title.text": text["step"], "shapes": marks["step"]}],
                     },
                     {
-                        "label": "by training hours",
+                        "label": text["by_hours"],
                         "method": "update",
-                        "args": [{"x": by_hours}, {"xaxis.title.text": "training hours", "shapes": marks["hours"]}],
+                        "args": [{"x": by_hours}, {"xaxis.title.text": text["hours"], "shapes": marks["hours"]}],
                     },
                 ],
             }
         ],
-        title={"text": "Training run: loss and dev BLEU"},
+        title={"text": text["curves_title"]},
         shapes=marks["step"],
         hovermode="x unified",
         height=460,
@@ -89,17 +91,17 @@ def training_curves(records: list[dict]) -> go.Figure:
         font=FONT,
         legend={"orientation": "h", "y": -0.2},
     )
-    fig.update_xaxes(title_text="step")
-    fig.update_yaxes(title_text="loss (label-smoothed, per token)", secondary_y=False)
-    fig.update_yaxes(title_text="dev BLEU", secondary_y=True, rangemode="tozero", showgrid=False)
+    fig.update_xaxes(title_text=text["step"])
+    fig.update_yaxes(title_text=text["loss_axis"], secondary_y=False)
+    fig.update_yaxes(title_text=text["dev_bleu"], secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
 
 
-HEALTH_PANELS = (
-    ("encoder_position_cosine", "Encoder: cosine between positions", "layer"),
-    ("encoder_entropy_normalised", "Encoder self-attention entropy / uniform", "layer"),
-    ("cross_entropy_normalised", "Cross-attention entropy / uniform", "layer"),
-    ("cross_alignment_best", "Best cross head's dictionary alignment", None),
+HEALTH_PANELS = (  # the measure and whether it has one value per layer; titles are plot_training.<measure>
+    ("encoder_position_cosine", True),
+    ("encoder_entropy_normalised", True),
+    ("cross_entropy_normalised", True),
+    ("cross_alignment_best", False),
 )
 
 
@@ -111,21 +113,24 @@ def health_records(records: list[dict]) -> list[dict]:
     )
 
 
-def health_curves(records: list[dict]) -> go.Figure:
+def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The health measures over training: one line per layer (darker = higher layer) in each of four panels.
 
     Collapse reads as cosines near 1 in the upper encoder layers and entropies near 1 (uniform attention); a healthy
     run keeps the cosines low, sharpens the entropies and raises the best head's alignment."""
+    text = words(language, "plot_training")
     rows = health_records(records)
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[title for _, title, _ in HEALTH_PANELS],
+    fig = make_subplots(rows=2, cols=2, subplot_titles=[text[field] for field, _ in HEALTH_PANELS],
                         vertical_spacing=0.16, horizontal_spacing=0.08)  # fmt: skip
     steps = [r["step"] for r in rows]
-    for index, (field, _, per) in enumerate(HEALTH_PANELS):
+    per = text["layer"]
+    for index, (field, per_layer) in enumerate(HEALTH_PANELS):
         row, col = divmod(index, 2)
-        if per is None:
+        if not per_layer:
             values = [r.get(field) for r in rows]
-            fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name="best head", showlegend=False,
-                                     line={"color": "#222"}, hovertemplate="alignment %{y:.3f}<extra></extra>"),
+            fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name=text["best_head"], showlegend=False,
+                                     line={"color": "#222"},
+                                     hovertemplate=f"{text['alignment']} %{{y:.3f}}<extra></extra>"),
                           row=row + 1, col=col + 1)  # fmt: skip
             continue
         layers = max((len(r.get(field) or []) for r in rows), default=0)
@@ -140,18 +145,19 @@ def health_curves(records: list[dict]) -> go.Figure:
                 row=row + 1, col=col + 1,
             )  # fmt: skip
     if not rows:
-        fig.add_annotation(text="No health records in the log", showarrow=False, x=0.5, y=0.5, xref="paper",
+        fig.add_annotation(text=text["no_health"], showarrow=False, x=0.5, y=0.5, xref="paper",
                            yref="paper", font={"size": 16})  # fmt: skip
     fig.update_yaxes(range=[0, 1.02])
-    fig.update_xaxes(title_text="step", row=2)
-    fig.update_layout(title={"text": "Model health at each validation (darker line = higher layer)"}, height=620,
+    fig.update_xaxes(title_text=text["step"], row=2)
+    fig.update_layout(title={"text": text["health_title"]}, height=620,
                       margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT)  # fmt: skip
     return fig
 
 
-def fine_tuning_mark(record: dict, x: float | None) -> dict:
+def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANGUAGE) -> dict:
     """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with what changed."""
-    dev = f"; dev set {record['dev']}" if record.get("dev") else ""
+    text = words(language, "plot_training")
+    dev = text["dev_set"].format(dev=record["dev"]) if record.get("dev") else ""
     return {
         "type": "line",
         "x0": x,
@@ -161,7 +167,7 @@ def fine_tuning_mark(record: dict, x: float | None) -> dict:
         "y1": 1,
         "yref": "paper",
         "line": {"dash": "dash", "color": "#888", "width": 1},
-        "label": {"text": f"fine-tuning: new data mix{dev}", "textposition": "end", "font": {"size": 11}},
+        "label": {"text": text["fine_tuning"] + dev, "textposition": "end", "font": {"size": 11}},
     }
 
 
@@ -173,6 +179,7 @@ def learning_rate_curve(
     current_step: int | None = None,
     cooldown: int = 0,
     last_step: int = 0,
+    language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """§5.3's schedule, lrate = scale · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), over ``steps`` steps;
     with ``cooldown``, annealed linearly to zero over the ``cooldown`` steps ending at ``last_step``."""
@@ -184,18 +191,23 @@ def learning_rate_curve(
     def rate_at(step: int) -> float:
         return learning_rate(step, d_model, warmup, scale, cooldown=cooldown, last_step=last_step)
 
+    text = words(language, "plot_training")
     rates = [rate_at(int(step)) for step in grid]
     peak = learning_rate(warmup, d_model, warmup, scale)
     fig = go.Figure(
         go.Scatter(
-            x=grid, y=rates, mode="lines", name="learning rate", hovertemplate="step %{x}<br>lr %{y:.2e}<extra></extra>"
+            x=grid,
+            y=rates,
+            mode="lines",
+            name=text["learning_rate"],
+            hovertemplate=f"{text['step']} %{{x}}<br>lr %{{y:.2e}}<extra></extra>",
         )
     )
     fig.add_vline(
         x=warmup,
         line_dash="dot",
         line_color="#9a9a9a",
-        annotation_text=f"warm-up ends at step {warmup:,}: peak {peak:.2e}",
+        annotation_text=text["warmup_ends"].format(warmup=warmup, peak=peak),
     )
     if current_step is not None:
         rate = rate_at(current_step)
@@ -205,15 +217,15 @@ def learning_rate_curve(
                 y=[rate],
                 mode="markers",
                 marker={"size": 11, "color": "#e45756"},
-                name=f"this checkpoint: step {current_step:,}, lr {rate:.2e}",
+                name=text["this_checkpoint"].format(step=current_step, rate=rate),
             )
         )
-    fig.update_xaxes(title_text="step")
-    fig.update_yaxes(title_text="learning rate", exponentformat="e")
+    fig.update_xaxes(title_text=text["step"])
+    fig.update_yaxes(title_text=text["learning_rate"], exponentformat="e")
     fig.update_layout(
         title={
-            "text": f"Learning-rate schedule: d_model = {d_model}, warm-up = {warmup:,}, scale = {scale:g}"
-            + (f", cool-down = {cooldown:,} to step {last_step:,}" if cooldown > 0 else "")
+            "text": text["schedule_title"].format(d_model=d_model, warmup=warmup, scale=scale)
+            + (text["cooldown"].format(cooldown=cooldown, last_step=last_step) if cooldown > 0 else "")
         },
         height=400,
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
