@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
+from transformer.analysis.heads import SCORES
+from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, message
 
 LANGUAGE_KEY = "lang"
 
@@ -26,6 +27,13 @@ def language() -> str:
 def t(key: str, **values: object) -> str:
     """The message ``key`` in the chosen language, with ``values`` filled in."""
     return message(language(), key, **values)
+
+
+def score_text(key: str, part: str) -> str:
+    """A head score's ``name`` or ``description`` in the chosen language: the registry's own (English) text, or its
+    translation ``score.<key>.<part>`` in the language's catalogue."""
+    translated = catalogue(language()).get(f"score.{key}.{part}")
+    return translated or getattr(SCORES[key], part)
 
 
 def language_picker() -> None:

@@ -14,9 +14,19 @@ from transformer.i18n import LANGUAGES, catalogue
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
-FIGURE_WORDS = {"steps.py": "plot", "positional.py": "plot_pe", "training.py": "plot_training"}
+FIGURE_WORDS = {
+    "steps.py": "plot",
+    "positional.py": "plot_pe",
+    "training.py": "plot_training",
+    "attention.py": "plot_scores",
+}
 # Pages translated so far, each with a link that opens every part of it.
-KOREAN_PAGES = {"step_by_step.py": {}, "positional_encoding.py": {}, "model_and_training.py": {}}
+KOREAN_PAGES = {
+    "step_by_step.py": {},
+    "positional_encoding.py": {},
+    "model_and_training.py": {},
+    "head_discovery.py": {},
+}
 SYMBOLS = {"d_model", "d_ff"}  # labels that are the paper's own symbols
 FORMULAS = {"plot.scores", "plot.scaled", "plot.residual", "plot.output"}
 
@@ -27,15 +37,20 @@ def fields(text: str) -> set[str]:
 
 def test_every_language_has_every_message_with_the_same_fields():
     english = catalogue("en")
+    # Head scores are named in the registry (English); other languages translate every one of them.
+    from transformer.analysis.heads import SCORES
+
+    scores = {f"score.{key}.{part}" for key in SCORES for part in ("name", "description")}
     for language in LANGUAGES:
         messages = catalogue(language)
-        assert set(messages) == set(english), language
+        assert set(messages) == set(english) | (scores if language != "en" else set()), language
         for key, text in messages.items():
             assert text.strip(), f"{language}: {key} is empty"
-            assert fields(text) == fields(english[key]), f"{language}: {key} has other fields than English"
+            assert key in scores or fields(text) == fields(english[key]), f"{language}: {key}: other fields"
     korean = catalogue("ko")
     # Only formulas may stay as they are.
     untranslated = {key for key in english if korean[key] == english[key]}
+    assert all(korean[key] != getattr(SCORES[key.split(".")[1]], key.split(".")[2]) for key in scores)
     assert untranslated <= FORMULAS, sorted(untranslated - FORMULAS)
 
 

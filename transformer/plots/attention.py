@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
+from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.style import FONT, safe_label
 
 ATTENTION_COLOURS = "Blues"
@@ -398,7 +399,12 @@ def token_lines(
 
 
 def score_heatmap(
-    values: np.ndarray, title: str, first: int = 1, fmt: str = ".2f", zrange: tuple[float, float] | None = None
+    values: np.ndarray,
+    title: str,
+    first: int = 1,
+    fmt: str = ".2f",
+    zrange: tuple[float, float] | None = None,
+    language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """A per-head score [layers, heads] as a heatmap with the value written in each cell; layers and heads are
     numbered from ``first``. Missing scores (NaN) stay blank. ``zrange`` fixes the colour scale (0–1 for shares, so
@@ -406,15 +412,16 @@ def score_heatmap(
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"expected a [layers, heads] table, got shape {values.shape}")
-    layers = [f"layer {i + first}" for i in range(values.shape[0])]
-    heads = [f"head {i + first}" for i in range(values.shape[1])]
-    text = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
+    text = words(language, "plot_scores")
+    layers = [text["layer"].format(layer=i + first) for i in range(values.shape[0])]
+    heads = [text["head"].format(head=i + first) for i in range(values.shape[1])]
+    cells = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
     fig = go.Figure(
         go.Heatmap(
             z=values,
             x=heads,
             y=layers,
-            text=text,
+            text=cells,
             texttemplate="%{text}",
             colorscale="Viridis",
             zmin=None if zrange is None else zrange[0],
