@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
+from pages.i18n import language, score_text, t
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (
@@ -25,7 +26,7 @@ from transformer.checkpoint import CheckpointError
 from transformer.plots import attention as plot_attention
 from transformer.plots.paper import figure_3, figure_4, figure_5
 
-st.set_page_config(page_title="Paper figures", page_icon="📄", layout="wide")
+st.set_page_config(page_title=t("fig.page"), page_icon="📄", layout="wide")
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -63,34 +64,29 @@ loaded = page_checkpoint("figures", FIELDS)
 key = str(loaded.path)
 num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
 
-st.title("The paper's attention figures")
-st.markdown(
-    "The appendix of *Attention Is All You Need* shows three encoder self-attention figures from **layer 5 of 6**: "
-    "heads that follow a long-distance dependency, heads that resolve an anaphor, and heads whose patterns follow "
-    "the sentence's structure. Here they are redrawn on the loaded model with the paper's two newstest2013 "
-    "sentences, in the paper's style: queries on the left, keys on the right, line opacity = attention weight, one "
-    "colour per head. Next to each figure: the paper's caption, what this model shows in numbers, and its "
-    "translation. The heads drawn by default are the ones of this model that match each figure best."
-)
+st.title(t("fig.title"))
+st.markdown(t("fig.intro"))
+# Names looked up now (not inside a format function, which may run later outside this page's run).
+numbering = {value: t("fig.numbering_1" if value else "fig.numbering_0", value=value) for value in (1, 0)}
 
 first = st.sidebar.radio(
-    "Count layers and heads from",
+    t("fig.first"),
     (1, 0),
-    format_func=lambda value: f"{value} (the paper's “layer 5” is the {'5th' if value else 'last'})",
+    format_func=numbering.get,
     key="fig_first",
     on_change=forget_layer,
-    help="The paper says “layer 5 of 6” and “heads 5 and 6” without saying whether it counts from 0 or 1.",
+    help=t("fig.first_help"),
 )
-words = st.sidebar.toggle("Merge pieces into words", key="fig_words")
-specials = st.sidebar.toggle("Show <EOS> and the paper's <pad> tokens", key="fig_specials")
-view = {"words": words, "specials": specials}
+words = st.sidebar.toggle(t("fig.words"), key="fig_words")
+specials = st.sidebar.toggle(t("fig.specials"), key="fig_specials")
+view = {"words": words, "specials": specials, "language": language()}
 
 # ------------------------------------------------------------------------------------------------ which step
 timeline_path = loaded.path / TIMELINE_FILE
 try:
     timeline = cached_timeline(str(timeline_path), timeline_path.stat().st_mtime) if timeline_path.exists() else []
 except CheckpointError as error:
-    st.warning(f"The checkpoint's training timeline cannot be read ({error}); showing the loaded model only.")
+    st.warning(t("fig.timeline_error", error=error))
     timeline = []
 measured = measured_heads(loaded, key)
 live = measured.point
@@ -98,26 +94,23 @@ live_step = int((loaded.meta or {}).get("step", 0))
 points = [point for point in timeline if point.step != live_step] + [live]
 points.sort(key=lambda point: point.step)
 if len(points) > 1:
-    st.subheader("Heads over training")
+    st.subheader(t("fig.over_training"))
     by_step = {point.step: point for point in points}
     url_state.ensure("fig_step", live.step, by_step.__contains__)
+    step_names = {step: f"{step:,}" + (t("fig.loaded") if by_step[step] is live else "") for step in by_step}
     chosen = st.select_slider(
-        "Training step",
+        t("fig.step"),
         options=list(by_step),
-        format_func=lambda step: f"{step:,}" + (" (loaded)" if by_step[step] is live else ""),
+        format_func=step_names.get,
         key="fig_step",
-        help="Snapshots the trainer kept during the run (`--snapshot-steps`), stored in the checkpoint's "
-        f"`{TIMELINE_FILE}`. Move the slider to watch the same figures and scores as the heads specialise.",
+        help=t("fig.step_help", file=TIMELINE_FILE),
     )
     point = by_step[chosen]
-    hours = f", {point.train_hours:.2f} h of training" if point.train_hours is not None else ""
-    st.caption(f"Showing step {point.step:,}{hours}" + ("" if point is live else " (a snapshot of the same run)."))
+    hours = t("fig.hours", hours=point.train_hours) if point.train_hours is not None else ""
+    st.caption(t("fig.showing", step=point.step, hours=hours) + ("" if point is live else t("fig.snapshot")))
 else:
     point = live
-    st.caption(
-        f"This checkpoint ships no `{TIMELINE_FILE}`, so only the loaded model is shown. "
-        "`python -m transformer.analysis.timeline` builds one from a run's snapshots."
-    )
+    st.caption(t("fig.no_timeline", file=TIMELINE_FILE))
 metrics = point.metrics
 
 
@@ -143,18 +136,18 @@ def show_best_example() -> None:
     forget_heads()  # each figure then opens on that layer's best-matching heads
 
 
-st.button(
-    "Show the best example", on_click=show_best_example,
-    help="Jump to the training step and encoder layer of this run that match the paper's figures best (most heads "
-    "from “making” on “more”/“difficult”, sharpest “its” head), with each figure's best-matching heads.",
-)  # fmt: skip
+st.button(t("fig.best_example"), on_click=show_best_example, help=t("fig.best_example_help"))
 
 the_paper_layer = paper_layer(num_layers, first == 1)
 url_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
+layer_names = {
+    i: t("fig.layer", layer=i + first) + (t("fig.papers_layer") if i == the_paper_layer else "")
+    for i in range(num_layers)
+}
 layer = st.selectbox(
-    "Encoder layer",
+    t("fig.encoder_layer"),
     list(range(num_layers)),
-    format_func=lambda i: f"layer {i + first}" + (" (the paper's layer)" if i == the_paper_layer else ""),
+    format_func=layer_names.get,
     key="fig_layer",
     on_change=forget_heads,
 )
@@ -167,27 +160,37 @@ def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
     )
 
 
+head_names = {head: t("fig.head", head=head + first) for head in range(num_heads)}
+
+
 def head_name(head: int) -> str:
-    return f"head {head + first}"
+    return head_names[head]
 
 
 def paper_side(number: int, findings: str) -> None:
     figure = FIGURES[number]
-    st.markdown(f"**Paper, Figure {number}:** *{figure.caption}*")
-    st.markdown(f"**This model:** {findings}")
+    caption = t(f"fig.caption{number}") if language() != "en" else figure.caption
+    st.markdown(t("fig.paper_caption", number=number, caption=caption))
+    st.markdown(t("fig.this_model", findings=findings))
     if point is live:
-        st.markdown(f"**Our translation:** {measured.translations[number]}")
+        st.markdown(t("fig.our_translation", translation=measured.translations[number]))
     else:
-        st.markdown("**Our translation:** (only for the loaded model; a snapshot keeps its attention, not its weights)")
-    st.markdown(f"**Reference** (newstest2013 line {figure.dev_line}): {figure.reference}")
+        st.markdown(t("fig.no_translation"))
+    st.markdown(t("fig.reference", line=figure.dev_line, reference=figure.reference))
+
+
+def figure_title(number: int) -> str:
+    return t(
+        "fig.figure", number=number, title=t(f"fig.title{number}") if language() != "en" else FIGURES[number].title
+    )
 
 
 # ------------------------------------------------------------------------------------------------ Figure 3
-st.header(f"Figure 3 — {FIGURES[3].title}")
+st.header(figure_title(3))
 making = metrics["figure_3"]
 left, right = st.columns([3, 2])
 if "error" in making:
-    right.warning(f"Cannot measure Figure 3 on this model: {making['error']}")
+    right.warning(t("fig.cannot_measure", number=3, error=making["error"]))
     best_making = []
 else:
     best_making = making_heads(making, layer)
@@ -195,11 +198,11 @@ with right:
     if "error" not in making:
         per_layer = making["heads_on_more_difficult_per_layer"]
         # One metric per row: side by side, their labels are cut in a 2/5-wide column.
-        st.metric(f"Heads of layer {layer + first} on “more”/“difficult”", f"{per_layer[layer]} of {num_heads}")
+        st.metric(t("fig.heads_of_layer", layer=layer + first), t("fig.of", count=per_layer[layer], total=num_heads))
         st.metric(
-            "Best layer",
-            f"layer {making['best_layer_making'] + first}",
-            f"{making['making_heads_on_more_difficult']} heads",
+            t("fig.best_layer"),
+            t("fig.layer", layer=making["best_layer_making"] + first),
+            t("fig.heads_count", count=making["making_heads_on_more_difficult"]),
             delta_color="off",
         )
         tokens = point.attention[3].tokens
@@ -209,113 +212,101 @@ with right:
         on_difficult = word_attention(weights, tokens, m, word_index(tokens, "difficult"))[layer]
         st.dataframe(
             {
-                "head": [head + first for head in range(num_heads)],
-                "strongest other word": making["strongest_word_from_making"][layer],
-                "weight on “more”": np.round(on_more, 3),
-                "weight on “difficult”": np.round(on_difficult, 3),
+                t("fig.col_head"): [head + first for head in range(num_heads)],
+                t("fig.col_strongest"): making["strongest_word_from_making"][layer],
+                t("fig.col_more"): np.round(on_more, 3),
+                t("fig.col_difficult"): np.round(on_difficult, 3),
             },
             hide_index=True,
         )
-        findings = (
-            f"{per_layer[layer]} head(s) of layer {layer + first} put their largest non-self weight from “making” on "
-            f"“more” or “difficult” (goal: at least 3 in one layer); per layer: {per_layer}."
-        )
+        findings = t("fig.findings3", count=per_layer[layer], layer=layer + first, per_layer=per_layer)
     else:
-        findings = "not measurable."
+        findings = t("fig.not_measurable")
     paper_side(3, findings)
 with left:
     pick_heads("fig3_heads", best_making or list(range(num_heads)))
     heads = st.multiselect(
-        "Heads",
+        t("fig.heads"),
         list(range(num_heads)),
         format_func=head_name,
         key="fig3_heads",
-        help="Default: the heads of this layer whose strongest non-self word from “making” is “more” or "
-        "“difficult” (all heads if there are none).",
+        help=t("fig.heads3_help"),
     )
     if heads:
         show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
     else:
-        st.info("Choose at least one head.")
+        st.info(t("fig.choose_head"))
 
 # ------------------------------------------------------------------------------------------------ Figure 4
-st.header(f"Figure 4 — {FIGURES[4].title}")
+st.header(figure_title(4))
 its = metrics["figure_4"]
 left, right = st.columns([3, 2])
 if "error" in its:
-    right.warning(f"Cannot measure Figure 4 on this model: {its['error']}")
+    right.warning(t("fig.cannot_measure", number=4, error=its["error"]))
     best_its = paper_heads(num_heads, first == 1)
 else:
     best_its = anaphora_heads(its, layer)
 with left:
     pick_heads("fig4_heads", best_its)
     heads = st.multiselect(
-        "Heads (the first one is drawn in full on top)",
+        t("fig.heads4"),
         list(range(num_heads)),
         format_func=head_name,
         key="fig4_heads",
-        help="Default: the two heads of this layer with the most weight from “its” on “Law” or “application”. "
-        f"The paper's heads 5 and 6 are {', '.join(head_name(h) for h in paper_heads(num_heads, first == 1))} "
-        "in this numbering.",
+        help=t("fig.heads4_help", heads=", ".join(head_name(h) for h in paper_heads(num_heads, first == 1))),
     )
     if heads:
         top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
         show_figure(top, key="figure_4_top")
         show_figure(bottom, key="figure_4_bottom")
     else:
-        st.info("Choose at least one head.")
+        st.info(t("fig.choose_head"))
 with right:
     if "error" not in its:
         law, application = np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"])
-        st.metric("Best head: “its” → “Law”", f"{its['its_to_law']:.2f}")
-        st.metric("Best head: “its” → “application”", f"{its['its_to_application']:.2f}")
-        st.caption(
-            f"Best head of the whole model: layer {its['best_layer_its'] + first}, head {its['best_head_its'] + first}."
-            " Goal: one head with weight ≥ 0.5 on “Law” or “application”."
-        )
+        st.metric(t("fig.best_law"), f"{its['its_to_law']:.2f}")
+        st.metric(t("fig.best_application"), f"{its['its_to_application']:.2f}")
+        st.caption(t("fig.best_its", layer=its["best_layer_its"] + first, head=its["best_head_its"] + first))
         st.dataframe(
             {
-                "head": [head + first for head in range(num_heads)],
+                t("fig.col_head"): [head + first for head in range(num_heads)],
                 "“its” → “Law”": np.round(law[layer], 3),
                 "“its” → “application”": np.round(application[layer], 3),
             },
             hide_index=True,
         )
-        findings = (
-            f"in layer {layer + first} the sharpest “its” head puts {max(law[layer].max(), 0):.2f} on “Law” and "
-            f"{application[layer].max():.2f} on “application” (the paper's heads are “very sharp”)."
-        )
+        findings = t("fig.findings4", layer=layer + first, law=max(law[layer].max(), 0),
+                     application=application[layer].max())  # fmt: skip
     else:
-        findings = "not measurable."
+        findings = t("fig.not_measurable")
     paper_side(4, findings)
 
 # ------------------------------------------------------------------------------------------------ Figure 5
-st.header(f"Figure 5 — {FIGURES[5].title}")
+st.header(figure_title(5))
 law_attention = point.attention[5]
 default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
 left, right = st.columns([3, 2])
 with left:
     pick_heads("fig5_heads", default_structure, most=2)
     heads = st.multiselect(
-        "Two heads",
+        t("fig.two_heads"),
         list(range(num_heads)),
         max_selections=2,
         format_func=head_name,
         key="fig5_heads",
-        help="Default: the sharpest head of the layer (lowest entropy) and, among the next sharpest four, the one "
-        "whose pattern differs most from it.",
+        help=t("fig.heads5_help"),
     )
     for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
         show_figure(panel, key=f"figure_5_{index}")
     if not heads:
-        st.info("Choose one or two heads.")
+        st.info(t("fig.choose_two"))
 with right:
     statistics = head_statistics(law_attention.weights, law_attention.tokens)  # over the real (not <pad>) queries
     st.dataframe(
         {
-            "head": [head + first for head in range(num_heads)],
-            "entropy (bits)": np.round(statistics["entropy"][layer], 2),
-            "mean distance": np.round(statistics["mean_distance"][layer], 2),
+            t("fig.col_head"): [head + first for head in range(num_heads)],
+            t("fig.col_entropy"): np.round(statistics["entropy"][layer], 2),
+            t("fig.col_distance"): np.round(statistics["mean_distance"][layer], 2),
         },
         hide_index=True,
     )
@@ -323,33 +314,24 @@ with right:
     rows = law_attention.weights[layer][:, real]
     chosen = heads if len(heads) == 2 else default_structure
     difference = pattern_difference(rows[chosen[0]], rows[chosen[1]])
-    paper_side(
-        5,
-        f"heads {chosen[0] + first} and {chosen[1] + first} of layer {layer + first} differ by {difference:.2f} "
-        "in mean total variation (0 = the same pattern, 1 = disjoint).",
-    )
+    paper_side(5, t("fig.findings5", a=chosen[0] + first, b=chosen[1] + first, layer=layer + first,
+                     difference=difference))  # fmt: skip
 
 # ------------------------------------------------------------------------------------------------ scores
-st.header("Head scores at this step")
-st.caption(
-    "Encoder self-attention scores over the project's pronoun sentences "
-    "(the *Head discovery* page computes them over the dev set, with cross-attention alignment too)."
-)
+st.header(t("fig.scores"))
+st.caption(t("fig.scores_caption"))
 url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
-score_key = st.selectbox(
-    "Score",
-    list(point.scores),
-    format_func=lambda key: SCORES[key].name if key in SCORES else key,
-    key="fig_score",
-)
+score_names = {key: score_text(key, "name") if key in SCORES else key for key in point.scores}
+score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
 score = SCORES.get(score_key)
-name = score.name if score else score_key
-st.caption(f"{name}: {score.description if score else ''}.")
+name = score_names[score_key]
+st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
 show_figure(
     plot_attention.score_heatmap(
-        point.scores[score_key], f"{name} at step {point.step:,}", first=first, zrange=score.zrange if score else None,
+        point.scores[score_key], t("fig.at_step", name=name, step=point.step), first=first,
+        zrange=score.zrange if score else None, language=language(),
     ),
     key="fig_scores", filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
 )  # fmt: skip
-st.caption(f"The paper's layer {PAPER_LAYER} is row “layer {the_paper_layer + first}” here.")
+st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))
 save_page(FIELDS)

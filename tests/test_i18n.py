@@ -19,6 +19,7 @@ FIGURE_WORDS = {
     "positional.py": "plot_pe",
     "training.py": "plot_training",
     "attention.py": "plot_scores",
+    "paper.py": "plot_paper",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
@@ -26,6 +27,7 @@ KOREAN_PAGES = {
     "positional_encoding.py": {},
     "model_and_training.py": {},
     "head_discovery.py": {},
+    "paper_figures.py": {},
 }
 SYMBOLS = {"d_model", "d_ff"}  # labels that are the paper's own symbols
 FORMULAS = {"plot.scores", "plot.scaled", "plot.residual", "plot.output"}
@@ -38,9 +40,12 @@ def fields(text: str) -> set[str]:
 def test_every_language_has_every_message_with_the_same_fields():
     english = catalogue("en")
     # Head scores are named in the registry (English); other languages translate every one of them.
+    from transformer.analysis.figures import FIGURES
     from transformer.analysis.heads import SCORES
 
     scores = {f"score.{key}.{part}" for key in SCORES for part in ("name", "description")}
+    # So are the paper's figure titles and captions (verbatim in transformer.analysis.figures).
+    scores |= {f"fig.{part}{number}" for number in FIGURES for part in ("title", "caption")}
     for language in LANGUAGES:
         messages = catalogue(language)
         assert set(messages) == set(english) | (scores if language != "en" else set()), language
@@ -50,7 +55,11 @@ def test_every_language_has_every_message_with_the_same_fields():
     korean = catalogue("ko")
     # Only formulas may stay as they are.
     untranslated = {key for key in english if korean[key] == english[key]}
-    assert all(korean[key] != getattr(SCORES[key.split(".")[1]], key.split(".")[2]) for key in scores)
+    assert all(
+        korean[key] != getattr(SCORES[key.split(".")[1]], key.split(".")[2])
+        for key in scores
+        if key.startswith("score.")
+    )
     assert untranslated <= FORMULAS, sorted(untranslated - FORMULAS)
 
 
@@ -59,12 +68,13 @@ def test_every_message_the_code_asks_for_exists():
     sources = [*REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"]
     asked = {key for path in sources for key in re.findall(r"""\bt\(\s*f?["']([\w.]+)["']""", path.read_text())}
     assert asked and not asked - set(english), sorted(asked - set(english))
-    # Figures read their words as text["key"] / _say(text, "key") from their prefix's messages.
+    # Figures read their words as text["key"] / _say(text, "key") under their prefix, or message(language, "key").
     for module, prefix in FIGURE_WORDS.items():
         figures = (REPOSITORY / "transformer" / "plots" / module).read_text()
         drawn = {f"{prefix}.{key}" for key in re.findall(r"""text\[\s*f?["']([\w]+)["']""", figures)}
         drawn |= {f"{prefix}.{key}" for key in re.findall(r"""_say\(\s*text,\s*["']([\w]+)["']""", figures)}
-        assert drawn and not drawn - set(english), sorted(drawn - set(english))
+        drawn |= set(re.findall(r"""message\(\s*language,\s*["']([\w.]+)["']""", figures))
+        assert drawn and not drawn - set(english), (module, sorted(drawn - set(english)))
     # Step titles and explanations are asked for by the steps' keys.
     from transformer.analysis.steps import STEPS
 

@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import qualitative
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.i18n import DEFAULT_LANGUAGE, message, words
 from transformer.plots.style import FONT, safe_label
 
 ATTENTION_COLOURS = "Blues"
@@ -287,6 +287,7 @@ def token_lines(
     title: str = "",
     min_weight: float = 0.05,
     first: int = 1,
+    language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """The paper's appendix figures (tensor2tensor style): queries on the left, keys on the right, one line per
     query–key pair whose opacity is the attention weight, one colour per head.
@@ -318,7 +319,7 @@ def token_lines(
                 y=[None],
                 mode="lines",
                 line={"color": colour, "width": 3},
-                name=f"head {head + first}",
+                name=message(language, "plot_scores.head", head=head + first),
                 legendgroup=f"head {head}",
             )
         )

@@ -35,12 +35,18 @@ from transformer.analysis.figures import (
 from transformer.analysis.heads import head_score_tables
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from transformer.decode import translate
+from transformer.i18n import DEFAULT_LANGUAGE, message
 from transformer.plots.attention import token_lines
 
 
 # ------------------------------------------------------------------------------------------------ the figures
 def figure_3(
-    attention: SentenceAttention, layer: int, heads: Sequence[int] | None = None, first: int = 1, **view
+    attention: SentenceAttention,
+    layer: int,
+    heads: Sequence[int] | None = None,
+    first: int = 1,
+    language: str = DEFAULT_LANGUAGE,
+    **view,
 ) -> go.Figure:
     """Only the attentions of "making", for ``heads`` (None = all heads of the layer)."""
     tokens, weights = attention.view(**view)
@@ -51,35 +57,59 @@ def figure_3(
         tokens,
         heads=None if heads is None else list(heads),
         query_index=query_position(tokens, "making"),
-        title=f"Figure 3 — encoder layer {layer + first}: attention from “making”",
+        title=message(language, "plot_paper.figure3", layer=layer + first),
         first=first,
+        language=language,
     )
 
 
 def figure_4(
-    attention: SentenceAttention, layer: int, heads: Sequence[int], first: int = 1, **view
+    attention: SentenceAttention,
+    layer: int,
+    heads: Sequence[int],
+    first: int = 1,
+    language: str = DEFAULT_LANGUAGE,
+    **view,
 ) -> tuple[go.Figure, go.Figure]:
     """Top: the full pattern of ``heads[0]``; bottom: only "its", for ``heads`` (two heads in the paper)."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
     names = ", ".join(str(head + first) for head in heads)
-    top = f"Figure 4 (top) — layer {layer + first}, head {heads[0] + first}: full attention"
-    bottom = f"Figure 4 (bottom) — layer {layer + first}, heads {names}: only “its”"
+    top = message(language, "plot_paper.figure4_top", layer=layer + first, head=heads[0] + first)
+    bottom = message(language, "plot_paper.figure4_bottom", layer=layer + first, heads=names)
     its = query_position(tokens, "its")
     return (
-        token_lines(weights[layer], tokens, tokens, heads=[heads[0]], title=top, first=first),
-        token_lines(weights[layer], tokens, tokens, heads=list(heads), query_index=its, title=bottom, first=first),
+        token_lines(weights[layer], tokens, tokens, heads=[heads[0]], title=top, first=first, language=language),
+        token_lines(
+            weights[layer],
+            tokens,
+            tokens,
+            heads=list(heads),
+            query_index=its,
+            title=bottom,
+            first=first,
+            language=language,
+        ),
     )
 
 
-def figure_5(attention: SentenceAttention, layer: int, heads: Sequence[int], first: int = 1, **view) -> list[go.Figure]:
+def figure_5(
+    attention: SentenceAttention,
+    layer: int,
+    heads: Sequence[int],
+    first: int = 1,
+    language: str = DEFAULT_LANGUAGE,
+    **view,
+) -> list[go.Figure]:
     """The full patterns of ``heads``, one panel each."""
     tokens, weights = attention.view(**view)
     tokens = label(tokens)
     panels = []
     for head in heads:
-        title = f"Figure 5 — layer {layer + first}, head {head + first}: full attention"
-        panels.append(token_lines(weights[layer], tokens, tokens, heads=[head], title=title, first=first))
+        title = message(language, "plot_paper.figure5", layer=layer + first, head=head + first)
+        panels.append(
+            token_lines(weights[layer], tokens, tokens, heads=[head], title=title, first=first, language=language)
+        )
     return panels
 
 
