@@ -26,10 +26,10 @@ from pages.common import (
     sidebar_figure_format_picker,
     stored_heads,
 )
+from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import (
-    KIND_TITLES,
     KINDS,
     AttentionMaps,
     Translation,
@@ -46,18 +46,18 @@ from transformer.plots import bertviz as bertviz_view
 
 DEFAULT_SENTENCE = "The children are playing in the park."
 # The paper's two attention-figure sentences (newstest2013), one click away.
-PAPER_SENTENCES = {
-    "“making … more difficult” (Figure 3)": FIGURES[3].sentence,
-    "“its → Law / application” (Figures 4, 5)": FIGURES[4].sentence,
+PAPER_SENTENCES = {  # message key of the button → sentence
+    "explore.paper_making": FIGURES[3].sentence,
+    "explore.paper_its": FIGURES[4].sentence,
 }
 FALLBACK_VIEW = ("encoder", 4, 0)  # kind, 0-based layer and head: without stored head scores, the paper's layer 5
 MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model reads fewer pieces than this anyway)
 MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
-KIND_LABELS = {"encoder": "Encoder self", "decoder": "Decoder self (masked)", "cross": "Cross (decoder → encoder)"}
 
 # ------------------------------------------------------------------------------------------------ URL state
 # Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
 VIEW_KEY = "view"
+VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
 VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
 BERTVIZ_VIEWS = ("head view", "model view")
@@ -193,11 +193,12 @@ def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> t
     if every_layer:
         st.session_state[f"{prefix}head"] = "avg"
     left, right = columns or st.columns(2)
-    left.selectbox("Layer", layer_options, key=f"{prefix}layer", format_func=lambda v: "average" if v == "avg" else v)
+    average = t("explore.average")
+    names = {value: average if value == "avg" else value for value in {*layer_options, *head_options}}
+    left.selectbox(t("explore.layer_label"), layer_options, key=f"{prefix}layer", format_func=names.get)
     right.selectbox(
-        "Head", head_options, key=f"{prefix}head", format_func=lambda v: "average" if v == "avg" else v,
-        disabled=every_layer, help="With the layers averaged, so are the heads: heads of different layers that share "
-        "a number are unrelated." if every_layer else None,
+        t("explore.head_label"), head_options, key=f"{prefix}head", format_func=names.get,
+        disabled=every_layer, help=t("explore.heads_averaged") if every_layer else None,
     )  # fmt: skip
     return (
         choice_index(st.session_state[f"{prefix}layer"], maps.num_layers),
@@ -212,20 +213,15 @@ def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | N
     return f"{sentence}-{kind}-layer{'avg' if layer is None else layer + 1}-head{'avg' if head is None else head + 1}"
 
 
-HOW_TO_READ = """
-- **Rows** are queries (the token looking), **columns** keys (the tokens looked at). Each row sums to 1.
-- **Encoder self**: source on both axes. **Decoder self**: output tokens; the hatched triangle is the **masked
-  future**. **Cross**: output rows, source columns; a good head lights up the word being translated.
-- **`▁`** starts a word (`▁play` `ing` = one word); **`<0x..>`** is a raw byte of a character the vocabulary
-  lacks; **`</s>`** ends the sentence, **`<s>`** starts the output. Heads often park attention on `</s>`.
-- A row spread evenly (≈ uniform) is a head that selects nothing.
-"""
+def kind_labels() -> dict[str, str]:
+    """The attention kinds' short names in the chosen language (looked up now, not inside a format function)."""
+    return {kind: t(f"explore.kind_{kind}") for kind in KINDS}
 
 
 def describe(kind: str, layer: int | None, head: int | None) -> str:
-    where = "all layers" if layer is None else f"layer {layer + 1}"
-    which = "average of all heads" if head is None else f"head {head + 1}"
-    return f"{KIND_TITLES[kind]}, {where}, {which}"
+    where = t("explore.all_layers") if layer is None else t("explore.layer", layer=layer + 1)
+    which = t("explore.all_heads") if head is None else t("explore.head", head=head + 1)
+    return f"{t(f'kind.{kind}')}, {where}, {which}"
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -239,35 +235,34 @@ def main(loading=None) -> None:
 
     restore_from_url()
     with st.sidebar:
-        st.header("Model")
+        st.header(t("explore.model"))
         sidebar_checkpoint_picker()
-        st.header("Decoding")
+        st.header(t("explore.decoding"))
         url_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
-        st.radio("Search", ["beam", "greedy"], key="search", horizontal=True)
+        searches = {"beam": t("explore.beam"), "greedy": t("explore.greedy")}
+        st.radio(t("explore.search"), ["beam", "greedy"], key="search", horizontal=True, format_func=searches.get)
         if st.session_state["search"] == "beam":
             if st.session_state["beam"] < 2:
                 st.session_state["beam"] = 4
-            st.slider("Beam size", 2, 8, key="beam")
-            st.slider("Length penalty α", 0.0, 2.0, step=0.1, key="alpha")
+            st.slider(t("explore.beam_size"), 2, 8, key="beam")
+            st.slider(t("explore.alpha"), 0.0, 2.0, step=0.1, key="alpha")
         else:
             st.session_state["beam"] = 1
         st.radio(
-            "Search precision",
+            t("explore.precision"),
             PRECISIONS,
             key="precision",
             horizontal=True,
-            help="bfloat16 searches with a half-size copy of the weights: faster on CPUs with AVX512-BF16 or AMX, "
-            "about the same BLEU (±0.1 on multi30k), and mostly the same translations. Attention is always "
-            "recorded in float32.",
+            help=t("explore.precision_help"),
         )
-        st.header("Display")
-        st.toggle("Merge word pieces into words", key="merge")
-        st.toggle("Show <s>, </s> and padding", key="specials")
-        st.toggle("Label decoder rows by the token they predict", key="predicted")
+        st.header(t("explore.display"))
+        st.toggle(t("explore.merge"), key="merge")
+        st.toggle(t("explore.specials"), key="specials")
+        st.toggle(t("explore.predicted"), key="predicted")
+        scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
         st.radio(
-            "Colour scale", SCALES, key="scale", horizontal=True,
-            help="0 to 1: every map on the same scale, so a flat head looks flat (best for teaching). Fitted: "
-            "from 0 to the map's largest weight, to see the structure of weak maps.",
+            t("explore.scale"), SCALES, key="scale", horizontal=True, format_func=scales.get,
+            help=t("explore.scale_help"),
         )  # fmt: skip
         sidebar_figure_format_picker()
     presenter_controls()
@@ -279,47 +274,39 @@ def main(loading=None) -> None:
     default_view(loaded)
     config = loaded.config
     source, target = language_name(config.source_language), language_name(config.target_language)
-    st.title("Attention Explorer")
+    st.title(t("explore.title"))
     st.caption(
-        f"{article(source).capitalize()} {source}→{target} encoder–decoder Transformer as in *Attention Is All You "
-        "Need* (Vaswani et al., 2017): "
-        f"{loaded.config.encoder_layers}+{loaded.config.decoder_layers} layers, {loaded.config.num_heads} heads, "
-        f"d_model {loaded.config.d_model} — checkpoint `{loaded.path.name}`."
-    )
+        t("explore.about", article=article(source).capitalize(), source=source, target=target,
+          encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads,
+          d_model=config.d_model, checkpoint=loaded.path.name)
+    )  # fmt: skip
     with st.form("translate", border=False):
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
-        sentence.text_area(f"{source} sentence", key="text", height=68, max_chars=None)
-        button.form_submit_button("Translate", type="primary", width="stretch")
+        sentence.text_area(t("explore.sentence", source=source), key="text", height=68, max_chars=None)
+        button.form_submit_button(t("explore.translate"), type="primary", width="stretch")
     paper = st.columns(len(PAPER_SENTENCES) + 1, vertical_alignment="center")
-    paper[0].caption("Or one of the paper's figure sentences:")
+    paper[0].caption(t("explore.paper_sentences"))
     for column, (label, sentence) in zip(paper[1:], PAPER_SENTENCES.items(), strict=True):
-        column.button(label, on_click=use_sentence, args=(sentence,), type="tertiary")
+        column.button(t(label), on_click=use_sentence, args=(sentence,), type="tertiary")
 
     text = st.session_state["text"]
     if not text.strip():
-        st.info(f"Type {article(source)} {source} sentence above and press **Translate**.")
+        st.info(t("explore.type_sentence", article=article(source), source=source))
         save_to_url()
         stop()
     pasted = len(text)
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
-    with st.spinner("Translating…"):
+    with st.spinner(t("explore.translating")):
         translation = cached_translation(str(loaded.path), text, decoding_options(), loaded)
     if translation.truncated or pasted > len(text):
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()
-        st.warning(
-            f"The input has {pasted:,} characters and the model reads at most {MAX_SOURCE_TOKENS - 1} word pieces: "
-            f"only its first {len(read):,} characters, up to “…{ending}”, were translated and are shown below."
-        )
+        st.warning(t("explore.too_long", pasted=pasted, pieces=MAX_SOURCE_TOKENS - 1, read=len(read), ending=ending))
     reasons = not_source_reasons(text, translation.maps.source_tokens, config.source_language, config.target_language)
     if reasons:
         reads = language_name(config.source_language)
-        st.warning(
-            f"**This model reads {reads}**, and this input does not look like {reads}: "
-            + "; ".join(reasons)
-            + ". Its translation below is likely meaningless; the source tokens show what the model made of it."
-        )
+        st.warning(t("explore.not_source", reads=reads, reasons="; ".join(reasons)))
     st.markdown(
         f'<div class="translation" style="font-size:1.45rem;font-weight:600;margin:0.2rem 0">'
         f"{html.escape(translation.translation) or '∅'}</div>",
@@ -327,9 +314,9 @@ def main(loading=None) -> None:
     )
     decoding = translation.options.describe()
     st.caption(
-        f"{target} translation · {decoding} · decoded in {translation.seconds['decode'] * 1000:.0f} ms, attention "
-        f"recorded in {translation.seconds['attention'] * 1000:.0f} ms"
-    )
+        t("explore.timing", target=target, decoding=decoding, decode=translation.seconds["decode"] * 1000,
+          attention=translation.seconds["attention"] * 1000)
+    )  # fmt: skip
 
     if loading is not None:
         loading.empty()
@@ -338,9 +325,9 @@ def main(loading=None) -> None:
         maps = merged_view(maps)
     if not st.session_state["specials"]:
         maps = without_specials(maps)
-    with st.expander("Tokens as the model sees them", expanded=bool(reasons)):
-        token_strip("Source tokens", maps.source_tokens)
-        token_strip("Decoder input tokens", maps.target_tokens)
+    with st.expander(t("explore.tokens"), expanded=bool(reasons)):
+        token_strip(t("explore.source_tokens"), maps.source_tokens)
+        token_strip(t("explore.decoder_tokens"), maps.target_tokens)
 
     # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     # render fast.
@@ -348,7 +335,16 @@ def main(loading=None) -> None:
         lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
         lambda: bertviz_panel(maps),
     ), strict=True))  # fmt: skip
-    for tab, render in zip(st.tabs(list(views), key=VIEW_KEY, on_change="rerun"), views.values(), strict=True):
+    # The tabs show names in the chosen language; the URL and the session keep the view's English name.
+    labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
+    by_label = {label: view for view, label in labels.items()}
+    st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
+
+    def chosen() -> None:
+        st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
+
+    tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
+    for tab, render in zip(tabs, views.values(), strict=True):
         if tab.open:
             with tab:
                 render()
@@ -364,7 +360,7 @@ def query_labels(maps: AttentionMaps, kind: str) -> list[str]:
 
 def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind_column.radio("Attention", KINDS, key="kind", format_func=KIND_LABELS.get, horizontal=True)
+    kind_column.radio(t("explore.attention"), KINDS, key="kind", format_func=kind_labels().get, horizontal=True)
     kind = st.session_state["kind"]
     layer, head = layer_head_pickers(maps, columns=(layer_column, head_column))
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
@@ -373,65 +369,72 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     chart, guide = st.columns([3, 1])
     with chart:
         show_figure(plot_attention.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
-                                          causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted"),
+                                          causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted",
+                                          language=language()),
                     key="heatmap", filename=name)  # fmt: skip
-    with guide, st.expander("How to read this", expanded=True):
-        st.markdown(HOW_TO_READ)
+    with guide, st.expander(t("explore.how_to_read"), expanded=True):
+        st.markdown(t("explore.how_to_read_text"))
     left, right = st.columns(2)
-    left.download_button("Download this matrix (CSV)", matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
+    left.download_button(t("explore.download_csv"), matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
                          mime="text/csv")  # fmt: skip
     right.download_button(
-        "Download every head (NPZ)", maps_npz(maps, translation), file_name=f"{name.split('-' + kind)[0]}.npz",
+        t("explore.download_npz"), maps_npz(maps, translation), file_name=f"{name.split('-' + kind)[0]}.npz",
         mime="application/octet-stream",
     )  # fmt: skip
 
 
 def grid_view(maps: AttentionMaps) -> None:
-    kind = st.radio("Attention", KINDS, key="grid_kind", format_func=KIND_LABELS.get, horizontal=True)
+    kind = st.radio(t("explore.attention"), KINDS, key="grid_kind", format_func=kind_labels().get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     fitted = st.session_state["scale"] == "fitted"
+    title = t("explore.grid_title", kind=t(f"kind.{kind}"))
     show_figure(
-        plot_attention.model_view_grid(maps.weights(kind), queries, keys, f"{KIND_TITLES[kind]}: every layer and head",
-                            causal=kind == "decoder", fitted=fitted),
+        plot_attention.model_view_grid(maps.weights(kind), queries, keys, title, causal=kind == "decoder",
+                                       fitted=fitted, language=language()),
         key="grid", filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
     )  # fmt: skip
-    st.caption("Rows are layers (L1 at the top), columns are heads. Pick a layer and head to see one tile large:")
+    st.caption(t("explore.grid_caption"))
     layer, head = layer_head_pickers(maps, prefix="grid_")
     show_figure(
         plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
-                              causal=kind == "decoder", fitted=fitted),
+                              causal=kind == "decoder", fitted=fitted, language=language()),
         key="grid_cell", filename=figure_name(maps, kind, layer, head),
     )  # fmt: skip
 
 
 def focus_view(maps: AttentionMaps) -> None:
-    kind = st.radio("Attention", KINDS, key="focus_kind", format_func=KIND_LABELS.get, horizontal=True)
+    kind = st.radio(t("explore.attention"), KINDS, key="focus_kind", format_func=kind_labels().get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     left, right = st.columns(2)
     url_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
-    layer = left.selectbox("Layer", range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1))
+    layer = left.selectbox(
+        t("explore.layer_label"), range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1)
+    )
     options = [None, *range(len(queries))]
     url_state.ensure("focus_query", None, options.__contains__)
-    query = right.selectbox(
-        "Query token", options, key="focus_query",
-        format_func=lambda i: "all tokens" if i is None else f"{i + 1}: {queries[i]}",
-    )  # fmt: skip
+    query_names = {i: t("explore.all_tokens") if i is None else f"{i + 1}: {queries[i]}" for i in options}
+    query = right.selectbox(t("explore.query"), options, key="focus_query", format_func=query_names.get)
     url_state.ensure("focus_heads", list(range(maps.num_heads)),
                       lambda heads: all(0 <= h < maps.num_heads for h in heads))  # fmt: skip
-    heads = st.multiselect("Heads", list(range(maps.num_heads)), format_func=lambda h: f"head {h + 1}",
+    head_names = {h: t("explore.head", head=h + 1) for h in range(maps.num_heads)}
+    heads = st.multiselect(t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get,
                            key="focus_heads")  # fmt: skip
-    title = f"{KIND_TITLES[kind]}, layer {layer + 1}" + ("" if query is None else f": attention of “{queries[query]}”")
+    title = f"{t(f'kind.{kind}')}, {t('explore.layer', layer=layer + 1)}" + (
+        "" if query is None else t("explore.attention_of", token=queries[query])
+    )
     lines = plot_attention.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None,
-                                       query_index=query, title=title)  # fmt: skip
+                                       query_index=query, title=title, language=language())  # fmt: skip
     show_figure(lines, key="focus",
                 filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))  # fmt: skip
 
 
 def bertviz_panel(maps: AttentionMaps) -> None:
     left, right = st.columns(2)
-    view = left.radio("View", BERTVIZ_VIEWS, key="bertviz_view", horizontal=True)
-    kind = right.selectbox("Attention", ["all", *KINDS], key="bertviz_kind",
-                           format_func=lambda k: "all three" if k == "all" else KIND_LABELS[k])  # fmt: skip
+    bertviz_names = {"head view": t("explore.bertviz_head_view"), "model view": t("explore.bertviz_model_view")}
+    view = left.radio(t("explore.bertviz_view"), BERTVIZ_VIEWS, key="bertviz_view", horizontal=True,
+                      format_func=bertviz_names.get)  # fmt: skip
+    kinds = {"all": t("explore.all_three"), **kind_labels()}
+    kind = right.selectbox(t("explore.attention"), ["all", *KINDS], key="bertviz_kind", format_func=kinds.get)
     selected = None if kind == "all" else kind
     if view == "head view":
         document = bertviz_view.head_view_html(maps, selected)
@@ -439,7 +442,7 @@ def bertviz_panel(maps: AttentionMaps) -> None:
         document = bertviz_view.model_view_html(maps, selected)
     st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
     st.download_button(
-        "Download this view (standalone HTML, works offline)", document,
+        t("explore.download_html"), document,
         file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
     )  # fmt: skip
-    st.caption("bertviz by Jesse Vig; its scripts and libraries are served with the page, nothing is fetched online.")
+    st.caption(t("explore.bertviz_credit"))

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from pages import explore
 from tests.conftest import array, charts, no_exceptions
 from transformer.analysis import precompute
+from transformer.analysis.attention import KIND_TITLES
 from transformer.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -52,7 +53,7 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     (heads,) = charts(app)  # only the open tab (Heads) is built
     # The first view is the model's clearest head, from the measurements stored beside the checkpoint.
     kind, layer, head = precompute.default_head(precompute.read(load_checkpoint(checkpoint)).tables)
-    title = f"{explore.KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}"
+    title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}"
     assert heads["figure"]["layout"]["title"]["text"] == title
     assert (app.query_params["kind"], app.query_params["layer"], app.query_params["head"]) == (
         kind, str(layer + 1), str(head + 1))  # fmt: skip
@@ -78,7 +79,7 @@ def test_the_papers_sentences_are_one_click_away(checkpoint):
     (button,) = [button for button in app.button if "more difficult" in button.label]
     button.click().run()
     no_exceptions(app)
-    assert app.text_area(key="text").value == explore.PAPER_SENTENCES[button.label]
+    assert app.text_area(key="text").value == explore.PAPER_SENTENCES["explore.paper_making"]
     assert app.query_params["text"].startswith("It is in this spirit")
     assert charts(app)[0]["figure"]["layout"]["xaxis"]["ticktext"] != before
 

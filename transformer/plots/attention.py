@@ -20,7 +20,6 @@ from transformer.plots.style import FONT, safe_label
 ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
 MASK_HATCH = "#8c8c8c"
-MASKED_TEXT = "masked (future)"
 HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
 OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
 
@@ -58,7 +57,7 @@ def _finite_max(values: np.ndarray) -> float:
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
-def uniformity_note(matrix: np.ndarray, causal: bool = False) -> str:
+def uniformity_note(matrix: np.ndarray, causal: bool = False, language: str = DEFAULT_LANGUAGE) -> str:
     """ "≈ uniform: …" when a map's rows hardly prefer any key (the largest weight of a row is on average less than
     1.5 × the uniform weight 1 / visible keys); "" otherwise. A fitted colour scale makes such maps look as strong as
     sharp ones, so the figure says it in words."""
@@ -72,10 +71,13 @@ def uniformity_note(matrix: np.ndarray, causal: bool = False) -> str:
     rows = visible >= 2  # a row with one visible key has nothing to choose
     if not rows.any() or (largest[rows] * visible[rows]).mean() >= 1.5:
         return ""
-    keys = f"{num_keys} keys" if not causal else f"1–{int(visible.max())} keys"
-    return (
-        f"≈ uniform: the largest weight of a row is {largest[rows].mean():.2f} on average over {keys} "
-        f"(uniform: {(1 / visible[rows]).mean():.2f})"
+    keys = (
+        message(language, "plot_attention.keys", count=num_keys)
+        if not causal
+        else message(language, "plot_attention.keys_range", most=int(visible.max()))
+    )
+    return message(
+        language, "plot_attention.uniform", largest=largest[rows].mean(), keys=keys, uniform=(1 / visible[rows]).mean()
     )
 
 
@@ -95,6 +97,7 @@ def attention_heatmap(
     title: str,
     causal: bool = False,
     fitted: bool = False,
+    language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """One head (or an average) as a [queries, keys] heatmap: rows are queries top to bottom, columns are keys.
 
@@ -104,13 +107,14 @@ def attention_heatmap(
     probabilities, and maps compare at a glance), or with ``fitted`` from 0 to the map's largest weight; a map whose
     rows are nearly uniform says so under its title (:func:`uniformity_note`).
     """
+    text = words(language, "plot_attention")
     matrix = np.asarray(matrix, dtype=float)
     _check_tokens(matrix.shape, query_tokens, key_tokens)
     num_queries, num_keys = matrix.shape
     queries, keys = _labels(query_tokens), _labels(key_tokens)
     masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
     shown = np.where(masked, np.nan, matrix)
-    weight_text = np.where(masked, MASKED_TEXT, np.char.mod("%.3f", np.nan_to_num(matrix)))
+    weight_text = np.where(masked, text["masked_future"], np.char.mod("%.3f", np.nan_to_num(matrix)))
     customdata = np.dstack(
         [
             np.repeat(np.array(queries, dtype=object)[:, None], num_keys, axis=1),
@@ -124,11 +128,12 @@ def attention_heatmap(
             x=np.arange(num_keys),
             y=np.arange(num_queries),
             customdata=customdata,
-            hovertemplate="query: %{customdata[0]}<br>key: %{customdata[1]}<br>weight: %{customdata[2]}<extra></extra>",
+            hovertemplate=f"{text['query']}: %{{customdata[0]}}<br>{text['key']}: %{{customdata[1]}}<br>"
+            f"{text['weight']}: %{{customdata[2]}}<extra></extra>",
             colorscale=ATTENTION_COLOURS,
             zmin=0.0,
             zmax=_finite_max(shown) if fitted else 1.0,
-            colorbar={"title": {"text": "weight"}, "thickness": 14},
+            colorbar={"title": {"text": text["weight"]}, "thickness": 14},
             hoverongaps=True,
             name="attention",
         )
@@ -144,7 +149,7 @@ def attention_heatmap(
                 line={"width": 0},
                 fillcolor=MASK_FILL,
                 fillpattern={"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
-                name=MASKED_TEXT,
+                name=text["masked_future"],
                 hoverinfo="skip",  # the heatmap's own hover already names masked cells per query and key
                 showlegend=True,
             )
@@ -156,7 +161,7 @@ def attention_heatmap(
         tickangle=-60 if num_keys <= 25 else -90,  # long sentences: upright labels, smaller, so they never overlap
         tickfont={"size": _tick_size(num_keys)},
         automargin=True,
-        title_text="key",
+        title_text=text["key"],
         range=[-0.5, num_keys - 0.5],
         showgrid=False,
         zeroline=False,
@@ -168,11 +173,11 @@ def attention_heatmap(
         tickfont={"size": _tick_size(num_queries)},
         automargin=True,  # the labels push the plot right instead of being cut at the left edge
         autorange="reversed",
-        title_text="query",
+        title_text=text["query"],
         showgrid=False,
         zeroline=False,
     )
-    note = uniformity_note(matrix, causal)
+    note = uniformity_note(matrix, causal, language)
     fig.update_layout(
         title={"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
         height=_heatmap_height(num_queries),
@@ -191,6 +196,7 @@ def model_view_grid(
     title: str,
     causal: bool = False,
     fitted: bool = False,
+    language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale (0 to 1, or
     to the largest weight with ``fitted``).
@@ -201,6 +207,7 @@ def model_view_grid(
     names layer, head, query, key and weight while each label is sent once, not once per cell. With ``causal``
     the future cells are empty and a grey layer behind them shows through.
     """
+    text = words(language, "plot_attention")
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 4:
         raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
@@ -237,7 +244,7 @@ def model_view_grid(
                 colorscale=[[0, MASK_FILL], [1, MASK_FILL]],
                 showscale=False,
                 hoverinfo="skip",
-                name="masked (future)",
+                name=text["masked_future"],
             )
         )
     fig.add_trace(
@@ -250,7 +257,7 @@ def model_view_grid(
             zmax=_finite_max(canvas) if fitted else 1.0,
             hoverongaps=False,
             hovertemplate="%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
-            colorbar={"title": {"text": "weight"}, "thickness": 14},
+            colorbar={"title": {"text": text["weight"]}, "thickness": 14},
             name="attention",
         )
     )
@@ -265,7 +272,7 @@ def model_view_grid(
         ticktext=[f"L{layer + 1}" for layer in range(num_layers)],
     )  # fmt: skip
     fig.update_layout(
-        title={"text": safe_label(title) + (" (grey: masked future positions)" if causal else "")},
+        title={"text": safe_label(title) + (text["grey_masked"] if causal else "")},
         height=int(min(1600, max(400, 130 * num_layers + 120))),
         margin={"l": 10, "r": 10, "t": 90, "b": 10},
         font=FONT,
@@ -393,7 +400,7 @@ def token_lines(
         height=int(max(320, 24 * rows + 120)),
         margin={"l": 10, "r": 10, "t": 60, "b": 10},
         font=FONT,
-        legend={"title": {"text": "colour = head, opacity = weight"}},
+        legend={"title": {"text": message(language, "plot_attention.legend")}},
         plot_bgcolor="white",
     )
     return fig
