@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.analysis.heads import SCORES
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, message
 
 LANGUAGE_KEY = "lang"
@@ -32,6 +31,8 @@ def t(key: str, **values: object) -> str:
 def score_text(key: str, part: str) -> str:
     """A head score's ``name`` or ``description`` in the chosen language: the registry's own (English) text, or its
     translation ``score.<key>.<part>`` in the language's catalogue."""
+    from transformer.analysis.heads import SCORES  # here: app.py imports this module before torch is needed
+
     translated = catalogue(language()).get(f"score.{key}.{part}")
     return translated or getattr(SCORES[key], part)
 
