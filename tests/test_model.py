@@ -228,3 +228,49 @@ def test_config_records_the_language_pair_and_older_configs_read_as_english_to_g
     older = {key: value for key, value in preset("tiny").to_dict().items() if not key.endswith("_language")}
     assert (ModelConfig.from_dict(older).source_language, ModelConfig.from_dict(older).target_language) == ("en", "de")
     assert (language_name("fr"), language_name("xx")) == ("French", "xx")
+
+
+def small_model() -> tuple[Transformer, torch.Tensor, torch.Tensor]:
+    """The tiny model (2 layers of 4 heads per kind) with a batch of two sentences."""
+    return tiny_model(), random_ids(2, 7), random_ids(2, 5, seed=2)
+
+
+def test_a_head_mask_of_ones_changes_nothing():
+    model, source, target = small_model()
+    with torch.no_grad():
+        plain = model(source, target).logits
+        ones = {kind: torch.ones(2, 4) for kind in ("encoder", "decoder", "cross")}
+        kept = model(source, target, head_mask=ones).logits
+    assert torch.equal(plain, kept)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_switching_a_head_off_zeroes_its_output_before_the_output_projection(kind):
+    """Michel et al.: head h off ≡ its columns of Wᴼ set to zero."""
+    model, source, target = small_model()
+    layer, head, width = 1, 2, model.config.d_model // model.config.num_heads
+    mask = torch.ones(2, 4)
+    mask[layer, head] = 0
+    with torch.no_grad():
+        masked = model(source, target, head_mask={kind: mask}).logits
+        assert not torch.allclose(masked, model(source, target).logits)
+        model.attention_modules(kind)[layer].output.weight[:, head * width : (head + 1) * width] = 0
+        reference = model(source, target).logits
+    torch.testing.assert_close(masked, reference)
+
+
+def test_head_masks_hold_only_inside_their_block_and_are_checked():
+    model, source, target = small_model()
+    off = {"cross": torch.zeros(2, 4)}
+    with torch.no_grad(), model.head_mask(off):
+        inside = model(source, target).logits
+    with torch.no_grad():
+        after = model(source, target).logits
+        assert torch.equal(model(source, target, head_mask=off).logits, inside)
+    assert not torch.allclose(inside, after)
+    assert all(module.head_gate is None for kind in ("encoder", "decoder", "cross")
+               for module in model.attention_modules(kind))  # fmt: skip
+    with pytest.raises(ValueError, match="head mask of shape"), model.head_mask({"encoder": torch.ones(3, 4)}):
+        pass
+    with pytest.raises(ValueError, match="attention kind"), model.head_mask({"sideways": torch.ones(2, 4)}):
+        pass

@@ -10,7 +10,9 @@ Masks are boolean and broadcastable to (B, H, T_query, T_key); True means "may a
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +20,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer.config import ModelConfig
+
+ATTENTION_KINDS = ("encoder", "decoder", "cross")
+HeadMask = Mapping[str, "Tensor | list"]  # attention kind → [layers, heads] factors (1 keep, 0 off)
 
 
 def sinusoidal_positional_encoding(num_positions: int, d_model: int) -> Tensor:
@@ -60,6 +65,9 @@ class MultiHeadAttention(nn.Module):
         self.key = nn.Linear(d_model, d_model)
         self.value = nn.Linear(d_model, d_model)
         self.output = nn.Linear(d_model, d_model)
+        # Per-head factors on the heads' outputs before Wᴼ (None: all 1); 0 switches a head off (Michel et al.,
+        # 2019). Set through Transformer.head_mask rather than directly.
+        self.head_gate: Tensor | None = None
 
     def split_heads(self, x: Tensor) -> Tensor:
         batch, length, _ = x.shape
@@ -113,6 +121,8 @@ class MultiHeadAttention(nn.Module):
             attended = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v  # (B, H, Tq, K)
         else:
             attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        if self.head_gate is not None:
+            attended = attended * self.head_gate.to(attended.dtype).view(1, -1, 1, 1)
         batch, _, length, _ = attended.shape
         attended = attended.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)  # (B, Tq, D)
         return self.output(attended), weights
@@ -371,18 +381,61 @@ class Transformer(nn.Module):
         return F.linear(hidden, self.embedding.weight)
 
     def forward(
-        self, source: Tensor, target_input: Tensor, need_weights: bool = False, outputs: Tensor | None = None
+        self,
+        source: Tensor,
+        target_input: Tensor,
+        need_weights: bool = False,
+        outputs: Tensor | None = None,
+        head_mask: HeadMask | None = None,
     ) -> Seq2SeqOutput:
         """Teacher-forced pass: source (B, S), right-shifted target (B, T) → logits (B, T, V) and attention.
 
         ``outputs`` (B, T) boolean: project only those positions, giving logits (N, V) for the N True ones (in
-        training, the non-padding targets: the output projection is the largest single matrix product)."""
-        memory, encoder_attention = self.encode(source, need_weights)
-        hidden, decoder_attention, cross_attention = self.decode(
-            target_input, memory, self.source_mask(source), need_weights
-        )
-        logits = self.project(hidden if outputs is None else hidden[outputs])
+        training, the non-padding targets: the output projection is the largest single matrix product).
+        ``head_mask``: heads switched off for this pass (see :meth:`head_mask`)."""
+        with self.head_mask(head_mask):
+            memory, encoder_attention = self.encode(source, need_weights)
+            hidden, decoder_attention, cross_attention = self.decode(
+                target_input, memory, self.source_mask(source), need_weights
+            )
+            logits = self.project(hidden if outputs is None else hidden[outputs])
         return Seq2SeqOutput(logits, encoder_attention, decoder_attention, cross_attention)
+
+    def attention_modules(self, kind: str) -> list[MultiHeadAttention]:
+        """The attention modules of one kind ("encoder", "decoder" or "cross"), by layer."""
+        if kind == "encoder":
+            return [layer.self_attention for layer in self.encoder_layers]
+        if kind == "decoder":
+            return [layer.self_attention for layer in self.decoder_layers]
+        if kind == "cross":
+            return [layer.cross_attention for layer in self.decoder_layers]
+        raise ValueError(f"unknown attention kind {kind!r}; choose encoder, decoder or cross")
+
+    @contextlib.contextmanager
+    def head_mask(self, mask: HeadMask | None) -> Iterator[None]:
+        """Within the block, every pass (teacher-forced, greedy or beam search) runs with the heads of ``mask``
+        switched off: ``mask`` maps an attention kind to a [layers, heads] tensor of factors (1 keeps a head, 0
+        zeroes its output before Wᴼ, as in Michel et al., 2019); kinds it leaves out keep every head. None changes
+        nothing. The previous masks are restored on leaving."""
+        if mask is None:
+            yield
+            return
+        saved = {kind: [module.head_gate for module in self.attention_modules(kind)] for kind in ATTENTION_KINDS}
+        try:
+            for kind, factors in mask.items():
+                modules = self.attention_modules(kind)
+                factors = torch.as_tensor(factors, dtype=torch.float32)
+                if factors.shape != (len(modules), self.config.num_heads):
+                    expected = (len(modules), self.config.num_heads)
+                    raise ValueError(f"{kind} head mask of shape {tuple(factors.shape)}; expected {expected}")
+                device = next(self.parameters()).device
+                for module, row in zip(modules, factors, strict=True):
+                    module.head_gate = row.to(device)
+            yield
+        finally:
+            for kind, gates in saved.items():
+                for module, gate in zip(self.attention_modules(kind), gates, strict=True):
+                    module.head_gate = gate
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
