@@ -18,7 +18,7 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint", "i18n"}
-TOOLS = {"train", "training", "translate", "evaluate"}
+TOOLS = {"train", "training", "translate", "evaluate", "importance"}
 APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
 
 

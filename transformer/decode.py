@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from transformer.data import pad
-from transformer.model import DecoderCache, Transformer
+from transformer.model import DecoderCache, MultiHeadAttention, Transformer
 from transformer.tokenizer import EOS_ID, Tokenizer
 
 EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50
@@ -96,6 +96,10 @@ def search_model(model: Transformer, precision: str) -> Transformer:
     if cached is None or cached[0] != versions:
         reduced = copy.deepcopy(model).to(torch.bfloat16).eval()
         _SEARCH_COPIES[model] = cached = (versions, reduced)
+    # Heads switched off on the model (Transformer.head_mask) are off in its copy too, and only while they are.
+    for original, reduced in zip(model.modules(), cached[1].modules(), strict=True):
+        if isinstance(original, MultiHeadAttention):
+            reduced.head_gate = original.head_gate
     return cached[1]
 
 

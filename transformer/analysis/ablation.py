@@ -1,0 +1,146 @@
+"""What a head is worth: translations with heads switched off, and each head's importance (Michel et al., 2019,
+"Are Sixteen Heads Really Better than One?").
+
+A head is switched off by zeroing its output before the output projection Wᴼ (:meth:`Transformer.head_mask`), in
+every pass of the search and of the attention recording. Importance comes two ways:
+
+- **by ablation**: the drop in BLEU and chrF on a sample when that head alone is off (one search of the sample per
+  head; the exact measure);
+- **by gradient** (Michel et al.'s proxy, one backward pass): ``|∂L/∂ξ_h|`` summed over the sample, where ξ_h is
+  the head's gate (1 = on) and L the teacher-forced loss on the references.
+
+:func:`prune_curve` then switches off the k least important heads for growing k and measures BLEU each time: how
+many heads the model can lose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from transformer.analysis.attention import KINDS, Translation, translate_with_attention
+from transformer.data import collate, encode_pairs
+from transformer.decode import GREEDY, DecodingOptions, translate
+from transformer.model import Transformer
+from transformer.tokenizer import PAD_ID, Tokenizer
+
+Head = tuple[str, int, int]  # attention kind, layer and head, 0-based
+
+
+def head_mask(model: Transformer, off: Iterable[Head]) -> dict[str, torch.Tensor]:
+    """The [layers, heads] gates of every attention kind with the heads ``off`` set to 0."""
+    config = model.config
+    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
+    mask = {kind: torch.ones(layers[kind], config.num_heads) for kind in KINDS}
+    for kind, layer, head in off:
+        if kind not in mask or not 0 <= layer < layers[kind] or not 0 <= head < config.num_heads:
+            raise ValueError(f"no head {kind} layer {layer} head {head} (0-based) in this model")
+        mask[kind][layer, head] = 0.0
+    return mask
+
+
+def translate_ablated(
+    model: Transformer, tokenizer: Tokenizer, text: str, off: Iterable[Head], options: DecodingOptions = GREEDY,
+    max_tokens: int | None = None,
+) -> Translation:  # fmt: skip
+    """:func:`~transformer.analysis.attention.translate_with_attention` with the heads ``off`` switched off."""
+    with model.head_mask(head_mask(model, off)):
+        return translate_with_attention(model, tokenizer, text, options, max_tokens)
+
+
+def scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, float]:
+    """Corpus BLEU and chrF (sacreBLEU's defaults)."""
+    import sacrebleu  # imported here: slow to import, and only the measurements need it
+
+    return (
+        sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score,
+        sacrebleu.corpus_chrf(list(hypotheses), [list(references)]).score,
+    )
+
+
+@dataclass
+class Importance:
+    """Per kind, [layers, heads] tables: the BLEU and chrF lost when the head alone is off (ablation), and the
+    gradient proxy; with the intact model's scores on the same sample."""
+
+    sentences: int
+    bleu: float
+    chrf: float
+    bleu_drop: dict[str, np.ndarray]
+    chrf_drop: dict[str, np.ndarray]
+    gradient: dict[str, np.ndarray]
+
+    def ranked(self, by: str = "bleu_drop") -> list[Head]:
+        """Every head, least important first."""
+        tables = getattr(self, by)
+        heads = [(kind, layer, head) for kind in KINDS for layer, head in np.ndindex(tables[kind].shape)]
+        return sorted(heads, key=lambda h: (tables[h[0]][h[1], h[2]], h))
+
+    def to_json(self) -> dict:
+        return {
+            "sentences": self.sentences, "bleu": round(self.bleu, 2), "chrf": round(self.chrf, 2),
+            **{name: {kind: np.round(table, 4).tolist() for kind, table in getattr(self, name).items()}
+               for name in ("bleu_drop", "chrf_drop", "gradient")},
+        }  # fmt: skip
+
+
+def gradient_importance(
+    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], batch_size: int = 16
+) -> dict[str, np.ndarray]:
+    """Michel et al.'s proxy: |∂L/∂ξ_h| summed over the sample, with L the teacher-forced cross-entropy."""
+    model.eval()
+    gates = {kind: gate.requires_grad_(True) for kind, gate in head_mask(model, ()).items()}
+    device = next(model.parameters()).device
+    examples = encode_pairs(pairs, tokenizer, max_tokens=model.config.max_positions - 1)
+    totals = {kind: np.zeros(tuple(gate.shape)) for kind, gate in gates.items()}
+    with model.head_mask(gates):
+        for start in range(0, len(examples), batch_size):
+            batch = collate(examples[start : start + batch_size]).to(device)
+            logits = model(batch.source, batch.target_input).logits
+            loss = F.cross_entropy(logits.flatten(0, 1).float(), batch.target_output.flatten(), ignore_index=PAD_ID,
+                                   reduction="sum")  # fmt: skip
+            grads = torch.autograd.grad(loss, list(gates.values()))
+            for kind, grad in zip(gates, grads, strict=True):
+                totals[kind] += grad.abs().numpy()
+    model.zero_grad(set_to_none=True)
+    return totals
+
+
+def head_importance(
+    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], options: DecodingOptions = GREEDY,
+    ablation: bool = True,
+) -> Importance:  # fmt: skip
+    """Every head's importance on ``pairs`` (source, reference): by ablation (unless ``ablation`` is False: one
+    search of the sample per head) and by gradient."""
+    sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
+    bleu, chrf = scores(translate(model, tokenizer, sources, options), references)
+    gradient = gradient_importance(model, tokenizer, pairs)
+    bleu_drop = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
+    chrf_drop = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
+    if ablation:
+        for kind, table in gradient.items():
+            for layer, head in np.ndindex(table.shape):
+                with model.head_mask(head_mask(model, [(kind, layer, head)])):
+                    hypotheses = translate(model, tokenizer, sources, options)
+                head_bleu, head_chrf = scores(hypotheses, references)
+                bleu_drop[kind][layer, head] = bleu - head_bleu
+                chrf_drop[kind][layer, head] = chrf - head_chrf
+    return Importance(len(pairs), bleu, chrf, bleu_drop, chrf_drop, gradient)
+
+
+def prune_curve(
+    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], order: Sequence[Head],
+    counts: Sequence[int], options: DecodingOptions = GREEDY,
+) -> list[dict]:  # fmt: skip
+    """BLEU and chrF with the first k heads of ``order`` off, for each k in ``counts``."""
+    sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
+    curve = []
+    for count in counts:
+        with model.head_mask(head_mask(model, order[:count])):
+            bleu, chrf = scores(translate(model, tokenizer, sources, options), references)
+        curve.append({"heads_off": int(count), "bleu": round(bleu, 2), "chrf": round(chrf, 2)})
+    return curve
