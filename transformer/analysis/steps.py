@@ -179,22 +179,23 @@ def head_steps(
     mask = torch.ones(length_q, length_k, dtype=torch.bool, device=device)
     if seen["mask"] is not None:
         mask = mask & seen["mask"][0, 0].expand(length_q, length_k)
-    heads = []
+    heads, chosen = [], {}
     for index in range(attention.num_heads):
         part = slice(index * d_k, (index + 1) * d_k)
         scores = all_q[:, part] @ all_k[:, part].T
-        weights = torch.softmax((scores / math.sqrt(d_k)).masked_fill(~mask, float("-inf")), dim=-1)
+        scaled = scores / math.sqrt(d_k)
+        masked = scaled.masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(masked, dim=-1)
         heads.append(weights @ all_v[:, part])
+        if index == head:
+            chosen = {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights}
     concatenated = torch.cat(heads, dim=-1)
     projected = concatenated @ attention.output.weight.float().T + attention.output.bias.float()
     residual = x + projected
     output = torch.nn.functional.layer_norm(residual, (x.shape[-1],), norm.weight.float(), norm.bias.float(), norm.eps)
 
     q, k, v = all_q[:, columns], all_k[:, columns], all_v[:, columns]
-    scores = q @ k.T
-    scaled = scores / math.sqrt(d_k)
-    masked = scaled.masked_fill(~mask, float("-inf"))
-    weights = torch.softmax(masked, dim=-1)
+    scores, scaled, masked, weights = chosen["scores"], chosen["scaled"], chosen["masked"], chosen["weights"]
     ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
     embedding = positional = None
     if layer == 0 and kind != "cross":
@@ -226,7 +227,7 @@ def head_steps(
         mask=mask.cpu().numpy(),
         masked=array(masked),
         weights=array(weights),
-        head_output=array(weights @ v),
+        head_output=array(heads[head]),
         concatenated=array(concatenated),
         projected=array(projected),
         residual=array(residual),
