@@ -46,6 +46,7 @@ PAGES = [
     st.Page("pages/step_by_step.py", title=t("nav.steps"), icon=":material/school:"),
     st.Page("pages/paper_figures.py", title=t("nav.figures"), icon=":material/article:"),
     st.Page("pages/head_discovery.py", title=t("nav.heads"), icon=":material/search:"),
+    st.Page("pages/what_if.py", title=t("nav.whatif"), icon=":material/science:"),
     st.Page("pages/positional_encoding.py", title=t("nav.positional"), icon=":material/waves:"),
     st.Page("pages/model_and_training.py", title=t("nav.model"), icon=":material/monitoring:"),
 ]

@@ -40,7 +40,7 @@ from transformer.analysis.attention import (
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_source_reasons
 from transformer.config import language_name
-from transformer.decode import PRECISIONS, DecodingOptions, default_precision
+from transformer.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 
@@ -132,6 +132,15 @@ def decoding_options() -> DecodingOptions:
     """The sidebar's decoding choices as one object."""
     state = st.session_state
     return DecodingOptions(int(state["beam"]), float(state["alpha"]), precision=state["precision"])
+
+
+def current_options() -> DecodingOptions:
+    """The main page's decoding choices when it has been visited in this session, else the paper's (for the
+    pages that show the same translation)."""
+    try:
+        return decoding_options()
+    except (KeyError, ValueError):
+        return DEFAULT_DECODING
 
 
 def token_strip(label: str, tokens: list[str]) -> None:

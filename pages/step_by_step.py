@@ -15,13 +15,12 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import page_checkpoint, presenting, save_page, show_figure
-from pages.explore import DEFAULT_SENTENCE, cached_translation, decoding_options
+from pages.explore import DEFAULT_SENTENCE, cached_translation, current_options
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.plots import steps as plot_steps
 
 st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
@@ -55,14 +54,6 @@ def cached_demo(d_k: int):
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_next_tokens(checkpoint_path: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], _loaded):
     return next_tokens(_loaded.model, _loaded.tokenizer, source_ids, output_ids)
-
-
-def current_options() -> DecodingOptions:
-    """The main page's decoding choices when it has been visited in this session, else the paper's."""
-    try:
-        return decoding_options()
-    except (KeyError, ValueError):
-        return DEFAULT_DECODING
 
 
 def move(by: int) -> None:

@@ -370,7 +370,7 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
     visit = open_app()
     page = visit.page
     links = texts(page, '[data-testid="stSidebarNav"] a')
-    names = ["Translate and explore", "Attention, step by step", "Paper figures", "Head discovery",
+    names = ["Translate and explore", "Attention, step by step", "Paper figures", "Head discovery", "What if",
              "Positional encoding", "Model and training"]  # fmt: skip
     assert len(links) == len(names) and all(link.endswith(name) for link, name in zip(links, names, strict=True))
     page.get_by_role("link", name="Paper figures").click()

@@ -20,6 +20,7 @@ FIGURE_WORDS = {
     "training.py": "plot_training",
     "attention.py": ("plot_attention", "plot_scores"),
     "paper.py": "plot_paper",
+    "whatif.py": "plot_whatif",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
@@ -28,6 +29,8 @@ KOREAN_PAGES = {
     "model_and_training.py": {},
     "head_discovery.py": {},
     "paper_figures.py": {},
+    "what_if.py": {},  # its tabs, each opened by its link
+    **{f"what_if.py#{tab}": {"wi_tab": tab} for tab in ("importance", "rollout", "beam", "forced", "compare")},
     "app.py": {},  # the main page, Translate and explore
 }
 SYMBOLS = {"d_model", "d_ff"}  # labels that are the paper's own symbols
@@ -90,6 +93,7 @@ def korean_page(trained_checkpoint: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(trained_checkpoint))
 
     def run(page: str, **query: str) -> AppTest:
+        page = page.split("#")[0]
         path = REPOSITORY / "app.py" if page == "app.py" else REPOSITORY / "pages" / page
         app = AppTest.from_file(str(path), default_timeout=120)
         app.query_params["lang"] = "ko"

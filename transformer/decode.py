@@ -11,14 +11,14 @@ from __future__ import annotations
 import copy
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from transformer.data import pad
 from transformer.model import DecoderCache, MultiHeadAttention, Transformer
-from transformer.tokenizer import EOS_ID, Tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50
 PRECISIONS = ("float32", "bfloat16")
@@ -103,6 +103,67 @@ def search_model(model: Transformer, precision: str) -> Transformer:
     return cached[1]
 
 
+@dataclass
+class BeamNode:
+    """One hypothesis of a beam search: the token it adds to its parent, its log-probability log P(y₁…y_step | x)
+    and its length-normalised score (log-probability / lp(step)). ``status``: "kept" (among the beams carried to
+    the next step), "finished" (ended with </s> among the best), "pruned" (a candidate the search dropped) or
+    "root" (the <s> every hypothesis starts from)."""
+
+    id: int
+    parent: int | None
+    step: int
+    token: int
+    log_prob: float
+    score: float
+    status: str
+
+
+@dataclass
+class BeamRecorder:
+    """Records the search tree of every sentence of a :func:`beam_search` call: at each step, every candidate the
+    search weighed (the best 2·beam continuations of the live hypotheses), kept, finished or pruned.
+
+    ``nodes[sentence]`` lists the nodes in the order they were made (ids are positions in that list; node 0 is the
+    root). Only pass one when the tree is wanted: recording reads the candidates back from the device each step."""
+
+    alpha: float = 0.6
+    nodes: list[list[BeamNode]] = field(default_factory=list)
+    _beams: list[list[int | None]] = field(default_factory=list)  # node id of each live beam, per sentence
+
+    def start(self, batch: int, beams: int) -> None:
+        self.nodes = [[BeamNode(0, None, 0, BOS_ID, 0.0, 0.0, "root")] for _ in range(batch)]
+        self._beams = [[0] + [None] * (beams - 1) for _ in range(batch)]
+
+    def step(self, step: int, top_scores: Tensor, origins: Tensor, tokens: Tensor, ends: Tensor,
+             alive_ranks: Tensor, active: list[int]) -> None:  # fmt: skip
+        """One step's candidates (B, 2K) and which ranks stay alive (B, K), for the sentences still searching."""
+        penalty = float(length_penalty(step, self.alpha))
+        beams = alive_ranks.size(1)
+        scores, origins, tokens = top_scores.tolist(), origins.tolist(), tokens.tolist()
+        ends, alive = ends.tolist(), alive_ranks.tolist()
+        for sentence in active:
+            kept = set(alive[sentence])
+            parents = self._beams[sentence]
+            next_beams: list[int | None] = [None] * beams
+            for rank, (log_prob, origin, token) in enumerate(
+                zip(scores[sentence], origins[sentence], tokens[sentence], strict=True)
+            ):
+                parent = parents[origin]
+                if parent is None or log_prob == float("-inf"):
+                    continue
+                if ends[sentence][rank]:
+                    status = "finished" if rank < beams else "pruned"
+                else:
+                    status = "kept" if rank in kept else "pruned"
+                node = BeamNode(len(self.nodes[sentence]), parent, step, int(token), float(log_prob),
+                                float(log_prob) / penalty, status)  # fmt: skip
+                self.nodes[sentence].append(node)
+                if status == "kept":
+                    next_beams[alive[sentence].index(rank)] = node.id
+            self._beams[sentence] = next_beams
+
+
 def length_penalty(length: int | Tensor, alpha: float) -> float | Tensor:
     """GNMT length penalty ((5 + length) / 6)^α; α = 0 turns it off."""
     return ((5 + length) / 6) ** alpha
@@ -150,12 +211,13 @@ def beam_search(
     alpha: float = 0.6,
     early_stop: bool = True,
     max_extra_tokens: int = EXTRA_OUTPUT_TOKENS,
+    recorder: BeamRecorder | None = None,
 ) -> list[list[int]]:
     """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>.
 
     A sentence's search ends when it holds ``beam_size`` finished hypotheses, at its length limit, or (with
     ``early_stop``) as soon as no live hypothesis can still beat the best finished one; the last rule only saves
-    time and never changes the result.
+    time and never changes the result. A ``recorder`` keeps the search tree (:class:`BeamRecorder`).
     """
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
@@ -173,6 +235,9 @@ def beam_search(
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
     done = torch.zeros(batch, dtype=torch.bool, device=device)
     batch_offsets = (torch.arange(batch, device=device) * beams).unsqueeze(1)  # (B, 1)
+    if recorder is not None:
+        recorder.alpha = alpha
+        recorder.start(batch, beams)
 
     for step in range(1, int(limits.max()) + 1):
         hidden, _, _ = model.decode(sequences[:, -1:], memory, source_mask, cache=cache)
@@ -198,6 +263,9 @@ def beam_search(
             finished[sentence].append((float(top_scores[sentence, rank]) / penalty, hypothesis))
         alive_scores = top_scores.masked_fill(ends, float("-inf"))
         alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (B, K), in order of score
+        if recorder is not None:
+            active = (~done).nonzero().flatten().tolist()
+            recorder.step(step, top_scores, origins, tokens, ends, alive_ranks, active)
         for sentence in range(batch):
             if done[sentence]:
                 continue
@@ -255,6 +323,18 @@ def max_source_tokens(model: Transformer) -> int:
     return max(1, model.config.max_positions - 1 - EXTRA_OUTPUT_TOKENS)
 
 
+def source_limit(model: Transformer, max_tokens: int | None = None) -> int:
+    """Source tokens (</s> included) a search may read: ``max_tokens`` when given, never beyond the model's reach."""
+    return min(max_tokens or max_source_tokens(model), max_source_tokens(model))
+
+
+def one_source(model: Transformer, tokenizer: Tokenizer, text: str, max_tokens: int | None = None
+               ) -> tuple[EncodedSource, Tensor]:  # fmt: skip
+    """One sentence encoded for a search (cut to :func:`source_limit`) and as a (1, S) tensor on the model's device."""
+    encoded = encode_source(tokenizer, text, source_limit(model, max_tokens))
+    return encoded, torch.tensor([encoded.ids], dtype=torch.long, device=next(model.parameters()).device)
+
+
 @torch.no_grad()
 def translate_ids(
     model: Transformer,
@@ -268,7 +348,7 @@ def translate_ids(
     batches of similar length; both come back in input order."""
     model.eval()
     searcher = search_model(model, options.precision)
-    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
+    limit = source_limit(model, max_tokens)
     encoded = [encode_source(tokenizer, text, limit).ids for text in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     device = next(model.parameters()).device

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
+from transformer.checkpoint import LoadedCheckpoint, read_json, write_json
 from transformer.data import collate, encode_pairs
 from transformer.decode import GREEDY, DecodingOptions, translate
 from transformer.model import Transformer
 from transformer.tokenizer import PAD_ID, Tokenizer
 
 Head = tuple[str, int, int]  # attention kind, layer and head, 0-based
+IMPORTANCE_FILE = "importance.json"  # beside a checkpoint's weights: `python -m transformer.importance --save`
 
 
 def head_mask(model: Transformer, off: Iterable[Head]) -> dict[str, torch.Tensor]:
@@ -50,6 +53,57 @@ def translate_ablated(
     """:func:`~transformer.analysis.attention.translate_with_attention` with the heads ``off`` switched off."""
     with model.head_mask(head_mask(model, off)):
         return translate_with_attention(model, tokenizer, text, options, max_tokens)
+
+
+def word_diff(before: str, after: str) -> list[tuple[str, str]]:
+    """The words of two translations as (change, text) segments in reading order: "same", "removed" (only in
+    ``before``) and "added" (only in ``after``), from difflib's longest matching blocks over whitespace words."""
+    import difflib
+
+    old, new = before.split(), after.split()
+    segments: list[tuple[str, str]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            segments.append(("same", " ".join(old[i1:i2])))
+            continue
+        if i2 > i1:
+            segments.append(("removed", " ".join(old[i1:i2])))
+        if j2 > j1:
+            segments.append(("added", " ".join(new[j1:j2])))
+    return segments
+
+
+def parse_heads(text: str) -> list[Head]:
+    """Heads written as ``kind:layer:head`` with 1-based layer and head, comma-separated, where ``*`` for the layer
+    or head means all of them (``cross:2:4``, ``encoder:5:*``, ``cross:*:*``) → (kind, layer, head), 0-based. The
+    layer and head counts are checked by :func:`head_mask`."""
+    heads: list[Head] = []
+    for part in filter(None, (part.strip() for part in text.split(","))):
+        pieces = part.split(":")
+        if len(pieces) != 3 or pieces[0] not in KINDS:
+            raise ValueError(f"{part!r}: write a head as kind:layer:head, kind one of {', '.join(KINDS)}")
+        kind, layer, head = pieces
+        heads.append((kind, *(-1 if value == "*" else _one_based(value, part) for value in (layer, head))))
+    return heads
+
+
+def _one_based(value: str, part: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"{part!r}: layers and heads count from 1 (or * for all)")
+    return int(value) - 1
+
+
+def expand_heads(model: Transformer, heads: Iterable[Head]) -> list[Head]:
+    """Heads with -1 for "every layer" or "every head" spelled out (see :func:`parse_heads`)."""
+    config = model.config
+    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
+    expanded: list[Head] = []
+    for kind, layer, head in heads:
+        for one_layer in range(layers[kind]) if layer == -1 else [layer]:
+            for one_head in range(config.num_heads) if head == -1 else [head]:
+                if (kind, one_layer, one_head) not in expanded:
+                    expanded.append((kind, one_layer, one_head))
+    return expanded
 
 
 def scores(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, float]:
@@ -144,3 +198,48 @@ def prune_curve(
             bleu, chrf = scores(translate(model, tokenizer, sources, options), references)
         curve.append({"heads_off": int(count), "bleu": round(bleu, 2), "chrf": round(chrf, 2)})
     return curve
+
+
+def measure_importance(
+    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], options: DecodingOptions = GREEDY,
+    ablation: bool = True,
+) -> dict:  # fmt: skip
+    """Every head's importance (:func:`head_importance`), the heads ranked least important first (by BLEU drop, or
+    by gradient without ``ablation``), and the :func:`prune_curve` over about nine values of k, as one JSON-ready
+    dict; ``heads_off_within_1_bleu`` is the largest k measured whose BLEU is within 1 of the intact model's."""
+    importance = head_importance(model, tokenizer, pairs, options, ablation=ablation)
+    order = importance.ranked("bleu_drop" if ablation else "gradient")
+    total = len(order)
+    counts = sorted({0, *range(0, total, max(1, total // 8)), total - 1})
+    curve = prune_curve(model, tokenizer, pairs, order, counts, options)
+    within = [point["heads_off"] for point in curve if point["bleu"] >= importance.bleu - 1.0]
+    return {
+        "decoding": options.describe(), **importance.to_json(), "ranked_by": "bleu_drop" if ablation else "gradient",
+        "ranked": [[kind, layer, head] for kind, layer, head in order], "prune": curve,
+        "heads_off_within_1_bleu": max(within) if within else 0,
+    }  # fmt: skip
+
+
+def save_importance(loaded: LoadedCheckpoint, result: dict) -> Path:
+    """Store a :mod:`transformer.importance` result beside the checkpoint's weights, with their fingerprint."""
+    from transformer.analysis.precompute import fingerprint
+
+    path = loaded.path / IMPORTANCE_FILE
+    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)})
+    return path
+
+
+def read_importance(loaded: LoadedCheckpoint) -> dict | None:
+    """The stored importance of these weights (None when there is none, it is unreadable, or the weights changed)."""
+    from transformer.analysis.precompute import fingerprint
+
+    path = loaded.path / IMPORTANCE_FILE
+    if not path.is_file():
+        return None
+    try:
+        stored = read_json(path)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("fingerprint") != fingerprint(loaded.path):
+        return None
+    return stored

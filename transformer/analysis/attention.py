@@ -26,6 +26,7 @@ from transformer.decode import (
     DecodingOptions,
     encode_source,
     max_source_tokens,
+    one_source,
     search,
     search_model,
 )
@@ -127,10 +128,7 @@ def translate_with_attention(
     """
     model.eval()
     searcher = search_model(model, options.precision)
-    limit = min(max_tokens or max_source_tokens(model), max_source_tokens(model))
-    encoded = encode_source(tokenizer, text, limit)
-    device = next(model.parameters()).device
-    source = torch.tensor([encoded.ids], dtype=torch.long, device=device)
+    encoded, source = one_source(model, tokenizer, text, max_tokens)
     started = time.perf_counter()
     output = search(searcher, source, options)[0]
     decoded = time.perf_counter()

@@ -1,0 +1,132 @@
+"""Figures of the what-if views: the beam search's tree, per-token probabilities, the BLEU curve as heads are
+switched off, and the difference of two attention maps. Tokens go through :func:`safe_label` (user text)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from transformer.analysis.beam import BeamTree, TokenProbability
+from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.plots.style import FONT, safe_label
+
+STATUS_COLOURS = {"root": "#444444", "kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#c8c8c8"}
+CHOSEN = "#d62728"
+
+
+def _tree_rows(tree: BeamTree) -> dict[int, float]:
+    """A row for each node: children sit in their parents' order, better hypotheses first, so branches do not
+    cross."""
+    rows: dict[int, float] = {0: 0.0}
+    for step in range(1, tree.steps() + 1):
+        nodes = [node for node in tree.nodes if node.step == step]
+        nodes.sort(key=lambda node: (rows[node.parent], -node.log_prob))
+        for index, node in enumerate(nodes):
+            rows[node.id] = float(index)
+    return rows
+
+
+def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
+              language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+    """The search tree: one column per output step, every hypothesis the search weighed as a node labelled with
+    its piece (``pieces[node.id]``), joined to the hypothesis it extends; kept, finished and pruned (grey) nodes
+    in their own colours, the path to ``chosen`` drawn in red. Hover: log-probability and normalised score."""
+    text = words(language, "plot_whatif")
+    rows = _tree_rows(tree)
+    on_path = {node.id for node in tree.path(chosen)} | {0} if chosen is not None else set()
+    fig = go.Figure()
+    for highlighted in (False, True):
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for node in tree.nodes[1:]:
+            if (node.id in on_path) == highlighted:
+                xs += [tree.nodes[node.parent].step, node.step, None]
+                ys += [rows[node.parent], rows[node.id], None]
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                 line={"color": CHOSEN if highlighted else "#bbbbbb",
+                                       "width": 3 if highlighted else 1}))  # fmt: skip
+    for status in ("root", "kept", "finished", "pruned"):
+        nodes = [node for node in tree.nodes if node.status == status]
+        if not nodes:
+            continue
+        fig.add_trace(go.Scatter(
+            x=[node.step for node in nodes], y=[rows[node.id] for node in nodes], mode="markers+text",
+            name=text[f"status_{status}"], text=[safe_label(pieces[node.id]) for node in nodes],
+            textposition="middle right", textfont={"color": "#999999" if status == "pruned" else "#222222"},
+            marker={"color": STATUS_COLOURS[status], "size": 9, "symbol": "diamond" if status == "finished" else
+                    "circle", "line": {"color": [CHOSEN if node.id in on_path else "white" for node in nodes],
+                                       "width": 2}},
+            customdata=[[safe_label(pieces[node.id]), node.log_prob, node.score, node.id] for node in nodes],
+            hovertemplate=f"%{{customdata[0]}}<br>{text['log_prob']}: %{{customdata[1]:.3f}}<br>"
+                          f"{text['score']}: %{{customdata[2]:.3f}}<extra>#%{{customdata[3]}}</extra>",
+        ))  # fmt: skip
+    height = int(min(1200, max(320, 26 * (max(rows.values()) + 1) + 140)))
+    fig.update_xaxes(title_text=text["step"], dtick=1, showgrid=False, zeroline=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
+    fig.update_layout(title={"text": text["tree_title"]}, height=height, font=FONT, plot_bgcolor="white",
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, legend=legend)  # fmt: skip
+    return fig
+
+
+def token_probabilities(series: dict[str, Sequence[TokenProbability]], title: str,
+                        language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+    """Each output token's probability, one bar series per output (e.g. the given translation and the model's),
+    the pieces under the bars and the most probable alternatives on hover."""
+    text = words(language, "plot_whatif")
+    fig = go.Figure()
+    for name, tokens in series.items():
+        alternatives = ["<br>".join(f"{safe_label(piece)} {probability:.3f}" for piece, probability in token.top)
+                        for token in tokens]  # fmt: skip
+        fig.add_trace(go.Bar(
+            x=[f"{token.position + 1}. {safe_label(token.piece)}" for token in tokens],
+            y=[token.probability for token in tokens], name=safe_label(name),
+            customdata=[[token.rank, alternatives[i]] for i, token in enumerate(tokens)],
+            hovertemplate=f"%{{x}}: %{{y:.3f}} ({text['rank']} %{{customdata[0]}})<br>{text['alternatives']}:"
+                          f"<br>%{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
+        ))  # fmt: skip
+    fig.update_yaxes(range=[0, 1], title_text=text["probability"])
+    fig.update_xaxes(tickangle=-60, automargin=True, type="category")
+    fig.update_layout(title={"text": safe_label(title)}, barmode="group", height=380, font=FONT,
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    return fig
+
+
+def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """BLEU (and chrF) as the k least important heads are switched off together, with the intact model's BLEU
+    and the 1-BLEU band below it."""
+    text = words(language, "plot_whatif")
+    counts = [point["heads_off"] for point in curve]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=counts, y=[point["bleu"] for point in curve], mode="lines+markers", name="BLEU"))
+    fig.add_trace(go.Scatter(x=counts, y=[point["chrf"] for point in curve], mode="lines+markers", name="chrF",
+                             line={"dash": "dot"}))  # fmt: skip
+    fig.add_hrect(y0=intact_bleu - 1.0, y1=intact_bleu, fillcolor="#2ca02c", opacity=0.15, line_width=0)
+    fig.update_xaxes(title_text=text["heads_off"].format(total=total), range=[0, total])
+    fig.update_yaxes(title_text=text["score_axis"], rangemode="tozero")
+    fig.update_layout(title={"text": text["prune_title"]}, height=380, font=FONT,
+                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    return fig
+
+
+def difference_heatmap(matrix: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
+                       language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+    """A difference of two attention maps on a diverging scale centred on 0 (red: more on the left side)."""
+    text = words(language, "plot_whatif")
+    matrix = np.asarray(matrix, dtype=float)
+    largest = float(np.abs(matrix).max()) or 1.0
+    fig = go.Figure(go.Heatmap(
+        z=matrix, x=np.arange(matrix.shape[1]), y=np.arange(matrix.shape[0]), colorscale="RdBu_r",
+        zmin=-largest, zmax=largest, colorbar={"title": {"text": text["difference"]}, "thickness": 14},
+        hovertemplate=f"{text['difference']}: %{{z:+.3f}}<extra></extra>",
+    ))  # fmt: skip
+    fig.update_xaxes(tickmode="array", tickvals=list(range(len(key_tokens))), tickangle=-60, automargin=True,
+                     ticktext=[safe_label(token) for token in key_tokens], showgrid=False, zeroline=False)  # fmt: skip
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(query_tokens))), autorange="reversed",
+                     ticktext=[safe_label(token) for token in query_tokens], automargin=True, showgrid=False,
+                     zeroline=False)  # fmt: skip
+    fig.update_layout(title={"text": safe_label(title)}, height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
+                      font=FONT, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    return fig
