@@ -1,13 +1,18 @@
-"""Training throughput of the trainer's code path against its earlier one and against ``torch.nn.Transformer``.
+"""Training throughput of the trainer's code path and batching against their earlier forms and ``torch.nn.Transformer``.
 
-Three code paths train (forward, label-smoothed loss, backward, Adam step) the same ``small`` model shape on the same
-batches: by default real batches made by the trainer's sampler from the long run's data mix (random token ids with
-sentence-like lengths where the corpora are missing, or with ``--random``). ``current`` is the trainer's path,
-``baseline`` the path before fused projections, padding-free logits and fused Adam, ``reference`` torch.nn.Transformer.
-Prints tokens per second (source + target, padding excluded) for each, the achieved GFLOP/s against a large matrix
-product's measured in the same run, and the ratios current/reference and current/baseline.
+Code paths: three train (forward, label-smoothed loss, backward, Adam step) the same ``small`` model shape on the
+same batches — real ones cut by the trainer's sampler from the long run's data mix in its earlier order (random
+token ids with sentence-like lengths where the corpora are missing, or with ``--random``). ``current`` is the
+trainer's path, ``baseline`` the path before fused projections, padding-free logits and fused Adam, ``reference``
+torch.nn.Transformer.
 
-    python benchmarks/train_throughput.py [--steps 20] [--batch-tokens 4096] [--threads N]
+Batching: the current path then trains on one pool's worth of sentences (``--pool`` batches) cut with the same
+``--batch-tokens`` budget in the sampler's order (pools sorted by the longer side) and in its earlier one (sorted by
+the source), the same sentences both times; the padding share and real tokens per batch are counted over a whole
+epoch of each. Prints tokens per second (source + target, padding excluded), the achieved GFLOP/s against a large
+matrix product's measured in the same run, and the ratios: code path, batching, and both (their product).
+
+    python benchmarks/train_throughput.py [--steps 20] [--pool 30] [--batch-tokens 4096] [--threads N]
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from torch import nn
 
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, TOKENIZER_FILE
 from transformer.config import ModelConfig, preset
-from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, encode_pairs, read_corpus
+from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, Example, collate, encode_pairs, read_corpus
 from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
 from transformer.tokenizer import Tokenizer
 from transformer.training.runtime import adam
@@ -122,8 +127,8 @@ def train_seconds(model: nn.Module, batches, path: str) -> list[float]:
     return times
 
 
-def real_batches(count: int, batch_tokens: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]] | None:
-    """``count`` batches as the trainer makes them from the shipped model's data mix (None without the data)."""
+def mix_examples(seed: int) -> list[Example] | None:
+    """The shipped model's data mix (4,000 pairs of each corpus per weight unit), encoded; None without the data."""
     if not (DATA_ROOT / "train" / "tatoeba.en.gz").is_file():
         return None
     tokenizer = Tokenizer.load(REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME / TOKENIZER_FILE)
@@ -132,12 +137,38 @@ def real_batches(count: int, batch_tokens: int, seed: int) -> list[tuple[torch.T
         pairs = read_corpus(spec)
         random.Random(seed).shuffle(pairs)
         examples += encode_pairs(pairs[: 4000 * spec.upsample], tokenizer)
-    sampler = BatchSampler(examples, batch_tokens, seed=seed)
-    batches = []
-    for _, batch in zip(range(count), (batch for _, batch in sampler.iterate(0)), strict=False):
-        target = torch.cat([batch.target_input, batch.target_output[:, -1:]], dim=1)  # <s> … </s>
-        batches.append((batch.source, target))
-    return batches
+    return examples
+
+
+def as_tensors(batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    return batch.source, torch.cat([batch.target_input, batch.target_output[:, -1:]], dim=1)  # <s> … </s>
+
+
+def real_batches(examples: list[Example], count: int, batch_tokens: int, seed: int, sort_by: str = "longer"):
+    """The first ``count`` batches of an epoch as the trainer's sampler cuts them."""
+    sampler = BatchSampler(examples, batch_tokens, seed=seed, sort_by=sort_by)
+    return [as_tensors(batch) for _, batch in zip(range(count), (b for _, b in sampler.iterate(0)), strict=False)]
+
+
+def pool_batches(examples: list[Example], pool: int, batch_tokens: int, seed: int, sort_by: str):
+    """Every batch of one sampler pool's worth of examples (about ``pool`` batches): the same sentences for every
+    ``sort_by``, so that orders compare on identical tokens."""
+    average = sum(e.num_tokens for e in examples) / (2 * len(examples))
+    chosen = random.Random(seed).sample(examples, min(len(examples), int(pool * batch_tokens / average)))
+    sampler = BatchSampler(chosen, batch_tokens, seed=seed, pool_batches=10 * pool, sort_by=sort_by)
+    return [collate([chosen[i] for i in batch]) for batch in sampler.epoch_batches(0)]
+
+
+def padding(examples: list[Example], batch_tokens: int, seed: int, sort_by: str) -> tuple[float, float]:
+    """(padding share, real tokens per batch) of a whole epoch of the sampler."""
+    batches = BatchSampler(examples, batch_tokens, seed=seed, sort_by=sort_by).epoch_batches(0)
+    real = padded = 0
+    for indices in batches:
+        source = max(len(examples[i].source) for i in indices)
+        target = max(len(examples[i].target) - 1 for i in indices)
+        real += sum(len(examples[i].source) + len(examples[i].target) - 1 for i in indices)
+        padded += len(indices) * (source + target)
+    return 1 - real / padded, real / len(batches)
 
 
 def matmul_gflops(size: int = 2048, repeats: int = 10) -> float:
@@ -158,6 +189,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--random", action="store_true", help="random token batches even where the corpora exist")
     parser.add_argument("--no-reference", action="store_true", help="skip torch.nn.Transformer")
+    parser.add_argument("--pool", type=int, default=30, help="batches of sentences timed in both orders (0: skip)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -167,20 +199,24 @@ def main() -> None:
     models["baseline"].load_state_dict(models["current"].state_dict())
     if not args.no_reference:
         models["reference"] = ReferenceTransformer(config)
-    batches = None if args.random else real_batches(args.steps, args.batch_tokens, seed=1)
-    source_of_batches = "real batches of the training mix" if batches else "random-token batches"
-    batches = batches or make_batches(args.steps, args.batch_tokens, config.vocab_size, seed=1)
-    tokens = sum(int((s != 0).sum() + (t[:, 1:] != 0).sum()) for s, t in batches)
-    flops = sum(training_flops(config, s, t) for s, t in batches)
+    examples = None if args.random else mix_examples(seed=1)
+    if examples is None:
+        source_of_batches = "random-token batches"
+        batches = make_batches(args.steps, args.batch_tokens, config.vocab_size, seed=1)
+    else:
+        source_of_batches = "real batches of the training mix (the sampler's earlier order)"
+        batches = real_batches(examples, args.steps, args.batch_tokens, seed=1, sort_by="source")
     print(f"{args.preset}: {models['current'].num_parameters():,} parameters")
     print(f"{torch.get_num_threads()} threads, torch {torch.__version__}, {args.steps} {source_of_batches} of "
-          f"≤{args.batch_tokens} tokens per side, {tokens:,} real tokens")  # fmt: skip
+          f"≤{args.batch_tokens} tokens per side")  # fmt: skip
     for path, model in models.items():
         train_seconds(model, batches[:2], path)  # warm-up
     best = dict.fromkeys(models, math.inf)
     for _ in range(args.rounds):
         for path, model in models.items():
             best[path] = min(best[path], sum(train_seconds(model, batches, path)))
+    tokens = sum(int((s != 0).sum() + (t[:, 1:] != 0).sum()) for s, t in batches)
+    flops = sum(training_flops(config, s, t) for s, t in batches)
     peak = statistics.median(matmul_gflops() for _ in range(3))
     print(f"matrix product (2048², fp32): {peak:.1f} GFLOP/s")
     for name, seconds in best.items():
@@ -189,8 +225,23 @@ def main() -> None:
             f"{name:>9}: {tokens / seconds:,.0f} tokens/s, {achieved:.1f} GFLOP/s ({achieved / peak:.0%} of the matmul)"
         )
     if "reference" in best:
-        print(f"ratio current/reference: {best['reference'] / best['current']:.2f}")
-    print(f"ratio current/baseline: {best['baseline'] / best['current']:.2f}")
+        print(f"ratio current/reference (same batches): {best['reference'] / best['current']:.2f}")
+    code_path = best["baseline"] / best["current"]
+    print(f"ratio current/baseline, code path (same batches): {code_path:.2f}")
+    if examples is None or not args.pool:
+        return
+    # Batching: the current path over one pool of sentences cut in the sampler's order and in its earlier one.
+    seconds = {}
+    for order in ("longer", "source"):
+        share, per_batch = padding(examples, args.batch_tokens, 1, order)
+        pool = pool_batches(examples, args.pool, args.batch_tokens, seed=1, sort_by=order)
+        train_seconds(models["current"], [as_tensors(b) for b in pool[:2]], "current")  # warm-up
+        seconds[order] = sum(train_seconds(models["current"], [as_tensors(b) for b in pool], "current"))
+        print(f"pools sorted by the {order} side: {share:.1%} padding and {per_batch:,.0f} real tokens per batch over "
+              f"an epoch; one pool's sentences in {len(pool)} batches, {seconds[order]:.1f} s")  # fmt: skip
+    batching = seconds["source"] / seconds["longer"]
+    print(f"ratio sorted by the longer side / by the source, same sentences: {batching:.2f}")
+    print(f"ratio current/baseline, code path and batching (same budget): {code_path * batching:.2f}")
 
 
 if __name__ == "__main__":

@@ -20,13 +20,15 @@ own translation, and compare two checkpoints or two sentences — each on the lo
 from __future__ import annotations
 
 import html
+import io
+import json
 
 import numpy as np
 import streamlit as st
 
 from pages import url_state
 from pages.common import available_checkpoints, get_checkpoint, page_checkpoint, save_page, show_figure
-from pages.explore import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, cached_translation, current_options
+from pages.explore import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, cached_translation, current_options, matrix_csv
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis import ablation, rollout
@@ -173,6 +175,13 @@ def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None,
                                                  causal=kind == "decoder", language=language()), key=key)  # fmt: skip
 
 
+def download_json(name: str, value: dict) -> None:
+    """The tab's numbers as a JSON download (the figures download with their camera button)."""
+    document = json.dumps(value, ensure_ascii=False, indent=1, default=float)
+    st.download_button(t("whatif.download_json"), document, file_name=f"{name.removeprefix('wi_')}.json",
+                       mime="application/json", key=f"{name}_download")  # fmt: skip
+
+
 def describe(kind: str, layer: int, head: int) -> str:
     return t("whatif.view", kind=t(f"kind.{kind}"), layer=layer + 1, head=head + 1)
 
@@ -218,6 +227,10 @@ def ablate_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, op
     with right:
         heatmap(ablated.maps, kind, layer, head, f"{describe(kind, layer, head)} {state}".strip(), "wi_ablate_after")
     st.caption(t("whatif.ablate_note"))
+    download_json("wi_ablation", {
+        "sentence": text, "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
+        "translation": translation.translation, "ablated": ablated.translation,
+        "diff": ablation.word_diff(translation.translation, ablated.translation)})  # fmt: skip
 
 
 def importance_tab(loaded: LoadedCheckpoint) -> None:
@@ -272,6 +285,7 @@ def importance_tab(loaded: LoadedCheckpoint) -> None:
     chosen = [tuple(head) for head in result["ranked"][:k]]
     st.button(t("whatif.switch_k", k=k), on_click=set_heads_off, args=(chosen, loaded.config.num_heads),
               disabled=k == 0, help=t("whatif.switch_k_help"))  # fmt: skip
+    download_json("wi_importance", {key: value for key, value in result.items() if key != "fingerprint"})
 
 
 def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -> None:
@@ -315,6 +329,15 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
                                                      t("whatif.cross_rollout_title"), language=language()),
                     key="wi_cross_rollout")  # fmt: skip
     st.caption(t("whatif.source_share", low=float(share.min()), high=float(share.max())))
+    arrays = {"source_tokens": np.array(tokens), "target_tokens": np.array(maps.target_tokens),
+              "encoder_rollout": rollout.attention_rollout(maps.encoder, residual), "cross_rollout": through["source"],
+              "source_share": share, "residual": np.array(residual)}  # fmt: skip
+    if flow and short:
+        arrays["encoder_flow"] = flowed
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    st.download_button(t("whatif.download_npz"), buffer.getvalue(), file_name="rollout.npz",
+                       mime="application/octet-stream", key="wi_rollout_download")  # fmt: skip
 
 
 def beam_tab(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> None:
@@ -350,6 +373,10 @@ def beam_tab(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> N
     with st.expander(t("whatif.alternatives_table")):
         st.dataframe(table, hide_index=True, width="stretch")
     maps = cached_attention(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
+    download_json("wi_beam", {
+        "sentence": text, "decoding": options.describe(),
+        "nodes": [{"id": n.id, "parent": n.parent, "step": n.step, "piece": pieces[n.id], "log_prob": n.log_prob,
+                   "score": n.score, "status": n.status} for n in tree.nodes]})  # fmt: skip
     kind, layer, head = head_pickers(loaded, "wi_beam_")
     heatmap(maps, kind, layer, head, f"{describe(kind, layer, head)} — {chosen + 1}. {labels[chosen]}", "wi_beam_map")
 
@@ -380,6 +407,11 @@ def forced_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, op
     for column, (name, tokens) in zip((left, right), series.items(), strict=True):
         with column:
             show_figure(plot_whatif.token_probabilities({name: tokens}, name, language()), key=f"wi_forced_{name}")
+    download_json("wi_forced", {
+        "sentence": text, "given": given, "translation": translation.translation, "bleu": forced.bleu,
+        "chrf": forced.chrf, **{name: [{"piece": p.piece, "probability": p.probability, "rank": p.rank,
+                                        "top": p.top} for p in scored.tokens]
+                                for name, scored in (("given", forced.given), ("model", forced.model))}})  # fmt: skip
     kind, layer, head = head_pickers(loaded, "wi_forced_")
     left, right = st.columns(2)
     with left:
@@ -436,6 +468,8 @@ def compare_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, o
     show_figure(plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
                 key="wi_difference")  # fmt: skip
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
+    st.download_button(t("whatif.download_csv"), matrix_csv(delta, queries, keys), file_name="difference.csv",
+                       mime="text/csv", key="wi_difference_download")  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ page

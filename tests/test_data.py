@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import random
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,30 @@ def test_batches_respect_the_token_budget_and_cover_every_example():
     # Similar lengths share a batch: far less padding than random grouping would give.
     padding = sum(int((collate([examples[i] for i in b]).source == PAD_ID).sum()) for b in batches)
     assert padding < 0.15 * sum(len(e.source) for e in examples)
+
+
+def test_sorting_by_the_longer_side_packs_more_real_tokens_with_less_padding():
+    # Targets whose lengths vary around their sources', as translations do: the cut measures the longer side, so
+    # pools sorted by it fill each batch closer to its budget.
+    rng = random.Random(0)
+    sources = [3 + int(rng.expovariate(1 / 10)) % 60 for _ in range(2000)]
+    lengths = [(s, max(2, round(s * rng.uniform(0.7, 1.5)))) for s in sources]
+    examples = [Example((*range(4, 4 + s), EOS_ID), (BOS_ID, *range(4, 4 + t), EOS_ID)) for s, t in lengths]
+
+    def packing(sort_by: str) -> tuple[float, float]:
+        batches = BatchSampler(examples, batch_tokens=256, seed=1, pool_batches=20, sort_by=sort_by).epoch_batches(0)
+        real = padded = 0
+        for indices in batches:
+            batch = collate([examples[i] for i in indices])
+            assert batch.source.numel() <= 256 and batch.target_input.numel() <= 256
+            real += int((batch.source != PAD_ID).sum() + (batch.target_input != PAD_ID).sum())
+            padded += batch.source.numel() + batch.target_input.numel()
+        return 1 - real / padded, real / len(batches)
+
+    (longer_padding, longer_real), (source_padding, source_real) = packing("longer"), packing("source")
+    assert longer_real > 1.05 * source_real and longer_padding <= source_padding + 0.005
+    with pytest.raises(ValueError, match="unknown sort_by"):
+        BatchSampler(examples, batch_tokens=96, sort_by="random")
 
 
 def test_batch_order_is_reproducible_and_changes_per_epoch():

@@ -142,12 +142,22 @@ def collate(examples: Sequence[Example]) -> Batch:
     return Batch(pad([e.source for e in examples]), target[:, :-1], target[:, 1:])
 
 
+SORT_KEYS = {
+    "longer": lambda e: (max(len(e.source), len(e.target)), len(e.source), len(e.target)),
+    "source": lambda e: (len(e.source), len(e.target)),
+}
+
+
 class BatchSampler:
     """Token-count batches of similar-length pairs, in an order fixed by (seed, epoch).
 
     Each epoch the (up-sampled) examples are shuffled, sorted by length inside pools of ``pool_batches`` batches
     (so lengths match within a batch while batches stay random), cut so that no batch's padded source or target
-    exceeds ``batch_tokens``, and the batches are shuffled. With ``world_size`` > 1 every process keeps every
+    exceeds ``batch_tokens``, and the batches are shuffled. The sort key is the longer side's length first
+    (``sort_by="longer"``), the length the cut measures: sorted by the source alone (``"source"``, this sampler's
+    earlier order), the target lengths within a run of equal sources vary and end batches early — on the training
+    mix 15% of the positions were padding and a 4,096-token batch held 5,700 real tokens; sorted by the longer
+    side, 7% and 7,400 (``benchmarks/train_throughput.py``). With ``world_size`` > 1 every process keeps every
     ``world_size``-th batch starting at its ``rank``; all processes get the same number of batches.
     """
 
@@ -159,7 +169,10 @@ class BatchSampler:
         pool_batches: int = 100,
         rank: int = 0,
         world_size: int = 1,
+        sort_by: str = "longer",
     ) -> None:
+        if sort_by not in SORT_KEYS:
+            raise ValueError(f"unknown sort_by {sort_by!r}; choose one of {', '.join(SORT_KEYS)}")
         if not examples:
             raise ValueError("no training examples left after filtering")
         longest = max(max(len(e.source), len(e.target)) for e in examples)
@@ -171,6 +184,7 @@ class BatchSampler:
         self.pool_batches = pool_batches
         self.rank = rank
         self.world_size = world_size
+        self.sort_key = SORT_KEYS[sort_by]
 
     def epoch_batches(self, epoch: int) -> list[list[int]]:
         """Indices into ``examples`` of every batch this process gets in ``epoch``."""
@@ -181,10 +195,7 @@ class BatchSampler:
         pool_size = max(1, int(self.pool_batches * self.batch_tokens / max(average, 1.0)))
         batches: list[list[int]] = []
         for start in range(0, len(order), pool_size):
-            pool = sorted(
-                order[start : start + pool_size],
-                key=lambda i: (len(self.examples[i].source), len(self.examples[i].target)),
-            )
+            pool = sorted(order[start : start + pool_size], key=lambda i: self.sort_key(self.examples[i]))
             batch: list[int] = []
             longest = 0
             for index in pool:

@@ -106,8 +106,9 @@ class Trainer:
             )
         self.examples = self.load_examples()
         self.sampler = BatchSampler(
-            self.examples, options.batch_tokens, options.seed, rank=self.dist.rank, world_size=self.dist.world_size
-        )
+            self.examples, options.batch_tokens, options.seed, rank=self.dist.rank, world_size=self.dist.world_size,
+            sort_by=options.batch_order,
+        )  # fmt: skip
         dev = options.dev
         self.dev_pairs = read_parallel(f"{dev}.{options.src_lang}", f"{dev}.{options.tgt_lang}") if dev else []
         self.health_sample = health_sample() if options.health else None

@@ -26,7 +26,7 @@ DEFAULT_TRAIN = [
 ]
 DEFAULT_DEV = DATA_ROOT / "dev" / "newstest2013"
 GROUPS = ("run", "data", "model and optimisation", "checkpoints, validation and logging")
-EARLIER_DEFAULTS = {"branch_init_gain": 1.0}  # what runs that predate an argument did, where the default changed
+EARLIER_DEFAULTS = {"branch_init_gain": 1.0, "batch_order": "source"}  # what runs that predate an argument did, where the default changed
 
 
 def option(default: Any, help: str | None = None, group: int = 0, defines_run: bool = False, **argparse_options):
@@ -63,6 +63,14 @@ class TrainingConfig:
     max_tokens: int = option(128, "drop training pairs with a longer side", 1, True)
     batch_tokens: int = option(4096, "padded tokens per side per batch", 1, True)
     accumulate: int = option(1, "batches per optimizer step", 1, True)
+    batch_order: str = option(
+        "longer",
+        "sort key of the length-sorted pools batches are cut from: the longer side (less padding) or the source "
+        "(the earlier order)",
+        1,
+        True,
+        choices=("longer", "source"),
+    )
     # model and optimisation
     preset: str = option("small", "tiny, small, base or big", 2, True)
     init_from: Path | None = option(None, "start from this checkpoint's weights and vocabulary (fine-tune)", 2, True)
