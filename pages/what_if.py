@@ -27,11 +27,18 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import available_checkpoints, get_checkpoint, page_checkpoint, save_page, show_figure
+from pages.common import (
+    available_checkpoints,
+    get_checkpoint,
+    page_checkpoint,
+    save_page,
+    show_figure,
+    stored_heads,
+)
 from pages.explore import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, cached_translation, current_options, matrix_csv
 from pages.i18n import language, t
 from pages.url_state import Field
-from transformer.analysis import ablation, rollout
+from transformer.analysis import ablation, precompute, rollout
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.beam import BeamTree, explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
@@ -156,8 +163,20 @@ def translation_line(label: str, text: str) -> None:
                 unsafe_allow_html=True)  # fmt: skip
 
 
+def opening_head(loaded: LoadedCheckpoint) -> tuple[str, int, int]:
+    """The loaded model's clearest head (as the main page opens on), else cross-attention layer 1, head 1."""
+    stored = stored_heads(loaded)
+    return ("cross", 0, 0) if stored is None else precompute.default_head(stored.tables)
+
+
 def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, int, int]:
-    """Kind, layer and head of the view shown on both sides (0-based layer and head)."""
+    """Kind, layer and head of the view shown on both sides (0-based layer and head); they open on the model's
+    clearest head."""
+    if f"{prefix}kind" not in st.session_state:
+        kind, layer, head = opening_head(loaded)
+        st.session_state[f"{prefix}kind"] = kind
+        st.session_state.setdefault(f"{prefix}layer", layer + 1)
+        st.session_state.setdefault(f"{prefix}head", head + 1)
     kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
     kind = kind_column.radio(t("whatif.attention"), KINDS, key=f"{prefix}kind", format_func=kind_names().get,
                              horizontal=True)  # fmt: skip

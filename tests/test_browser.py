@@ -422,6 +422,27 @@ def test_the_classroom_page_walks_through_a_head(open_app: Callable[..., Visit],
     visit.assert_quiet(page_link="step_by_step")
 
 
+def test_the_what_if_page_draws_the_beam_search_tree(open_app: Callable[..., Visit], tmp_path: Path):
+    """What if, Beam search tab: the search tree drawn (its nodes as plotly markers), the n-best list shown; and the
+    ablation tab marks what switching every cross-attention head off changed. With ``WHATIF_SCREENSHOT_PATH`` set,
+    the beam tab's picture is saved there."""
+    visit = open_app(path="/what_if?wi_tab=beam&wi_text=The%20children%20are%20playing%20in%20the%20park.")
+    page = visit.page
+    page.wait_for_selector("text=Beam search tree", timeout=STEP_MS)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.js-plotly-plot')].some(plot => "
+        "plot.querySelector('.gtitle')?.textContent === 'Beam search tree' && "
+        "plot.querySelectorAll('.scatterlayer .point').length > 3)",
+        timeout=STEP_MS,
+    )
+    assert page.locator('[data-testid="stDataFrame"]').count() >= 1  # the n-best list
+    save_screenshot(page, Path(os.environ.get("WHATIF_SCREENSHOT_PATH") or tmp_path / "whatif.png"))
+    page.get_by_role("tab", name="Switch heads off").click()
+    page.get_by_role("button", name="All Encoder–decoder (cross) attention heads off").click()
+    page.wait_for_selector("text=/With [1-9][0-9]* heads off/", timeout=STEP_MS)
+    visit.assert_quiet(page_link="what_if")
+
+
 HANGUL_RENDERS_JS = """() => {
     const context = document.createElement('canvas').getContext('2d');
     context.font = '20px sans-serif';

@@ -114,11 +114,12 @@ def explore_beam(
     max_tokens: int | None = None,
 ) -> BeamTree:
     """Beam search of one sentence with its tree recorded (beam size 1: the greedy path with the candidate it
-    weighed beside each step)."""
+    weighed beside each step). The search runs until it holds ``beam_size`` finished hypotheses: its early stop
+    (which never changes the best one) is off, so that the n-best list is complete."""
     model.eval()
     searcher = search_model(model, options.precision)
     encoded, source = one_source(model, tokenizer, text, max_tokens)
     recorder = BeamRecorder()
-    beam_search(searcher, source, options.beam_size, options.alpha, max_extra_tokens=options.max_extra_tokens,
-                recorder=recorder)  # fmt: skip
+    beam_search(searcher, source, options.beam_size, options.alpha, early_stop=False,
+                max_extra_tokens=options.max_extra_tokens, recorder=recorder)  # fmt: skip
     return BeamTree(recorder.nodes[0], options, list(encoded.ids))

@@ -26,7 +26,10 @@ DEFAULT_TRAIN = [
 ]
 DEFAULT_DEV = DATA_ROOT / "dev" / "newstest2013"
 GROUPS = ("run", "data", "model and optimisation", "checkpoints, validation and logging")
-EARLIER_DEFAULTS = {"branch_init_gain": 1.0, "batch_order": "source"}  # what runs that predate an argument did, where the default changed
+EARLIER_DEFAULTS = {
+    "branch_init_gain": 1.0,
+    "batch_order": "source",
+}  # what runs that predate an argument did, where the default changed
 
 
 def option(default: Any, help: str | None = None, group: int = 0, defines_run: bool = False, **argparse_options):
