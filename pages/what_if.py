@@ -82,6 +82,7 @@ FIELDS = {
     "wi_given": Field("", url_state.text(2000)),
     "wi_mode": Field(MODES[0], url_state.choice(MODES)),
     "wi_other": Field(None),
+    "wi_other_path": Field("", url_state.text(1000)),
     "wi_other_text": Field("The Law will never be perfect, but its application should be just.", url_state.text(2000)),
 }
 
@@ -203,6 +204,17 @@ def download_json(name: str, value: dict) -> None:
 
 def describe(kind: str, layer: int, head: int) -> str:
     return t("whatif.view", kind=t(f"kind.{kind}"), layer=layer + 1, head=head + 1)
+
+
+def comparison_checkpoints(loaded: LoadedCheckpoint) -> list[str]:
+    """What the side-by-side tab offers beside the loaded checkpoint: the app's checkpoints (the loaded one last)
+    and, when the loaded checkpoint lies in a training run's folder, that run's kept checkpoints and snapshots."""
+    names = [name for name in available_checkpoints() if name not in (loaded.path.name, str(loaded.path))]
+    if loaded.path.parent.name in ("checkpoints", "snapshots"):
+        run = loaded.path.parent.parent
+        steps = [*sorted((run / "snapshots").glob("step-*")), *sorted((run / "checkpoints").glob("step-*"))]
+        names += [str(path) for path in steps if path != loaded.path and (path / "config.json").is_file()]
+    return [*names, str(loaded.path)]
 
 
 # ------------------------------------------------------------------------------------------------ tabs
@@ -446,13 +458,16 @@ def compare_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, o
     mode_names = {mode: t(f"whatif.mode_{mode}") for mode in MODES}
     mode = st.radio(t("whatif.compare"), MODES, key="wi_mode", format_func=mode_names.get, horizontal=True)
     if mode == "checkpoints":
-        options_list = available_checkpoints()
-        others = [name for name in options_list if name not in (loaded.path.name, str(loaded.path))]
-        url_state.ensure("wi_other", others[0] if others else str(loaded.path))
-        other_name = st.text_input(t("whatif.other_checkpoint"), key="wi_other",
-                                   help=t("whatif.other_help", choices=", ".join(options_list)))  # fmt: skip
+        choices = comparison_checkpoints(loaded)
+        url_state.ensure("wi_other", choices[0], choices.__contains__)
+        left, right = st.columns(2)
+        chosen = left.selectbox(t("whatif.other_checkpoint"), choices, key="wi_other",
+                                help=t("whatif.other_help"))  # fmt: skip
+        typed = right.text_input(t("whatif.other_folder"), key="wi_other_path", max_chars=1000,
+                                 help=t("whatif.other_folder_help")).strip()  # fmt: skip
+        other_name = typed or chosen
         try:
-            other = get_checkpoint(other_name.strip())
+            other = get_checkpoint(other_name)
         except CheckpointError as error:
             st.error(t("whatif.other_failed", name=other_name, message=str(error).splitlines()[0]))
             return

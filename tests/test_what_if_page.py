@@ -144,10 +144,12 @@ def test_side_by_side_compares_two_sentences_and_two_checkpoints(checkpoint, sen
     no_exceptions(app)
     assert any("differ in shape" in info.value for info in app.info)
     app.radio(key="wi_mode").set_value("checkpoints").run()
-    app.text_input(key="wi_other").set_value(str(tmp_path / "missing")).run()
+    no_exceptions(app)
+    assert str(checkpoint) in app.selectbox(key="wi_other").options
+    app.text_input(key="wi_other_path").set_value(str(tmp_path / "missing")).run()
     no_exceptions(app)
     assert app.error and "Cannot load" in app.error[0].value
-    app.text_input(key="wi_other").set_value(str(checkpoint)).run()
+    app.text_input(key="wi_other_path").set_value(str(checkpoint)).run()
     no_exceptions(app)
     assert len(charts(app)) == 3 and np.abs(array(charts(app)[-1]["figure"]["data"][0]["z"])).max() == 0.0
 
