@@ -87,3 +87,44 @@ def test_server_start_and_first_page_make_no_outside_request(tmp_path: Path, tra
     assert not requests.exists(), requests.read_text(encoding="utf-8")
     assert "External URL" not in printed and "external IP" not in printed, printed
     assert f"localhost:{port}" in printed  # it says where to open the app
+
+
+def test_the_server_configuration_is_hardened():
+    """Streamlit's security options as .streamlit/config.toml sets them (Streamlit reads the same file)."""
+    import tomllib
+
+    config = tomllib.loads((REPOSITORY / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    server = config["server"]
+    assert server["address"] == "localhost"  # a classroom network is an explicit --server.address 0.0.0.0
+    assert server["enableXsrfProtection"] is True and server["enableCORS"] is True
+    assert "*" not in server["corsAllowedOrigins"]
+    assert server["maxUploadSize"] <= 1 and server["maxMessageSize"] <= 50
+    assert server["fileWatcherType"] == "none" and server["enableStaticServing"] is False
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["client"]["showErrorDetails"] == "none"
+
+
+def test_nothing_loads_a_pickle():
+    """Checkpoints are safetensors and JSON: no module imports pickle, and torch.load, if ever used, must not
+    unpickle (weights_only=True)."""
+    import ast
+
+    offending = []
+    for path in [*REPOSITORY.glob("transformer/**/*.py"), *REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py",
+                 *REPOSITORY.glob("benchmarks/*.py"), *REPOSITORY.glob("scripts/*.py")]:  # fmt: skip
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [alias.name for alias in node.names] + (
+                    [node.module] if isinstance(node, ast.ImportFrom) else []
+                )
+                if any(name and name.split(".")[0] in ("pickle", "cPickle", "dill", "joblib") for name in names):
+                    offending.append(f"{path.name}:{node.lineno} imports a pickle module")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load":
+                owner = node.func.value
+                if isinstance(owner, ast.Name) and owner.id == "torch":
+                    safe = any(
+                        k.arg == "weights_only" and getattr(k.value, "value", None) is True for k in node.keywords
+                    )
+                    if not safe:
+                        offending.append(f"{path.name}:{node.lineno} torch.load without weights_only=True")
+    assert not offending, offending
