@@ -22,6 +22,8 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.tokenizer import clean
+
 Parse = Callable[[str], Any]
 
 
@@ -153,6 +155,7 @@ def ensure(key: str, default: Any, valid: Callable[[Any], bool] | None = None) -
 
 def save(fields: dict[str, Field]) -> None:
     """Write the page's current choices to the URL (the ones the page has set; nothing else)."""
+    # clean(): text a URL can carry (a lone surrogate, which Python strings may hold, has no UTF-8 form).
     st.query_params.from_dict(
-        {key: field.dump(st.session_state[key]) for key, field in fields.items() if key in st.session_state}
+        {key: clean(field.dump(st.session_state[key])) for key, field in fields.items() if key in st.session_state}
     )

@@ -148,16 +148,6 @@ def set_heads_off(heads: list[ablation.Head], num_heads: int) -> None:
     st.session_state["wi_tab"] = "ablate"
 
 
-def diff_html(segments: list[tuple[str, str]]) -> str:
-    """The ablated translation with the words it lost struck through (red) and the words it gained marked green."""
-    styles = {"same": "", "removed": "background:#fde0e0;text-decoration:line-through;color:#a00",
-              "added": "background:#dcf5dc;color:#060"}  # fmt: skip
-    titles = {"removed": t("whatif.diff_removed"), "added": t("whatif.diff_added")}
-    parts = [f'<span style="{styles[change]}" title="{titles.get(change, "")}">{html.escape(words)}</span>'
-             for change, words in segments]  # fmt: skip
-    return f'<div style="font-size:1.25rem;font-weight:600">{" ".join(parts) or "∅"}</div>'
-
-
 def translation_line(label: str, text: str) -> None:
     st.markdown(f"**{html.escape(label)}**", unsafe_allow_html=True)
     st.markdown(f'<div style="font-size:1.25rem;font-weight:600">{html.escape(text) or "∅"}</div>',
@@ -246,8 +236,9 @@ def ablate_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, op
         translation_line(t("whatif.original"), translation.translation)
     with right:
         st.markdown(f"**{html.escape(t('whatif.ablated', count=len(off)))}**")
-        st.markdown(diff_html(ablation.word_diff(translation.translation, ablated.translation)),
-                    unsafe_allow_html=True)  # fmt: skip
+        titles = {"removed": t("whatif.diff_removed"), "added": t("whatif.diff_added")}
+        segments = ablation.word_diff(translation.translation, ablated.translation)
+        st.markdown(plot_whatif.diff_html(segments, titles), unsafe_allow_html=True)
     if off and ablated.translation == translation.translation:
         st.caption(t("whatif.unchanged"))
     kind, layer, head = head_pickers(loaded)

@@ -1,7 +1,10 @@
 """The joint English+German SentencePiece vocabulary (§5.1 uses one shared source–target vocabulary).
 
 Byte fallback is on, so any Unicode input — emoji, CJK, control characters — encodes without an unknown piece and
-decodes back without error. Ids 0–3 are fixed: <pad>, <unk>, <s> (bos), </s> (eos).
+decodes back without error. Two kinds of code point are cleaned first (:func:`clean`), in and out: lone surrogates,
+which Python strings may hold but UTF-8 cannot (they become U+FFFD), and the bidirectional embedding, override and
+isolate controls, which carry no words but reorder how the text around them is displayed. Ids 0–3 are fixed:
+<pad>, <unk>, <s> (bos), </s> (eos).
 """
 
 from __future__ import annotations
@@ -17,6 +20,16 @@ import sentencepiece as spm
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 WORD_START = "▁"  # SentencePiece's marker for a piece that begins a word
 SPECIAL_PIECES = frozenset({"<pad>", "<unk>", "<s>", "</s>"})
+
+
+BIDI_CONTROLS = dict.fromkeys(map(ord, "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"))
+
+
+def clean(text: str) -> str:
+    """``text`` with lone surrogates replaced by U+FFFD and bidirectional formatting controls removed."""
+    if any("\ud800" <= character <= "\udfff" for character in text):
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text.translate(BIDI_CONTROLS)
 
 
 def byte_value(piece: str) -> int | None:
@@ -76,15 +89,15 @@ class Tokenizer:
         return self.processor.get_piece_size()
 
     def encode(self, text: str) -> list[int]:
-        """Text → piece ids, without <s> or </s>."""
-        return self.processor.encode(text)
+        """Text → piece ids, without <s> or </s> (after :func:`clean`)."""
+        return self.processor.encode(clean(text))
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return self.processor.encode(list(texts))
+        return self.processor.encode([clean(text) for text in texts])
 
     def decode(self, ids: Iterable[int]) -> str:
-        """Piece ids → text; special ids are dropped."""
-        return self.processor.decode([i for i in ids if i > EOS_ID])
+        """Piece ids → text; special ids are dropped (and what :func:`clean` removes)."""
+        return clean(self.processor.decode([i for i in ids if i > EOS_ID]))
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         """The pieces as the model sees them, specials spelled <s>, </s> and <pad>."""

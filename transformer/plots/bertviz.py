@@ -24,6 +24,7 @@ import numpy as np
 import orjson
 
 from transformer.analysis.attention import KIND_TITLES, KINDS, AttentionMaps
+from transformer.tokenizer import clean
 
 VIEWS = ("head", "model")
 VIEW_TITLES = {"head": "Head view", "model": "Model view"}
@@ -168,8 +169,9 @@ def _indices(values: Sequence[int], count: int, what: str) -> list[int]:
 
 
 def display_tokens(tokens: Sequence[str]) -> list[str]:
-    """Tokens as bertviz labels: SentencePiece's ▁ word marker shown as a space."""
-    return [token.replace("▁", " ") for token in tokens]
+    """Tokens as bertviz labels: SentencePiece's ▁ word marker shown as a space, and text UTF-8 can carry (no lone
+    surrogates, no direction controls: :func:`~transformer.tokenizer.clean`)."""
+    return [clean(token).replace("▁", " ") for token in tokens]
 
 
 def _attention_data(

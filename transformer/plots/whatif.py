@@ -3,6 +3,7 @@ switched off, and the difference of two attention maps. Tokens go through :func:
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import numpy as np
@@ -130,3 +131,15 @@ def difference_heatmap(matrix: np.ndarray, query_tokens: Sequence[str], key_toke
     fig.update_layout(title={"text": safe_label(title)}, height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
                       font=FONT, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
     return fig
+
+
+DIFF_STYLES = {"same": "", "removed": "background:#fde0e0;text-decoration:line-through;color:#a00",
+               "added": "background:#dcf5dc;color:#060"}  # fmt: skip
+
+
+def diff_html(segments: Sequence[tuple[str, str]], titles: dict[str, str]) -> str:
+    """A translation diff (:func:`transformer.analysis.ablation.word_diff`) as HTML: words lost struck through in
+    red, words gained in green, ``titles`` as their tooltips. Every word is escaped: it is model output."""
+    parts = [f'<span style="{DIFF_STYLES[change]}" title="{html.escape(titles.get(change, ""))}">'
+             f"{html.escape(words)}</span>" for change, words in segments]  # fmt: skip
+    return f'<div style="font-size:1.25rem;font-weight:600">{" ".join(parts) or "∅"}</div>'
