@@ -155,22 +155,27 @@ def save_checkpoint(
     if temporary.exists():
         shutil.rmtree(temporary)
     temporary.mkdir()
-    groups = shard_groups(weights, shard_bytes) if shard_bytes else [dict(weights)]
-    if len(groups) == 1:
-        save_file(groups[0], temporary / MODEL_FILE, metadata={"format": "pt"})
-    else:
-        for index, group in enumerate(groups, start=1):
-            save_file(group, temporary / shard_name(index, len(groups)), metadata={"format": "pt"})
-    config.save(temporary / CONFIG_FILE)
-    tokenizer.save(temporary / TOKENIZER_FILE)
-    write_json(temporary / META_FILE, dict(meta))
-    if training_state is not None:
-        save_file(dict(training_state), temporary / STATE_FILE)
-    if trainer is not None:
-        write_json(temporary / TRAINER_FILE, dict(trainer))
-    for written in temporary.iterdir():
-        with open(written, "rb") as handle:
-            os.fsync(handle.fileno())
+    try:
+        groups = shard_groups(weights, shard_bytes) if shard_bytes else [dict(weights)]
+        if len(groups) == 1:
+            save_file(groups[0], temporary / MODEL_FILE, metadata={"format": "pt"})
+        else:
+            for index, group in enumerate(groups, start=1):
+                save_file(group, temporary / shard_name(index, len(groups)), metadata={"format": "pt"})
+        config.save(temporary / CONFIG_FILE)
+        tokenizer.save(temporary / TOKENIZER_FILE)
+        write_json(temporary / META_FILE, dict(meta))
+        if training_state is not None:
+            save_file(dict(training_state), temporary / STATE_FILE)
+        if trainer is not None:
+            write_json(temporary / TRAINER_FILE, dict(trainer))
+        for written in temporary.iterdir():
+            with open(written, "rb") as handle:
+                os.fsync(handle.fileno())
+    except BaseException:
+        # A full disk, a failing device or an interrupt: the partial folder goes, any earlier one at ``path`` stays.
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
     if path.exists():
         retired = path.with_name(f".{path.name}.old-{os.getpid()}")
         os.replace(path, retired)
@@ -179,6 +184,39 @@ def save_checkpoint(
     else:
         os.replace(temporary, path)
     return path
+
+
+def remove_stale_temporaries(folder: Path) -> list[Path]:
+    """Remove the partial folders (``.NAME.tmp-PID``, ``.NAME.old-PID``) that a process killed while writing a
+    checkpoint left in ``folder``, when that process is gone; the removed paths. A retired ``.old`` folder whose
+    checkpoint was never replaced (killed between the two renames) is put back instead."""
+    removed: list[Path] = []
+    if not folder.is_dir():
+        return removed
+    for leftover in folder.glob(".*-*"):
+        name, _, pid = leftover.name.rpartition("-")
+        kind = name.rsplit(".", 1)[-1]
+        if kind not in ("tmp", "old") or not pid.isdigit() or _alive(int(pid)):
+            continue
+        original = folder / name[1 : -len(kind) - 1]
+        if kind == "old" and not original.exists():
+            os.replace(leftover, original)
+            continue
+        shutil.rmtree(leftover, ignore_errors=True)
+        removed.append(leftover)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def shard_groups(weights: Mapping[str, torch.Tensor], shard_bytes: int) -> list[dict[str, torch.Tensor]]:

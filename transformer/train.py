@@ -118,6 +118,11 @@ class Trainer:
     def prepare_run(self, given: set[str]) -> Path | None:
         """Check --out against --resume; with --resume, restore the run's own settings (see
         :meth:`~transformer.training.options.TrainingConfig.restored`) and return the checkpoint to resume."""
+        if self.options.resume and self.dist.main:
+            for folder in (self.checkpoints, self.run / "snapshots"):
+                for leftover in ckpt.remove_stale_temporaries(folder):
+                    print(f"removed {leftover.name}, a checkpoint left half-written when a run was killed",
+                          file=sys.stderr)  # fmt: skip
         found = state.newest_state(self.run)
         if not self.options.resume:
             if found:
@@ -193,12 +198,23 @@ class Trainer:
             "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
 
-    def save(self) -> None:
-        if self.dist.main:
+    def save(self) -> bool:
+        """Write the run's checkpoint; False, with a message, when it cannot be written (a full disk): the previous
+        checkpoint stays as it was, and training goes on to try again at the next save."""
+        if not self.dist.main:
+            return True
+        try:
             state.save_state(
                 self.run, self.model, self.config, self.tokenizer, self.meta(), self.optimizer, self.parameter_names,
                 self.progress, self.options, self.device,
             )  # fmt: skip
+        except OSError as error:
+            kept = ckpt.run_checkpoints(self.run)
+            previous = f"the previous one, {kept[-1].name}, is intact" if kept else "there is no earlier one"
+            print(f"warning: could not save the checkpoint of step {self.progress.step} ({error.strerror or error}); "
+                  f"{previous}", file=sys.stderr)  # fmt: skip
+            return False
+        return True
 
     def snapshot(self) -> None:
         if self.dist.main:
@@ -299,7 +315,7 @@ class Trainer:
         bar = progress_bar(options.progress, options.max_steps, progress.step, self.dist.main)
         stream = self.batches()
         window_tokens, window_start, window = 0.0, time.time(), []
-        interrupted = False
+        interrupted, last_save_ok, final_save_failed = False, True, False
         try:
             while progress.step < options.max_steps:
                 step_start, cpu_start = time.time(), time.process_time()
@@ -345,7 +361,7 @@ class Trainer:
                     options.save_every_steps and progress.step % options.save_every_steps == 0
                 )
                 if wants_stop or self.dist.any(bool(save_due), self.device):
-                    self.save()
+                    last_save_ok = self.save()
                     last_save = time.time()
                 if wants_stop:
                     interrupted = stop.requested
@@ -359,7 +375,14 @@ class Trainer:
                 self.run_validation(started)
             saved = ckpt.run_checkpoints(self.run)
             if not saved or saved[-1].name != f"step-{progress.step:07d}":
-                self.save()
+                final_save_failed = not self.save()
+        if interrupted:
+            final_save_failed = not last_save_ok
+        if final_save_failed:
+            self.say(f"stopped at step {progress.step}, but its checkpoint could not be written: free some space and "
+                     "continue with --resume from the last checkpoint")  # fmt: skip
+            self.dist.close()
+            return 1
         self.say(
             f"{'interrupted' if interrupted else 'stopped'} at step {progress.step}; checkpoint in {self.checkpoints}"
             + ("; continue with --resume" if progress.step < options.max_steps else "")
