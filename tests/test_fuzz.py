@@ -136,3 +136,116 @@ def test_arbitrary_url_parameters_never_break_a_page(page: str, trained_checkpoi
             assert not MARKUP.search(APP_TAGS.sub("", str(value))), value
 
     opens()
+
+
+# ------------------------------------------------------------------------------------------------ bad files
+def broken_copy(checkpoint: Path, folder: Path) -> Path:
+    import shutil
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    return shutil.copytree(checkpoint, folder)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_byte_wise_damaged_weights_give_one_clear_error(trained_checkpoint: Path, tmp_path_factory, data):
+    folder = broken_copy(trained_checkpoint, tmp_path_factory.getbasetemp() / "damaged")
+    weights = folder / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    header = 8 + int.from_bytes(raw[:8], "little")
+    damage = data.draw(st.sampled_from(["truncate", "flip header", "flip data", "header length"]))
+    if damage == "truncate":
+        raw = raw[: data.draw(st.integers(0, len(raw) - 1))]
+    elif damage == "header length":
+        raw[:8] = data.draw(st.integers(0, 2**64 - 1)).to_bytes(8, "little")
+    else:
+        low, high = (0, header - 1) if damage == "flip header" else (header, len(raw) - 1)
+        for _ in range(data.draw(st.integers(1, 8))):
+            raw[data.draw(st.integers(low, high))] ^= data.draw(st.integers(1, 255))
+    weights.write_bytes(bytes(raw))
+    try:
+        loaded = ckpt_module().load_checkpoint(folder)
+    except ckpt_module().CheckpointError as error:
+        assert str(folder) in str(error) and "\n" not in str(error).strip()
+        return
+    # Damage that leaves a readable file with finite weights (flipped mantissa bits) loads as a working model.
+    assert translate_with_attention(loaded.model, loaded.tokenizer, "the cat.", GREEDY).translation is not None
+
+
+def ckpt_module():
+    from transformer import checkpoint
+
+    return checkpoint
+
+
+HEADER_EDITS = st.sampled_from([
+    ("dtype", "I32"), ("dtype", "BOOL"), ("dtype", "F64"), ("shape", [1]), ("shape", [10**12, 10**12]), ("shape", []),
+    ("data_offsets", [0, 10**15]), ("data_offsets", [5, 3]),
+])  # fmt: skip
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=list(HealthCheck))
+@given(edit=HEADER_EDITS, which=st.integers(0, 1000))
+def test_wrong_dtypes_shapes_and_offsets_in_the_header_are_refused(trained_checkpoint, tmp_path_factory, edit, which):
+    folder = broken_copy(trained_checkpoint, tmp_path_factory.getbasetemp() / "header")
+    weights = folder / "model.safetensors"
+    raw = weights.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + length])
+    names = sorted(key for key in header if key != "__metadata__")
+    header[names[which % len(names)]][edit[0]] = edit[1]
+    text = json.dumps(header).encode()
+    weights.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + length :])
+    with pytest.raises(ckpt_module().CheckpointError, match=re.escape(str(weights))):
+        ckpt_module().load_checkpoint(folder)
+
+
+CONFIG_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+                          st.text(max_size=5), st.lists(st.integers(), max_size=2))  # fmt: skip
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+@given(changes=st.dictionaries(st.sampled_from(["vocab_size", "d_model", "num_heads", "d_ff", "encoder_layers",
+                                                "decoder_layers", "dropout", "max_positions", "pad_id", "extra"]),
+                               CONFIG_VALUES, min_size=1, max_size=3))  # fmt: skip
+def test_a_config_with_wrong_types_or_huge_values_gives_one_clear_error(trained_checkpoint, tmp_path_factory, changes):
+    folder = broken_copy(trained_checkpoint, tmp_path_factory.getbasetemp() / "config")
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **changes}))
+    try:
+        loaded = ckpt_module().load_checkpoint(folder)
+    except ckpt_module().CheckpointError as error:
+        assert str(folder) in str(error)
+        return
+    # What still loads (the same shape; another dropout rate or positions table) is a working model.
+    assert translate_with_attention(loaded.model, loaded.tokenizer, "the cat.", GREEDY).translation is not None
+
+
+def test_a_missing_or_foreign_vocabulary_is_named(trained_checkpoint, tmp_path):
+    checkpoint = ckpt_module()
+    folder = broken_copy(trained_checkpoint, tmp_path / "vocab")
+    (folder / "spm.model").write_bytes(b"\x00not a sentencepiece model" * 10)
+    with pytest.raises(checkpoint.CheckpointError, match="not a valid SentencePiece model"):
+        checkpoint.load_checkpoint(folder)
+    shipped = REPOSITORY / "checkpoints" / "en-de-small" / "spm.model"
+    if shipped.is_file():  # another model's vocabulary, of another size
+        (folder / "spm.model").write_bytes(shipped.read_bytes())
+        with pytest.raises(checkpoint.CheckpointError, match="pieces but config.json says vocab_size"):
+            checkpoint.load_checkpoint(folder)
+    (folder / "spm.model").unlink()
+    with pytest.raises(checkpoint.CheckpointError, match="spm.model"):
+        checkpoint.load_checkpoint(folder)
+
+
+def test_corrupted_training_data_is_named_by_file_and_line(tmp_path):
+    from transformer.data import read_parallel
+
+    (tmp_path / "c.en").write_bytes(b"good line\n\xff\xfe broken \xc3\n\nlast\n")
+    (tmp_path / "c.de").write_bytes(b"gute zeile\nkaputt\n\nletzte\n")
+    with pytest.warns(UserWarning, match=r"c\.en: 1 lines are not valid UTF-8 \(first: line 2\)"):
+        pairs = read_parallel(tmp_path / "c.en", tmp_path / "c.de")
+    assert len(pairs) == 4 and pairs[1][0] == "\ufffd\ufffd broken \ufffd"
+    (tmp_path / "c.de").write_bytes(b"nur eine\n")
+    with pytest.raises(ValueError, match=r"c\.en has 4 lines but .*c\.de has 1"):
+        read_parallel(tmp_path / "c.en", tmp_path / "c.de")

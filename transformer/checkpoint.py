@@ -312,7 +312,9 @@ def read_checkpoint(path: Path, weights: Mapping[str, torch.Tensor] | None = Non
             f"{config.vocab_size}"
         )
     weights = dict(read_tensors(path / MODEL_FILE) if weights is None else weights)
-    check_weights(path, weights, Transformer(config))
+    with torch.device("meta"):  # the expected names and shapes, without allocating what the config describes
+        expected = Transformer(config)
+    check_weights(path, weights, expected)
     meta = read_json(path / META_FILE) if (path / META_FILE).is_file() else {}
     return CheckpointFiles(path, config, tokenizer, weights, meta)
 

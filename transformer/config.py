@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# Upper bounds far above the presets (big: d_model 1024, d_ff 4096, 16 heads, 6 layers, 37,000 pieces).
+LIMITS = {"vocab_size": 1_000_000, "d_model": 16_384, "num_heads": 1024, "d_ff": 65_536, "encoder_layers": 128,
+          "decoder_layers": 128, "max_positions": 65_536}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -38,6 +42,17 @@ class ModelConfig:
     target_language: str = "de"
 
     def __post_init__(self) -> None:
+        # A config.json is read from disk: wrong types and sizes no machine could hold are refused before any
+        # tensor is made.
+        for spec in dataclasses.fields(self):
+            value, wanted = getattr(self, spec.name), {"int": int, "float": float, "str": str}[str(spec.type)]
+            if isinstance(value, bool) or not isinstance(value, wanted if wanted is not float else (int, float)):
+                raise ValueError(f"{spec.name} must be {spec.type!s}, got {value!r}")
+        for name, most in LIMITS.items():
+            if getattr(self, name) > most:
+                raise ValueError(
+                    f"{name}={getattr(self, name)} is beyond any model this project builds (at most {most})"
+                )
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.d_model % 2:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,23 @@ class CorpusSpec:
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """All lines of a plain or gzip-compressed UTF-8 text file, without line ends."""
+    """All lines of a plain or gzip-compressed UTF-8 text file, without line ends. Lines that are not valid UTF-8
+    are kept with their bad bytes read as U+FFFD, and one warning names the file, how many lines and the first."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", errors="replace", newline="\n") as handle:
-        return [line.rstrip("\n").rstrip("\r") for line in handle]
+    lines, bad = [], []
+    with opener(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            try:
+                lines.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                bad.append(number)
+                lines.append(raw.decode("utf-8", errors="replace"))
+    if bad:
+        warnings.warn(f"{path}: {len(bad):,} lines are not valid UTF-8 (first: line {bad[0]}); their bad bytes read "
+                      "as U+FFFD", stacklevel=2)  # fmt: skip
+    return lines
 
 
 def read_parallel(source_path: str | Path, target_path: str | Path) -> list[tuple[str, str]]:
