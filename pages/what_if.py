@@ -40,9 +40,9 @@ from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis import ablation, precompute, rollout
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
-from transformer.analysis.beam import BeamTree, explore_beam, token_probabilities
+from transformer.analysis.beam import BeamTree, explore_beam
 from transformer.analysis.compare import difference, same_tokens
-from transformer.analysis.forced import ForcedDecoding, force, reference_for
+from transformer.analysis.forced import ForcedDecoding, Scored, force, reference_for, score_output
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint
 from transformer.data import DATA_ROOT, read_parallel
 from transformer.decode import DecodingOptions
@@ -99,15 +99,9 @@ def cached_beam(checkpoint: str, text: str, options: DecodingOptions, _loaded) -
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def cached_probabilities(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded):
-    return token_probabilities(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids), top_k=5)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_attention(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded) -> AttentionMaps:
-    from transformer.analysis.attention import attention_for
-
-    return attention_for(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids))
+def cached_score(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded) -> Scored:
+    """One hypothesis's attention and per-token probabilities, from one teacher-forced pass."""
+    return score_output(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids), "")
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -380,12 +374,13 @@ def beam_tab(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> N
     chosen = st.selectbox(t("whatif.choose_hypothesis"), range(len(finished)), key="wi_hypothesis",
                           format_func=lambda i: f"{i + 1}. {labels[i]}")  # fmt: skip
     node = finished[chosen]
-    pieces = tokenizer.pieces(node.token for node in tree.nodes)
+    pieces = tokenizer.pieces(each.token for each in tree.nodes)
     show_figure(plot_whatif.beam_tree(tree, pieces, node.id, language()), key="wi_tree")
     st.caption(t("whatif.tree_caption", hypotheses=len(tree.nodes) - 1,
                  pruned=sum(n.status == "pruned" for n in tree.nodes), steps=tree.steps()))  # fmt: skip
     output = tree.tokens(node.id)
-    probabilities = cached_probabilities(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
+    scored = cached_score(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
+    probabilities, maps = scored.tokens, scored.maps
     show_figure(plot_whatif.token_probabilities({labels[chosen]: probabilities}, t("whatif.per_token"), language()),
                 key="wi_token_probabilities")  # fmt: skip
     table = [{t("whatif.position"): p.position + 1, t("whatif.piece"): p.piece,
@@ -394,7 +389,6 @@ def beam_tab(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> N
              for p in probabilities]  # fmt: skip
     with st.expander(t("whatif.alternatives_table")):
         st.dataframe(table, hide_index=True, width="stretch")
-    maps = cached_attention(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
     download_json("wi_beam", {
         "sentence": text, "decoding": options.describe(),
         "nodes": [{"id": n.id, "parent": n.parent, "step": n.step, "piece": pieces[n.id], "log_prob": n.log_prob,

@@ -168,10 +168,10 @@ class BatchSampler:
     (so lengths match within a batch while batches stay random), cut so that no batch's padded source or target
     exceeds ``batch_tokens``, and the batches are shuffled. The sort key is the longer side's length first
     (``sort_by="longer"``), the length the cut measures: sorted by the source alone (``"source"``, this sampler's
-    earlier order), the target lengths within a run of equal sources vary and end batches early — on the training
-    mix 15% of the positions were padding and a 4,096-token batch held 5,700 real tokens; sorted by the longer
-    side, 7% and 7,400 (``benchmarks/train_throughput.py``). With ``world_size`` > 1 every process keeps every
-    ``world_size``-th batch starting at its ``rank``; all processes get the same number of batches.
+    earlier order), the target lengths within a run of equal sources vary and end batches early — over an epoch of
+    the training mix 15.7% of the positions were padding and a 4,096-token batch held 5,613 real tokens; sorted by
+    the longer side, 7.5% and 7,262 (``benchmarks/train_throughput.py``). With ``world_size`` > 1 every process
+    keeps every ``world_size``-th batch starting at its ``rank``; all processes get the same number of batches.
     """
 
     def __init__(

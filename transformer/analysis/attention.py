@@ -95,15 +95,16 @@ class Translation:
 
 
 @torch.no_grad()
-def attention_for(
+def teacher_forced(
     model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int]
-) -> AttentionMaps:
-    """Teacher-forced pass over a source (ending with </s>) and an output (without <s>/</s>): every head recorded."""
+) -> tuple[AttentionMaps, torch.Tensor]:
+    """One teacher-forced pass over a source (ending with </s>) and an output (without <s>/</s>): every head
+    recorded, and the logits (T, V) at each decoder position."""
     device = next(model.parameters()).device
     source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
     result = model(source, target_input, need_weights=True)
-    return AttentionMaps(
+    maps = AttentionMaps(
         source_tokens=tokenizer.pieces(source_ids),
         target_tokens=tokenizer.pieces([BOS_ID, *output_ids]),
         predicted_tokens=tokenizer.pieces([*output_ids, EOS_ID]),
@@ -111,6 +112,14 @@ def attention_for(
         decoder=result.decoder_attention[0].float().cpu().numpy(),
         cross=result.cross_attention[0].float().cpu().numpy(),
     )
+    return maps, result.logits[0]
+
+
+def attention_for(
+    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int]
+) -> AttentionMaps:
+    """Every head's attention over a source and an output (:func:`teacher_forced` without the logits)."""
+    return teacher_forced(model, tokenizer, source_ids, output_ids)[0]
 
 
 @torch.no_grad()

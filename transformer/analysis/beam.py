@@ -46,26 +46,28 @@ class TokenProbability:
 
 @torch.no_grad()
 def token_probabilities(
-    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5
-) -> list[TokenProbability]:
+    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5,
+    logits: torch.Tensor | None = None,
+) -> list[TokenProbability]:  # fmt: skip
     """Teacher-forced probabilities of ``output_ids`` (without <s>/</s>) given ``source_ids`` (ending with </s>):
     one entry per output token and one for the closing </s>. Summed, their log-probabilities are the sequence's
-    log P(y | x), which beam search ranks (before the length penalty)."""
+    log P(y | x), which beam search ranks (before the length penalty). ``logits`` (T, V) of a pass already made
+    over the same pair (:func:`~transformer.analysis.attention.teacher_forced`) save the model a second pass."""
     model.eval()
     device = next(model.parameters()).device
-    source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
-    target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
-    log_probs = torch.log_softmax(model(source, target_input).logits[0].float(), dim=-1)  # (T, V)
-    written = torch.tensor([*output_ids, EOS_ID], device=device)
+    if logits is None:
+        source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
+        target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
+        logits = model(source, target_input).logits[0]
+    log_probs = torch.log_softmax(logits.float(), dim=-1)  # (T, V)
+    written = torch.tensor([*output_ids, EOS_ID], device=log_probs.device)
     chosen = log_probs.gather(1, written[:, None])[:, 0]
     ranks = (log_probs > chosen[:, None]).sum(dim=1) + 1
     top_values, top_ids = log_probs.topk(min(top_k, log_probs.size(-1)), dim=-1)
     result = []
     for position, token in enumerate(written.tolist()):
-        alternatives = [
-            (tokenizer.pieces([int(i)])[0], float(v.exp()))
-            for v, i in zip(top_values[position], top_ids[position], strict=True)
-        ]
+        pieces = tokenizer.pieces(top_ids[position].tolist())
+        alternatives = [(piece, float(value.exp())) for piece, value in zip(pieces, top_values[position], strict=True)]
         result.append(TokenProbability(position, token, tokenizer.pieces([token])[0], float(chosen[position].exp()),
                                        float(chosen[position]), int(ranks[position]), alternatives))  # fmt: skip
     return result

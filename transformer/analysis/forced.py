@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from transformer.analysis.attention import AttentionMaps, Translation, attention_for
+from transformer.analysis.attention import AttentionMaps, Translation, teacher_forced
 from transformer.analysis.beam import TokenProbability, token_probabilities
 from transformer.data import DATA_ROOT, read_parallel
 from transformer.model import Transformer
@@ -56,9 +56,9 @@ def score_output(
     reach = model.config.max_positions - 1  # <s> and the output share the decoder's positions
     truncated = len(output_ids) > reach
     output_ids = list(output_ids[:reach])
-    maps = attention_for(model, tokenizer, source_ids, output_ids)
-    return Scored(text, output_ids, maps, token_probabilities(model, tokenizer, source_ids, output_ids, top_k),
-                  truncated)  # fmt: skip
+    maps, logits = teacher_forced(model, tokenizer, source_ids, output_ids)  # one pass for both
+    tokens = token_probabilities(model, tokenizer, source_ids, output_ids, top_k, logits=logits)
+    return Scored(text, output_ids, maps, tokens, truncated)
 
 
 def force(
