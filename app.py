@@ -5,7 +5,9 @@ Run with ``streamlit run app.py``. This file names the pages; the main page itse
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -50,4 +52,16 @@ PAGES = [
     st.Page("pages/positional_encoding.py", title=t("nav.positional"), icon=":material/waves:"),
     st.Page("pages/model_and_training.py", title=t("nav.model"), icon=":material/monitoring:"),
 ]
-st.navigation(PAGES).run()
+
+
+@st.cache_resource(show_spinner=False)
+def page_runs() -> threading.Semaphore:
+    """Pages run at most one per core at once (two at least, so one long measurement never holds up everyone), in
+    the order they were asked for: more threads would only take turns at Python's interpreter lock, in an order left
+    to chance (under load some visitors waited many times longer than others; benchmarks/load.py)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return threading.Semaphore(max(2, cores))
+
+
+with page_runs():
+    st.navigation(PAGES).run()

@@ -1,13 +1,23 @@
-"""A class at once: N browser sessions on one real server, each submitting its own sentences and switching views.
+"""A class at once: N sessions on one real server, each submitting its own sentences and switching views.
 
-Starts ``streamlit run app.py`` on a free local port (the shipped model, or ``--checkpoint``), opens N sessions in
-Debian's Chromium (Playwright, one context per session, all at the same time) and has each submit ``--requests``
-different sentences; after each submit the session opens the *Model view* tab and comes back to *Heads*. Measured
-per N: submit → chart latency (from the click on *Translate* until the run is over and the heatmap is drawn) and
-view-switch latency, their p50 and p95, errors (uncaught page errors, console errors, exceptions shown by the app,
-timeouts), and the server's peak resident memory (VmHWM of its process, so it only grows from one N to the next).
+Starts ``streamlit run app.py`` on a free local port (the shipped model, or ``--checkpoint``), opens N sessions at
+the same time and has each submit ``--requests`` different sentences; after each submit the session opens the
+*Model view* tab and comes back to *Heads*. Two kinds of visitor (``--client``):
 
-    python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--checkpoint DIR] [--json]
+- ``browser`` (default): Debian's Chromium through Playwright, one context per session. Submit → chart runs from
+  the click on *Translate* until the run is over and the heatmap is drawn; errors are uncaught page errors, console
+  errors, exceptions shown by the app and timeouts. The browsers share the machine with the server, so on a small
+  machine this measures the browsers' drawing as much as the server.
+- ``protocol``: Streamlit's own websocket protocol (the messages the browser exchanges with the server, through
+  ``websockets`` and Streamlit's protobuf classes), one connection per session and no drawing. Submit → chart runs
+  from sending the form until the server has sent the heatmap and finished the run: the server's part, as each
+  student's own computer sees it. Errors: exceptions in the app's output, a run without the chart, timeouts.
+
+Measured per N: submit → chart and view-switch latency, their p50 and p95, errors, and the server's peak resident
+memory (VmHWM of its process, so it only grows from one N to the next).
+
+    python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--client browser|protocol] [--checkpoint DIR]
+                              [--json]
 
 Targets (reported, not asserted here): 16 sessions with 0 errors; p95 at 8 sessions ≤ 3 × the single session's.
 ``tests/test_load.py`` runs a small configuration (4 sessions, 2 requests) and fails on any error.
@@ -137,6 +147,75 @@ async def one_session(browser, origin: str, index: int, requests: int) -> dict:
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
+async def protocol_session(origin: str, index: int, requests: int) -> dict:
+    """One visitor speaking Streamlit's websocket protocol: the same sentences and views as :func:`one_session`."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    errors: list[str] = []
+    submits, switches = [], []
+    widgets: dict[str, str] = {}  # label (or "tabs", "page") → the id the server gave it
+
+    async def run(connection, query: str, states: dict[str, object]) -> tuple[float, list[str]]:
+        """Send one rerun with these widget values; the seconds until the run finished, and its charts' keys."""
+        message = BackMsg()
+        message.rerun_script.query_string = query
+        message.rerun_script.page_script_hash = widgets.get("page", "")
+        for label, value in states.items():
+            if label not in widgets:
+                raise LookupError(f"the page showed no {label!r} control")
+            state = message.rerun_script.widget_states.widgets.add()
+            state.id = widgets[label]
+            if value is True:
+                state.trigger_value = True
+            else:
+                state.string_value = str(value)
+        started = time.perf_counter()
+        await connection.send(message.SerializeToString())
+        charts = []
+        while True:
+            reply = ForwardMsg()
+            reply.ParseFromString(await asyncio.wait_for(connection.recv(), TIMEOUT_MS / 1000))
+            kind = reply.WhichOneof("type")
+            if kind == "new_session":
+                widgets["page"] = reply.new_session.page_script_hash
+            elif kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
+                element = reply.delta.new_element
+                name = element.WhichOneof("type")
+                if name in ("text_area", "button"):
+                    widgets[getattr(element, name).label] = getattr(element, name).id
+                elif name == "plotly_chart":
+                    charts.append(element.plotly_chart.id.rsplit("-", 1)[-1])
+                elif name == "exception":
+                    errors.append(f"session {index}: the app shows an exception: {element.exception.message[:120]}")
+            elif kind == "delta" and reply.delta.WhichOneof("type") == "add_block":
+                block = reply.delta.add_block
+                if block.WhichOneof("type") == "tab_container":
+                    widgets["tabs"] = block.tab_container.id
+            elif kind == "script_finished":
+                return time.perf_counter() - started, charts
+
+    query = "kind=encoder"
+    try:
+        async with websockets.connect(origin.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
+                                      max_size=2**28, open_timeout=TIMEOUT_MS / 1000) as connection:  # fmt: skip
+            await run(connection, query, {})
+            for sentence in sentences(index, requests):
+                seconds, charts = await run(connection, query, {"English sentence": sentence, "Translate": True})
+                if "heatmap" not in charts:
+                    errors.append(f"session {index}: no heatmap after submitting {sentence!r}")
+                submits.append(seconds)
+                seconds, charts = await run(connection, query, {"English sentence": sentence, "tabs": "Model view"})
+                if "grid" not in charts:
+                    errors.append(f"session {index}: no model view after switching")
+                switches.append(seconds)
+                await run(connection, query, {"English sentence": sentence, "tabs": "Heads"})
+    except (TimeoutError, OSError, LookupError, websockets.WebSocketException) as error:
+        errors.append(f"session {index}: {type(error).__name__} {error}")
+    return {"submits": submits, "switches": switches, "errors": errors}
+
+
 def percentile(values: list[float], share: float) -> float:
     if not values:
         return float("nan")
@@ -144,31 +223,36 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def measure(origin: str, process: subprocess.Popen, counts: list[int], requests: int) -> list[dict]:
-    from playwright.async_api import async_playwright
-
+async def measure(origin: str, process: subprocess.Popen, counts: list[int], requests: int,
+                  client: str = "browser") -> list[dict]:  # fmt: skip
     results = []
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            for count in counts:
-                started = time.perf_counter()
+    async with contextlib.AsyncExitStack() as stack:
+        browser = None
+        if client == "browser":
+            from playwright.async_api import async_playwright
+
+            playwright = await stack.enter_async_context(async_playwright())
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            stack.push_async_callback(browser.close)
+        for count in counts:
+            started = time.perf_counter()
+            if browser is not None:
                 sessions = await asyncio.gather(*(one_session(browser, origin, i, requests) for i in range(count)))
-                submits = [t for s in sessions for t in s["submits"]]
-                switches = [t for s in sessions for t in s["switches"]]
-                errors = [e for s in sessions for e in s["errors"]]
-                results.append({
-                    "sessions": count, "requests": len(submits), "expected_requests": count * requests,
-                    "errors": len(errors), "error_messages": errors[:5],
-                    "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
-                    "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
-                    "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
-                    "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
-                    "wall_s": round(time.perf_counter() - started, 1),
-                    "server_peak_mb": round(peak_memory_mb(process.pid), 1),
-                })  # fmt: skip
-        finally:
-            await browser.close()
+            else:
+                sessions = await asyncio.gather(*(protocol_session(origin, i, requests) for i in range(count)))
+            submits = [t for s in sessions for t in s["submits"]]
+            switches = [t for s in sessions for t in s["switches"]]
+            errors = [e for s in sessions for e in s["errors"]]
+            results.append({
+                "sessions": count, "requests": len(submits), "expected_requests": count * requests,
+                "errors": len(errors), "error_messages": errors[:5],
+                "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
+                "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
+                "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
+                "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
+                "wall_s": round(time.perf_counter() - started, 1),
+                "server_peak_mb": round(peak_memory_mb(process.pid), 1),
+            })  # fmt: skip
     return results
 
 
@@ -176,18 +260,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", default="1,4,8,16", help="comma-separated session counts, run in turn")
     parser.add_argument("--requests", type=int, default=3, help="sentences each session submits")
+    parser.add_argument(
+        "--client",
+        choices=("browser", "protocol"),
+        default="browser",
+        help="Chromium sessions, or Streamlit's websocket protocol without a browser",
+    )
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    if not Path(CHROMIUM).is_file():
+    if args.client == "browser" and not Path(CHROMIUM).is_file():
         print(f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
         return 1
     counts = [int(part) for part in args.sessions.split(",") if part.strip()]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"load-server-{os.getpid()}.log"
     with serving(args.checkpoint, log) as (origin, process):
-        results = asyncio.run(measure(origin, process, counts, args.requests))
+        results = asyncio.run(measure(origin, process, counts, args.requests, args.client))
     single = next((r["submit_p95_s"] for r in results if r["sessions"] == 1), None)
-    summary = {"results": results, "single_session_p95_s": single}
+    summary = {"client": args.client, "results": results, "single_session_p95_s": single}
     if args.json:
         print(json.dumps(summary))
         return 0

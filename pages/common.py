@@ -1,9 +1,12 @@
 """What every page of the Streamlit app shares: the checkpoint it shows, the sidebar controls, and how figures appear.
 
 The loaded model is an ``st.cache_resource`` shared by all sessions and pages, keyed by the checkpoint's name or
-path; the choice of checkpoint lives in ``st.session_state["checkpoint"]``. A broken or missing checkpoint becomes
-an ``st.error`` with the one-line :class:`~transformer.checkpoint.CheckpointError` message and what to do about it,
-and the page stops, rather than a traceback.
+path; translations go through one batching queue per checkpoint, and work that changes a model (ablations,
+head importance) uses a private copy (:mod:`transformer.serving`), so that sessions never see each other's
+switched-off heads. The choice of checkpoint
+lives in ``st.session_state["checkpoint"]``. A broken or missing checkpoint becomes an ``st.error`` with the
+one-line :class:`~transformer.checkpoint.CheckpointError` message and what to do about it, and the page stops,
+rather than a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from transformer.plots.style import for_projector
 
 if TYPE_CHECKING:
     from transformer.analysis.precompute import Measured
+    from transformer.serving import Translator
 
 CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
@@ -68,6 +72,18 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
     )
 
     return measured(_loaded)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translator:
+    """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process."""
+    from transformer.serving import Translator
+
+    return Translator(_loaded)
+
+
+def shared_translator(loaded: LoadedCheckpoint) -> Translator:
+    return translator(loaded, str(loaded.path), id(loaded))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)

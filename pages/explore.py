@@ -21,6 +21,7 @@ from pages.common import (
     COMMON_FIELDS,
     presenter_controls,
     selected_checkpoint,
+    shared_translator,
     show_figure,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
@@ -34,7 +35,6 @@ from transformer.analysis.attention import (
     AttentionMaps,
     Translation,
     merged_view,
-    translate_with_attention,
     without_specials,
 )
 from transformer.analysis.figures import FIGURES
@@ -124,8 +124,9 @@ def use_sentence(sentence: str) -> None:
 # ------------------------------------------------------------------------------------------------ translation
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
-    """Translations are cached per checkpoint folder, sentence and decoding options."""
-    return translate_with_attention(_loaded.model, _loaded.tokenizer, text, options, MAX_SOURCE_TOKENS)
+    """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
+    sessions submit at once are searched together (:class:`~transformer.serving.Translator`)."""
+    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
 def decoding_options() -> DecodingOptions:
@@ -322,10 +323,12 @@ def main(loading=None) -> None:
         unsafe_allow_html=True,
     )
     decoding = translation.options.describe()
-    st.caption(
-        t("explore.timing", target=target, decoding=decoding, decode=translation.seconds["decode"] * 1000,
-          attention=translation.seconds["attention"] * 1000)
-    )  # fmt: skip
+    timing = t("explore.timing", target=target, decoding=decoding, decode=translation.seconds["decode"] * 1000,
+               attention=translation.seconds["attention"] * 1000)  # fmt: skip
+    others, waited = int(translation.seconds.get("batch", 1)) - 1, translation.seconds.get("waited", 0.0)
+    if others > 0 or waited >= 0.05:  # other sessions were translating at the same time
+        timing += t("explore.shared", others=others, waited=waited * 1000)
+    st.caption(timing)
 
     if loading is not None:
         loading.empty()
@@ -384,11 +387,12 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     with guide, st.expander(t("explore.how_to_read"), expanded=True):
         st.markdown(t("explore.how_to_read_text"))
     left, right = st.columns(2)
-    left.download_button(t("explore.download_csv"), matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
+    # The files are made when the button is pressed (a callable), not at every run of the page.
+    left.download_button(t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
                          mime="text/csv")  # fmt: skip
     right.download_button(
-        t("explore.download_npz"), maps_npz(maps, translation), file_name=f"{name.split('-' + kind)[0]}.npz",
-        mime="application/octet-stream",
+        t("explore.download_npz"), lambda: maps_npz(maps, translation),
+        file_name=f"{name.split('-' + kind)[0]}.npz", mime="application/octet-stream",
     )  # fmt: skip
 
 
@@ -451,7 +455,7 @@ def bertviz_panel(maps: AttentionMaps) -> None:
         document = bertviz_view.model_view_html(maps, selected)
     st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
     st.download_button(
-        t("explore.download_html"), document,
+        t("explore.download_html"), lambda: document,
         file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
     )  # fmt: skip
     st.caption(t("explore.bertviz_credit"))

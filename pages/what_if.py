@@ -48,6 +48,7 @@ from transformer.data import DATA_ROOT, read_parallel
 from transformer.decode import DecodingOptions
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
+from transformer.serving import scratch_model
 
 st.set_page_config(page_title=t("whatif.page_title"), page_icon="🧪", layout="wide")
 
@@ -90,7 +91,8 @@ FIELDS = {
 # ------------------------------------------------------------------------------------------------ cached work
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_ablation(checkpoint: str, text: str, off: tuple, options: DecodingOptions, _loaded) -> Translation:
-    return ablation.translate_ablated(_loaded.model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
+    with scratch_model(_loaded) as model:  # switching heads off changes a model: never the one all sessions share
+        return ablation.translate_ablated(model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -112,7 +114,8 @@ def cached_force(checkpoint: str, text: str, given: str, options: DecodingOption
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded) -> dict:
     pairs = read_parallel(f"{DEV}.en", f"{DEV}.de")[:sample]
-    result = ablation.measure_importance(_loaded.model, _loaded.tokenizer, pairs, ablation=with_ablation)
+    with scratch_model(_loaded) as model:
+        result = ablation.measure_importance(model, _loaded.tokenizer, pairs, ablation=with_ablation)
     return {**result, "source": f"{DEV.name}, first {sample} pairs"}
 
 
@@ -181,7 +184,10 @@ def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None,
 
 def download_json(name: str, value: dict) -> None:
     """The tab's numbers as a JSON download (the figures download with their camera button)."""
-    document = json.dumps(value, ensure_ascii=False, indent=1, default=float)
+
+    def document() -> str:  # made when the button is pressed, not at every run of the page
+        return json.dumps(value, ensure_ascii=False, indent=1, default=float)
+
     st.download_button(t("whatif.download_json"), document, file_name=f"{name.removeprefix('wi_')}.json",
                        mime="application/json", key=f"{name}_download")  # fmt: skip
 
@@ -350,9 +356,13 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
               "source_share": share, "residual": np.array(residual)}  # fmt: skip
     if flow and short:
         arrays["encoder_flow"] = flowed
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
-    st.download_button(t("whatif.download_npz"), buffer.getvalue(), file_name="rollout.npz",
+
+    def archive() -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        return buffer.getvalue()
+
+    st.download_button(t("whatif.download_npz"), archive, file_name="rollout.npz",
                        mime="application/octet-stream", key="wi_rollout_download")  # fmt: skip
 
 
@@ -487,7 +497,7 @@ def compare_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, o
     show_figure(plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
                 key="wi_difference")  # fmt: skip
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
-    st.download_button(t("whatif.download_csv"), matrix_csv(delta, queries, keys), file_name="difference.csv",
+    st.download_button(t("whatif.download_csv"), lambda: matrix_csv(delta, queries, keys), file_name="difference.csv",
                        mime="text/csv", key="wi_difference_download")  # fmt: skip
 
 

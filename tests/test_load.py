@@ -27,3 +27,18 @@ def test_four_sessions_at_once_get_every_answer_without_errors():
     assert result["errors"] == 0, result["error_messages"]
     assert result["requests"] == result["expected_requests"] == 8
     assert result["server_peak_mb"] > 0
+
+
+@pytest.mark.slow
+def test_eight_protocol_sessions_at_once_get_every_answer_and_share_the_model():
+    """Eight sessions speaking Streamlit's websocket protocol (no browser): every submit gets its heatmap and every
+    switch its model view, with no error and the model loaded once (memory does not grow by a model per session)."""
+    command = [sys.executable, "benchmarks/load.py", "--client", "protocol", "--sessions", "1,8", "--requests", "2",
+               "--json"]  # fmt: skip
+    finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    one, eight = json.loads(finished.stdout)["results"]
+    assert one["errors"] == eight["errors"] == 0, eight["error_messages"]
+    assert eight["requests"] == eight["expected_requests"] == 16
+    model_mb = sum(f.stat().st_size for f in (REPOSITORY / "checkpoints" / "en-de-small").glob("*.safetensors")) / 1e6
+    assert eight["server_peak_mb"] - one["server_peak_mb"] < 7 * model_mb  # not a copy of the model per session

@@ -100,6 +100,7 @@ def test_the_server_configuration_is_hardened():
     assert "*" not in server["corsAllowedOrigins"]
     assert server["maxUploadSize"] <= 1 and server["maxMessageSize"] <= 50
     assert server["fileWatcherType"] == "none" and server["enableStaticServing"] is False
+    assert config["runner"]["postScriptGC"] is False  # a full collection after every run: slow under load
     assert config["browser"]["gatherUsageStats"] is False
     assert config["client"]["showErrorDetails"] == "none"
 

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,6 +64,12 @@ class LoadedCheckpoint:
     tokenizer: Tokenizer
     config: ModelConfig
     meta: dict[str, Any] = field(default_factory=dict)
+    # For threads that share ``model`` (a server's sessions), see transformer.serving: ``lock`` is held while a
+    # translation batch runs on it; ``scratch`` is a private copy for work that changes a model, lent under
+    # ``scratch_lock``.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    scratch: Transformer | None = field(default=None, repr=False, compare=False)
+    scratch_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

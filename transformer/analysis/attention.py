@@ -21,14 +21,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from transformer.data import pad
 from transformer.decode import (
     DEFAULT_DECODING,
     DecodingOptions,
     encode_source,
     max_source_tokens,
-    one_source,
     search,
     search_model,
+    source_limit,
 )
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
@@ -135,25 +136,45 @@ def translate_with_attention(
     The search runs in ``options.precision`` (see :func:`~transformer.decode.search_model`); the attention is
     always recorded with the float32 model, for exactly the output that was found.
     """
+    return translate_many_with_attention(model, tokenizer, [text], options, max_tokens)[0]
+
+
+@torch.no_grad()
+def translate_many_with_attention(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    texts: Sequence[str],
+    options: DecodingOptions = DEFAULT_DECODING,
+    max_tokens: int | None = None,
+) -> list[Translation]:
+    """:func:`translate_with_attention` for several sentences with one batched search (padded to the longest), then
+    each one's attention recorded on its own. ``seconds["decode"]`` is the batch's search time, shared by all, and
+    ``seconds["batch"]`` the number of sentences searched together."""
     model.eval()
     searcher = search_model(model, options.precision)
-    encoded, source = one_source(model, tokenizer, text, max_tokens)
+    limit = source_limit(model, max_tokens)
+    encoded = [encode_source(tokenizer, text, limit) for text in texts]
+    device = next(model.parameters()).device
     started = time.perf_counter()
-    output = search(searcher, source, options)[0]
+    outputs = search(searcher, pad([e.ids for e in encoded], model.config.pad_id).to(device), options)
     decoded = time.perf_counter()
-    maps = attention_for(model, tokenizer, encoded.ids, output)
-    recorded = time.perf_counter()
-    return Translation(
-        source_text=text,
-        translation=tokenizer.decode(output),
-        maps=maps,
-        truncated=encoded.truncated,
-        read_text=tokenizer.decode(encoded.ids[:-1]) if encoded.truncated else text,
-        options=options,
-        seconds={"decode": decoded - started, "attention": recorded - decoded},
-        source_ids=list(encoded.ids),
-        output_ids=list(output),
-    )
+    translations = []
+    for text, source, output in zip(texts, encoded, outputs, strict=True):
+        recording = time.perf_counter()
+        maps = attention_for(model, tokenizer, source.ids, output)
+        translations.append(Translation(
+            source_text=text,
+            translation=tokenizer.decode(output),
+            maps=maps,
+            truncated=source.truncated,
+            read_text=tokenizer.decode(source.ids[:-1]) if source.truncated else text,
+            options=options,
+            seconds={"decode": decoded - started, "attention": time.perf_counter() - recording,
+                     "batch": float(len(texts))},
+            source_ids=list(source.ids),
+            output_ids=list(output),
+        ))  # fmt: skip
+    return translations
 
 
 @torch.no_grad()

@@ -1,0 +1,155 @@
+"""Many sessions on one model (transformer.serving): batched translations equal one-at-a-time ones, a session's
+switched-off heads (on its private copy) never reach another's translation, and a failing batch fails only its own
+callers."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer import serving
+from transformer.analysis import ablation
+from transformer.analysis.attention import KINDS, Translation, translate_with_attention
+from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
+from transformer.decode import DecodingOptions
+
+SENTENCES = ["the small cat sees the big dog.", "the dog sees the cat.", "the big cat sees the small dog.",
+             "the cat sees the dog.", "the small dog sees the cat.", "the big dog sees the small cat."]  # fmt: skip
+
+
+@pytest.fixture
+def loaded(trained_checkpoint: Path) -> LoadedCheckpoint:
+    return load_checkpoint(trained_checkpoint)
+
+
+def same(first: Translation, second: Translation) -> bool:
+    return (
+        first.translation == second.translation
+        and first.output_ids == second.output_ids
+        and all(
+            getattr(first.maps, kind).shape == getattr(second.maps, kind).shape
+            and np.allclose(getattr(first.maps, kind), getattr(second.maps, kind), atol=1e-5)
+            for kind in KINDS
+        )
+    )
+
+
+def wait_until(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def in_threads(translator: serving.Translator, requests: list[tuple[str, DecodingOptions]]) -> list:
+    """Each request from its own thread, all queued while the model is held; their results (or errors) in order."""
+    results: list = [None] * len(requests)
+
+    def call(index: int, text: str, options: DecodingOptions) -> None:
+        try:
+            results[index] = translator.translate(text, options)
+        except Exception as error:
+            results[index] = error
+
+    threads = [threading.Thread(target=call, args=(i, *r)) for i, r in enumerate(requests)]
+    with serving.exclusive(translator.loaded):  # as if another session were using the model
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: translator.waiting == len(requests))
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    return results
+
+
+def test_sentences_that_arrive_while_the_model_is_busy_are_searched_together(loaded):
+    translator = serving.Translator(loaded)
+    options = DecodingOptions(beam_size=3)
+    results = in_threads(translator, [(text, options) for text in SENTENCES])
+    assert translator.batches == [len(SENTENCES)]  # one search for all six
+    for text, result in zip(SENTENCES, results, strict=True):
+        alone = translate_with_attention(loaded.model, loaded.tokenizer, text, options)
+        assert same(result, alone), text
+        assert result.source_text == text and result.seconds["batch"] == len(SENTENCES)
+        assert result.seconds["waited"] > 0
+
+
+def test_a_sentence_arriving_at_a_free_model_starts_at_once_and_alone(loaded):
+    translator = serving.Translator(loaded)
+    result = translator.translate(SENTENCES[0])
+    assert translator.batches == [1] and result.seconds["batch"] == 1
+    assert same(result, translate_with_attention(loaded.model, loaded.tokenizer, SENTENCES[0]))
+
+
+def test_batches_never_mix_decoding_options_and_respect_the_size_limit(loaded):
+    translator = serving.Translator(loaded, max_batch=2)
+    greedy, beam = DecodingOptions(beam_size=1), DecodingOptions(beam_size=4)
+    requests = [(SENTENCES[0], greedy), (SENTENCES[1], beam), (SENTENCES[2], greedy), (SENTENCES[3], greedy)]
+    results = in_threads(translator, requests)
+    assert sorted(translator.batches) == [1, 1, 2] and sum(translator.batches) == 4
+    for (text, options), result in zip(requests, results, strict=True):
+        assert result.options == options
+        assert same(result, translate_with_attention(loaded.model, loaded.tokenizer, text, options))
+
+
+def test_switched_off_heads_of_one_session_never_reach_another_sessions_translation(loaded):
+    """One session switches every encoder and cross head off (the What if page's ablation) on the scratch copy while
+    another asks for a translation: that one neither waits for the ablation nor sees its heads off."""
+    translator = serving.Translator(loaded)
+    text = SENTENCES[0]
+    intact = translate_with_attention(loaded.model, loaded.tokenizer, text)
+    layers = {"encoder": loaded.config.encoder_layers, "cross": loaded.config.decoder_layers}
+    off = [(kind, layer, head) for kind, count in layers.items() for layer in range(count)
+           for head in range(loaded.config.num_heads)]  # fmt: skip
+    answer: list[Translation] = []
+    other = threading.Thread(target=lambda: answer.append(translator.translate(text)))
+    with serving.scratch_model(loaded) as private, private.head_mask(ablation.head_mask(private, off)):
+        assert private is not loaded.model
+        ablated = translate_with_attention(private, loaded.tokenizer, text)
+        other.start()
+        other.join(timeout=60)  # answered while the ablation still holds its copy
+        assert answer, "the translation waited for another session's ablation"
+    assert not same(ablated, intact)  # the heads matter: a translation during the ablation would show it
+    assert same(answer[0], intact)
+    with serving.scratch_model(loaded) as again:
+        assert again is private  # one copy per checkpoint, lent again
+    assert all(module.head_gate is None or bool(module.head_gate.all()) for kind in ("encoder", "cross")
+               for module in loaded.model.attention_modules(kind))  # fmt: skip
+
+
+def test_a_failing_batch_fails_its_own_callers_only_and_the_queue_goes_on(loaded, monkeypatch):
+    translator = serving.Translator(loaded)
+    real = serving.translate_many_with_attention
+
+    def failing(model, tokenizer, texts, options, max_tokens):
+        if options.beam_size == 2:
+            raise RuntimeError("out of memory")
+        return real(model, tokenizer, texts, options, max_tokens)
+
+    monkeypatch.setattr(serving, "translate_many_with_attention", failing)
+    requests = [(SENTENCES[0], DecodingOptions(beam_size=2)), (SENTENCES[1], DecodingOptions(beam_size=4)),
+                (SENTENCES[2], DecodingOptions(beam_size=2))]  # fmt: skip
+    results = in_threads(translator, requests)
+    assert [type(r).__name__ for r in results] == ["RuntimeError", "Translation", "RuntimeError"]
+    assert "out of memory" in str(results[0])
+    assert translator.translate(SENTENCES[3]).source_text == SENTENCES[3]  # nothing is left stuck
+    assert translator.waiting == 0
+
+
+def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
+    """The main page's cached translation goes through one Translator per loaded checkpoint (not the model
+    directly), so the What if page's ablations and simultaneous sessions are serialised and batched."""
+    import streamlit as st
+
+    from pages import common, explore
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    result = explore.cached_translation(str(loaded.path), SENTENCES[1], DecodingOptions(), loaded)
+    queue = common.shared_translator(loaded)
+    assert queue.batches == [1] and result.seconds["batch"] == 1
+    assert common.shared_translator(loaded) is queue
