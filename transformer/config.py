@@ -53,13 +53,20 @@ class ModelConfig:
                 raise ValueError(
                     f"{name}={getattr(self, name)} is beyond any model this project builds (at most {most})"
                 )
+        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "encoder_layers", "decoder_layers",
+                     "max_positions"):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by num_heads={self.num_heads}")
         if self.d_model % 2:
             raise ValueError(f"d_model={self.d_model} must be even for the sinusoidal positional encoding")
-        for name in ("vocab_size", "num_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        specials = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+        for name, value in specials.items():
+            if not 0 <= value < self.vocab_size:
+                raise ValueError(f"{name}={value} is not a piece of the {self.vocab_size}-piece vocabulary")
+        if len(set(specials.values())) < len(specials):
+            raise ValueError(f"the special pieces must be different pieces, got {specials}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
             raise ValueError("dropout rates must lie in [0, 1)")
 
