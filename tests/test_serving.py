@@ -70,7 +70,7 @@ def test_sentences_that_arrive_while_the_model_is_busy_are_searched_together(loa
     translator = serving.Translator(loaded)
     options = DecodingOptions(beam_size=3)
     results = in_threads(translator, [(text, options) for text in SENTENCES])
-    assert translator.batches == [len(SENTENCES)]  # one search for all six
+    assert list(translator.batches) == [len(SENTENCES)]  # one search for all six
     for text, result in zip(SENTENCES, results, strict=True):
         alone = translate_with_attention(loaded.model, loaded.tokenizer, text, options)
         assert same(result, alone), text
@@ -81,7 +81,7 @@ def test_sentences_that_arrive_while_the_model_is_busy_are_searched_together(loa
 def test_a_sentence_arriving_at_a_free_model_starts_at_once_and_alone(loaded):
     translator = serving.Translator(loaded)
     result = translator.translate(SENTENCES[0])
-    assert translator.batches == [1] and result.seconds["batch"] == 1
+    assert list(translator.batches) == [1] and result.seconds["batch"] == 1
     assert same(result, translate_with_attention(loaded.model, loaded.tokenizer, SENTENCES[0]))
 
 
@@ -151,5 +151,5 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
     st.cache_resource.clear()
     result = explore.cached_translation(str(loaded.path), SENTENCES[1], DecodingOptions(), loaded)
     queue = common.shared_translator(loaded)
-    assert queue.batches == [1] and result.seconds["batch"] == 1
+    assert list(queue.batches) == [1] and result.seconds["batch"] == 1
     assert common.shared_translator(loaded) is queue

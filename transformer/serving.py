@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -73,7 +74,8 @@ class Translator:
     becomes free takes every waiting sentence with the same decoding options (up to ``max_batch``, oldest first),
     searches them in one batch under the checkpoint's lock and hands each its result; the others keep waiting for
     theirs. Never call it while holding the checkpoint's lock (:func:`exclusive`): the caller running the batch
-    waits for that lock. ``batches`` counts the sentences of each search run so far (for tests and the load benchmark).
+    waits for that lock. ``batches`` holds the sentence counts of the latest searches (at most 1,000, so a server
+    that runs for weeks does not grow it without end).
     """
 
     def __init__(self, loaded: LoadedCheckpoint, max_batch: int = MAX_BATCH) -> None:
@@ -81,7 +83,7 @@ class Translator:
             raise ValueError("max_batch must be at least 1")
         self.loaded = loaded
         self.max_batch = max_batch
-        self.batches: list[int] = []
+        self.batches: deque[int] = deque(maxlen=1000)
         self._pending: list[_Request] = []
         self._busy = False
         self._changed = threading.Condition()
