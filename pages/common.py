@@ -3,10 +3,9 @@
 The loaded model is an ``st.cache_resource`` shared by all sessions and pages, keyed by the checkpoint's name or
 path; translations go through one batching queue per checkpoint, and work that changes a model (ablations,
 head importance) uses a private copy (:mod:`transformer.serving`), so that sessions never see each other's
-switched-off heads. The choice of checkpoint
-lives in ``st.session_state["checkpoint"]``. A broken or missing checkpoint becomes an ``st.error`` with the
-one-line :class:`~transformer.checkpoint.CheckpointError` message and what to do about it, and the page stops,
-rather than a traceback.
+switched-off heads. The choice of checkpoint lives in ``st.session_state["checkpoint"]``. A broken or missing
+checkpoint becomes an ``st.error`` with the one-line :class:`~transformer.checkpoint.CheckpointError` message and
+what to do about it, and the page stops, rather than a traceback.
 """
 
 from __future__ import annotations
