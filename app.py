@@ -5,14 +5,13 @@ Run with ``streamlit run app.py``. This file names the pages; the main page itse
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages.i18n import t
+from pages.page_slots import page_slots
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 # Less empty space above each page's title, so that the first chart is on the first screen (1280 × 800).
@@ -54,14 +53,5 @@ PAGES = [
 ]
 
 
-@st.cache_resource(show_spinner=False)
-def page_runs() -> threading.Semaphore:
-    """Pages run at most one per core at once (two at least, so one long measurement never holds up everyone), in
-    the order they were asked for: more threads would only take turns at Python's interpreter lock, in an order left
-    to chance (under load some visitors waited many times longer than others; benchmarks/load.py)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return threading.Semaphore(max(2, cores))
-
-
-with page_runs():
+with page_slots().run():  # pages run one per core at once, in arrival order (pages/page_slots.py)
     st.navigation(PAGES).run()

@@ -28,6 +28,7 @@ from pages.common import (
     stored_heads,
 )
 from pages.i18n import language, t
+from pages.page_slots import page_slots
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import (
@@ -125,8 +126,10 @@ def use_sentence(sentence: str) -> None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
     """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
-    sessions submit at once are searched together (:class:`~transformer.serving.Translator`)."""
-    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
+    sessions submit at once are searched together (:class:`~transformer.serving.Translator`). The page leaves its
+    slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the batch."""
+    with page_slots().paused():
+        return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
 def decoding_options() -> DecodingOptions:

@@ -9,6 +9,8 @@ import pytest
 
 from transformer.analysis.attention import (
     AttentionMaps,
+    attention_for,
+    attention_for_many,
     encoder_attention,
     its_metrics,
     load_anaphora_examples,
@@ -22,6 +24,7 @@ from transformer.analysis.attention import (
 )
 from transformer.checkpoint import load_checkpoint
 from transformer.decode import DecodingOptions
+from transformer.tokenizer import EOS_ID
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +59,26 @@ def test_bfloat16_search_finds_the_translation_and_records_float32_attention(tra
     for kind in ("encoder", "decoder", "cross"):  # the same float32 pass over the same output: the same numbers
         assert fast.maps.weights(kind).dtype == np.float32
         assert np.array_equal(fast.maps.weights(kind), exact.maps.weights(kind))
+
+
+def test_sentences_recorded_in_one_padded_pass_get_their_own_maps(translation):
+    """Sources and outputs of different lengths recorded together: each sentence's maps are the ones it gets
+    alone, with no row or column for another sentence's padding."""
+    loaded, _ = translation
+    tokenizer = loaded.tokenizer
+    sources = [[*tokenizer.encode(text), EOS_ID] for text in
+               ("the cat.", "the small cat sees the big dog and the big dog sees the cat.", "dog")]  # fmt: skip
+    outputs = [tokenizer.encode(text) for text in ("die katze.", "der hund", "die kleine katze sieht den hund.")]
+    together = attention_for_many(loaded.model, tokenizer, sources, outputs)
+    for source, output, maps in zip(sources, outputs, together, strict=True):
+        alone = attention_for(loaded.model, tokenizer, source, output)
+        assert maps.source_tokens == alone.source_tokens and maps.target_tokens == alone.target_tokens
+        assert maps.predicted_tokens == alone.predicted_tokens
+        for kind in ("encoder", "decoder", "cross"):
+            assert maps.weights(kind).shape == alone.weights(kind).shape
+            assert np.allclose(maps.weights(kind), alone.weights(kind), atol=1e-5)
+    with pytest.raises(ValueError, match="2 sources but 3 outputs"):
+        attention_for_many(loaded.model, tokenizer, sources[:2], outputs)
 
 
 def test_merging_pieces_sums_keys_and_averages_queries():

@@ -294,3 +294,37 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
     assert max(curve.y) == pytest.approx(512**-0.5 * 4000**-0.5)
     marker = fig.data[1]
     assert list(marker.x) == [10000] and marker.y[0] == pytest.approx(512**-0.5 * 10000**-0.5)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: plot_attention.attention_heatmap(row_normalised((5, 3)), TOKENS, ["a", HOSTILE, "a"], HOSTILE),
+        lambda: plot_attention.attention_heatmap(
+            row_normalised((5, 5), causal=True), TOKENS, TOKENS, "d", causal=True, fitted=True
+        ),
+        lambda: plot_attention.attention_heatmap(np.full((5, 5), 0.2), TOKENS, TOKENS, "uniform"),
+        lambda: plot_attention.model_view_grid(
+            row_normalised((2, 3, 5, 5), causal=True), TOKENS, TOKENS, "g", causal=True
+        ),
+        lambda: plot_attention.model_view_grid(row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", fitted=True),
+        lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, heads=[0, 2], title="t"),
+        lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2),
+        lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
+        lambda: plot_attention.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
+    ],
+)
+def test_figures_built_without_checks_are_valid_plotly(build):
+    """The attention figures are built from plain dicts without plotly.py's property checks (they cost more than
+    the rest of a page run); plotly's checking constructor must accept each one unchanged, and each must be in
+    presenter mode's form too."""
+    fig = build()
+    spec = fig.to_plotly_json()
+    checked = go.Figure(spec)  # raises ValueError on any misspelt or ill-typed property
+    assert json.loads(checked.to_json()) == json.loads(fig.to_json())
+    projected = plot_style.for_projector(build())
+    go.Figure(projected.to_plotly_json())
+    assert projected.layout.font.size == plot_style.PRESENTER_FONT["size"]
+    blues = plot_style._resolved("Blues")
+    assert all(getattr(trace, "colorscale", None) is None or plot_style._resolved(trace.colorscale) != blues
+               for trace in projected.data)  # fmt: skip

@@ -153,3 +153,51 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
     queue = common.shared_translator(loaded)
     assert list(queue.batches) == [1] and result.seconds["batch"] == 1
     assert common.shared_translator(loaded) is queue
+
+
+def test_a_page_waiting_for_the_model_leaves_its_slot_to_the_next_page():
+    """With one page slot, a page paused while it waits for the model lets another page run meanwhile, and takes
+    a slot back (after the other page is done) before it goes on; a pause outside a slot frees nothing."""
+    from pages.page_slots import PageSlots
+
+    slots = PageSlots(1)
+    events: list[str] = []
+    waiting, other_done = threading.Event(), threading.Event()
+
+    def first_page() -> None:
+        with slots.run():
+            with slots.paused():
+                events.append("first waits for the model")
+                waiting.set()
+                assert other_done.wait(10)
+                time.sleep(0.05)  # the other page still holds the only slot for a moment
+            events.append("first goes on")
+
+    def second_page() -> None:
+        assert waiting.wait(10)
+        with slots.run():
+            events.append("second runs")
+            other_done.set()
+            time.sleep(0.2)
+            events.append("second done")
+
+    threads = [threading.Thread(target=first_page), threading.Thread(target=second_page)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(20)
+    assert events == ["first waits for the model", "second runs", "second done", "first goes on"]
+
+    with slots.paused():  # not in a slot: must not add one
+        pass
+    entered = threading.Event()
+
+    def intruder() -> None:
+        with slots.run():
+            entered.set()
+
+    with slots.run():
+        thread = threading.Thread(target=intruder, daemon=True)
+        thread.start()
+        assert not entered.wait(0.3)  # still one slot: the other page waits
+    assert entered.wait(5)

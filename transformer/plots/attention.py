@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from transformer.i18n import DEFAULT_LANGUAGE, message, words
-from transformer.plots.style import FONT, safe_label
+from transformer.plots.style import FONT, colour_scale, figure, safe_label
 
 ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
@@ -122,71 +122,73 @@ def attention_heatmap(
             weight_text.astype(object),
         ]
     )
-    fig = go.Figure(
-        go.Heatmap(
-            z=shown,
-            x=np.arange(num_keys),
-            y=np.arange(num_queries),
-            customdata=customdata,
-            hovertemplate=f"{text['query']}: %{{customdata[0]}}<br>{text['key']}: %{{customdata[1]}}<br>"
+    traces = [
+        {
+            "type": "heatmap",
+            "z": shown,
+            "x": np.arange(num_keys),
+            "y": np.arange(num_queries),
+            "customdata": customdata,
+            "hovertemplate": f"{text['query']}: %{{customdata[0]}}<br>{text['key']}: %{{customdata[1]}}<br>"
             f"{text['weight']}: %{{customdata[2]}}<extra></extra>",
-            colorscale=ATTENTION_COLOURS,
-            zmin=0.0,
-            zmax=_finite_max(shown) if fitted else 1.0,
-            colorbar={"title": {"text": text["weight"]}, "thickness": 14},
-            hoverongaps=True,
-            name="attention",
-        )
-    )
+            "colorscale": colour_scale(ATTENTION_COLOURS),
+            "zmin": 0.0,
+            "zmax": _finite_max(shown) if fitted else 1.0,
+            "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
+            "hoverongaps": True,
+            "name": "attention",
+        }
+    ]
     if causal:
         xs, ys = _mask_outline(num_queries, num_keys)
-        fig.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                fill="toself",
-                mode="lines",
-                line={"width": 0},
-                fillcolor=MASK_FILL,
-                fillpattern={"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
-                name=text["masked_future"],
-                hoverinfo="skip",  # the heatmap's own hover already names masked cells per query and key
-                showlegend=True,
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": xs,
+                "y": ys,
+                "fill": "toself",
+                "mode": "lines",
+                "line": {"width": 0},
+                "fillcolor": MASK_FILL,
+                "fillpattern": {"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
+                "name": text["masked_future"],
+                "hoverinfo": "skip",  # the heatmap's own hover already names masked cells per query and key
+                "showlegend": True,
+            }
         )
-    fig.update_xaxes(
-        tickmode="array",
-        tickvals=list(range(num_keys)),
-        ticktext=keys,
-        tickangle=-60 if num_keys <= 25 else -90,  # long sentences: upright labels, smaller, so they never overlap
-        tickfont={"size": _tick_size(num_keys)},
-        automargin=True,
-        title_text=text["key"],
-        range=[-0.5, num_keys - 0.5],
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_yaxes(
-        tickmode="array",
-        tickvals=list(range(num_queries)),
-        ticktext=queries,
-        tickfont={"size": _tick_size(num_queries)},
-        automargin=True,  # the labels push the plot right instead of being cut at the left edge
-        autorange="reversed",
-        title_text=text["query"],
-        showgrid=False,
-        zeroline=False,
-    )
     note = uniformity_note(matrix, causal, language)
-    fig.update_layout(
-        title={"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
-        height=_heatmap_height(num_queries),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
-        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
-        plot_bgcolor="white",
-    )
-    return fig
+    layout = {
+        "title": {"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
+        "height": _heatmap_height(num_queries),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "font": FONT,
+        "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
+        "plot_bgcolor": "white",
+        "xaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(num_keys)),
+            "ticktext": keys,
+            "tickangle": -60 if num_keys <= 25 else -90,  # long sentences: upright, smaller labels that never overlap
+            "tickfont": {"size": _tick_size(num_keys)},
+            "automargin": True,
+            "title": {"text": text["key"]},
+            "range": [-0.5, num_keys - 0.5],
+            "showgrid": False,
+            "zeroline": False,
+        },
+        "yaxis": {
+            "tickmode": "array",
+            "tickvals": list(range(num_queries)),
+            "ticktext": queries,
+            "tickfont": {"size": _tick_size(num_queries)},
+            "automargin": True,  # the labels push the plot right instead of being cut at the left edge
+            "autorange": "reversed",
+            "title": {"text": text["query"]},
+            "showgrid": False,
+            "zeroline": False,
+        },
+    }
+    return figure(traces, layout)
 
 
 def model_view_grid(
@@ -234,51 +236,53 @@ def model_view_grid(
         for head in range(num_heads)
         for j in range(num_keys + 1)
     ][:width]
-    fig = go.Figure()
+    traces = []
     if causal:
-        fig.add_trace(
-            go.Heatmap(
-                z=mask,
-                x=x,
-                y=y,
-                colorscale=[[0, MASK_FILL], [1, MASK_FILL]],
-                showscale=False,
-                hoverinfo="skip",
-                name=text["masked_future"],
-            )
+        traces.append(
+            {
+                "type": "heatmap",
+                "z": mask,
+                "x": x,
+                "y": y,
+                "colorscale": [[0, MASK_FILL], [1, MASK_FILL]],
+                "showscale": False,
+                "hoverinfo": "skip",
+                "name": text["masked_future"],
+            }
         )
-    fig.add_trace(
-        go.Heatmap(
-            z=canvas,
-            x=x,
-            y=y,
-            colorscale=ATTENTION_COLOURS,
-            zmin=0.0,
-            zmax=_finite_max(canvas) if fitted else 1.0,
-            hoverongaps=False,
-            hovertemplate="%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
-            colorbar={"title": {"text": text["weight"]}, "thickness": 14},
-            name="attention",
-        )
+    traces.append(
+        {
+            "type": "heatmap",
+            "z": canvas,
+            "x": x,
+            "y": y,
+            "colorscale": colour_scale(ATTENTION_COLOURS),
+            "zmin": 0.0,
+            "zmax": _finite_max(canvas) if fitted else 1.0,
+            "hoverongaps": False,
+            "hovertemplate": "%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
+            "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
+            "name": "attention",
+        }
     )
-    fig.update_xaxes(
-        type="category", side="top", showgrid=False, zeroline=False, tickangle=0,
-        tickvals=[x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)],
-        ticktext=[f"H{head + 1}" for head in range(num_heads)],
-    )  # fmt: skip
-    fig.update_yaxes(
-        type="category", showgrid=False, zeroline=False, autorange="reversed",
-        tickvals=[y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)],
-        ticktext=[f"L{layer + 1}" for layer in range(num_layers)],
-    )  # fmt: skip
-    fig.update_layout(
-        title={"text": safe_label(title) + (text["grey_masked"] if causal else "")},
-        height=int(min(1600, max(400, 130 * num_layers + 120))),
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
-        font=FONT,
-        plot_bgcolor="white",
-    )
-    return fig
+    layout = {
+        "xaxis": {
+            "type": "category", "side": "top", "showgrid": False, "zeroline": False, "tickangle": 0,
+            "tickvals": [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)],
+            "ticktext": [f"H{head + 1}" for head in range(num_heads)],
+        },
+        "yaxis": {
+            "type": "category", "showgrid": False, "zeroline": False, "autorange": "reversed",
+            "tickvals": [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)],
+            "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
+        },
+        "title": {"text": safe_label(title) + (text["grey_masked"] if causal else "")},
+        "height": int(min(1600, max(400, 130 * num_layers + 120))),
+        "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
+        "font": FONT,
+        "plot_bgcolor": "white",
+    }  # fmt: skip
+    return figure(traces, layout)
 
 
 def _head_colour(head: int) -> str:
@@ -316,19 +320,20 @@ def token_lines(
         raise ValueError(f"query_index must lie in 0…{num_queries - 1}, got {query_index}")
     query_rows = range(num_queries) if query_index is None else [query_index]
 
-    fig = go.Figure()
+    traces = []
     for head in heads:
         colour = _head_colour(head)
         # The legend entry is its own trace so every chosen head is listed at full opacity, even one with no line.
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="lines",
-                line={"color": colour, "width": 3},
-                name=message(language, "plot_scores.head", head=head + first),
-                legendgroup=f"head {head}",
-            )
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [None],
+                "y": [None],
+                "mode": "lines",
+                "line": {"color": colour, "width": 3},
+                "name": message(language, "plot_scores.head", head=head + first),
+                "legendgroup": f"head {head}",
+            }
         )
         segments: dict[int, tuple[list[float | None], list[float | None]]] = {}
         for query in query_rows:
@@ -338,72 +343,69 @@ def token_lines(
                 xs += [0.0, 1.0, None]
                 ys += [query, int(key), None]
         for level, (xs, ys) in sorted(segments.items()):
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=ys,
-                    mode="lines",
-                    line={"color": colour, "width": 2.5},
-                    opacity=level / OPACITY_LEVELS,
-                    legendgroup=f"head {head}",
-                    showlegend=False,
-                    hoverinfo="skip",
-                )
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": xs,
+                    "y": ys,
+                    "mode": "lines",
+                    "line": {"color": colour, "width": 2.5},
+                    "opacity": level / OPACITY_LEVELS,
+                    "legendgroup": f"head {head}",
+                    "showlegend": False,
+                    "hoverinfo": "skip",
+                }
             )
 
     queries, keys = _labels(query_tokens), _labels(key_tokens)
     if query_index is not None:
         queries[query_index] = f"<b>{queries[query_index]}</b>"
     query_colours = ["black" if query_index in (None, i) else "#9a9a9a" for i in range(num_queries)]
-    fig.add_trace(
-        go.Scatter(
-            x=[-0.03] * num_queries,
-            y=list(range(num_queries)),
-            mode="text",
-            text=queries,
-            textposition="middle left",
-            textfont={"color": query_colours, "size": 13},
-            showlegend=False,
-            hoverinfo="skip",
-            cliponaxis=False,
+    for side, labels, colours, position in (
+        (-0.03, queries, query_colours, "middle left"),
+        (1.03, keys, "black", "middle right"),
+    ):
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [side] * len(labels),
+                "y": list(range(len(labels))),
+                "mode": "text",
+                "text": labels,
+                "textposition": position,
+                "textfont": {"color": colours, "size": 13},
+                "showlegend": False,
+                "hoverinfo": "skip",
+                "cliponaxis": False,
+            }
         )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=[1.03] * num_keys,
-            y=list(range(num_keys)),
-            mode="text",
-            text=keys,
-            textposition="middle right",
-            textfont={"color": "black", "size": 13},
-            showlegend=False,
-            hoverinfo="skip",
-            cliponaxis=False,
-        )
-    )
+    shapes = []
     if query_index is not None:
-        fig.add_shape(
-            type="rect",
-            x0=-0.9,
-            x1=0,
-            y0=query_index - 0.45,
-            y1=query_index + 0.45,
-            fillcolor="#fff3b0",
-            line={"width": 0},
-            layer="below",
+        shapes.append(
+            {
+                "type": "rect",
+                "x0": -0.9,
+                "x1": 0,
+                "y0": query_index - 0.45,
+                "y1": query_index + 0.45,
+                "fillcolor": "#fff3b0",
+                "line": {"width": 0},
+                "layer": "below",
+            }
         )
     rows = max(num_queries, num_keys)
-    fig.update_xaxes(visible=False, range=[-0.9, 1.9], fixedrange=True)
-    fig.update_yaxes(visible=False, range=[rows - 0.5, -0.5], fixedrange=True)
-    fig.update_layout(
-        title={"text": safe_label(title)},
-        height=int(max(320, 24 * rows + 120)),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
-        legend={"title": {"text": message(language, "plot_attention.legend")}},
-        plot_bgcolor="white",
-    )
-    return fig
+    layout = {
+        "xaxis": {"visible": False, "range": [-0.9, 1.9], "fixedrange": True},
+        "yaxis": {"visible": False, "range": [rows - 0.5, -0.5], "fixedrange": True},
+        **({"shapes": shapes} if shapes else {}),
+        "title": {"text": safe_label(title)},
+        "height": int(max(320, 24 * rows + 120)),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "font": FONT,
+        "legend": {"title": {"text": message(language, "plot_attention.legend")}},
+        "plot_bgcolor": "white",
+    }
+    return figure(traces, layout)
 
 
 def score_heatmap(
@@ -424,24 +426,23 @@ def score_heatmap(
     layers = [text["layer"].format(layer=i + first) for i in range(values.shape[0])]
     heads = [text["head"].format(head=i + first) for i in range(values.shape[1])]
     cells = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
-    fig = go.Figure(
-        go.Heatmap(
-            z=values,
-            x=heads,
-            y=layers,
-            text=cells,
-            texttemplate="%{text}",
-            colorscale="Viridis",
-            zmin=None if zrange is None else zrange[0],
-            zmax=None if zrange is None else zrange[1],
-            hovertemplate="%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
-        )
-    )
-    fig.update_yaxes(autorange="reversed")
-    fig.update_layout(
-        title={"text": safe_label(title)},
-        height=int(120 + 38 * values.shape[0]),
-        margin={"l": 10, "r": 10, "t": 50, "b": 10},
-        font=FONT,
-    )
-    return fig
+    trace = {
+        "type": "heatmap",
+        "z": values,
+        "x": heads,
+        "y": layers,
+        "text": cells,
+        "texttemplate": "%{text}",
+        "colorscale": colour_scale("Viridis"),
+        "zmin": None if zrange is None else zrange[0],
+        "zmax": None if zrange is None else zrange[1],
+        "hovertemplate": "%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
+    }
+    layout = {
+        "yaxis": {"autorange": "reversed"},
+        "title": {"text": safe_label(title)},
+        "height": int(120 + 38 * values.shape[0]),
+        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
+        "font": FONT,
+    }
+    return figure([{key: value for key, value in trace.items() if value is not None}], layout)

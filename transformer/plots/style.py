@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 
 import plotly.graph_objects as go
@@ -20,8 +21,30 @@ def safe_label(token: str) -> str:
     return html.escape(token, quote=False)
 
 
-def _resolved(name: str) -> tuple:
+def figure(traces: list[dict], layout: dict) -> go.Figure:
+    """A figure from plain trace and layout dicts, as plotly.js reads them, without plotly.py checking every
+    property on the way in: that check is most of the time it takes to build an attention heatmap (~20 ms of the
+    interpreter, per figure and page run, for every visitor). The JSON sent to the browser is the same;
+    ``tests/test_plots.py`` builds every figure of this package through the checking constructor as well, so a
+    misspelt property still fails there."""
+    return go.Figure({"data": traces, "layout": layout}, _validate=False)
+
+
+@functools.lru_cache(maxsize=32)
+def _named_scale(name: str) -> tuple:
     return tuple(map(tuple, go.Heatmap(colorscale=name).colorscale))
+
+
+def _resolved(scale) -> tuple:
+    """A colour scale as plotly.py resolves it: ((position, colour), …). Names must be resolved here, before a
+    figure built with :func:`figure` reaches the browser: plotly.js knows some of the same names with other colours
+    ("Blues" there runs from dark blue to grey)."""
+    return _named_scale(scale) if isinstance(scale, str) else tuple(map(tuple, scale))
+
+
+def colour_scale(name: str) -> list[list]:
+    """The named plotly.py colour scale as the list of [position, colour] pairs that :func:`figure` needs."""
+    return [list(pair) for pair in _named_scale(name)]
 
 
 def for_projector(fig: go.Figure) -> go.Figure:
@@ -30,8 +53,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
     sequential = {_resolved(name) for name in SEQUENTIAL_SCALES}
     for trace in fig.data:
         scale = getattr(trace, "colorscale", None)
-        if scale is not None and tuple(map(tuple, scale)) in sequential:
-            trace.colorscale = PRESENTER_SCALE
+        if scale is not None and _resolved(scale) in sequential:
+            trace.colorscale = colour_scale(PRESENTER_SCALE)
     fig.update_layout(font=PRESENTER_FONT, height=max(fig.layout.height or 0, PRESENTER_HEIGHT))
     fig.update_annotations(font_size=PRESENTER_FONT["size"])
     return fig
