@@ -76,9 +76,10 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translator:
     """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process."""
+    from pages.page_slots import page_slots
     from transformer.serving import Translator
 
-    return Translator(_loaded)
+    return Translator(_loaded, around_batch=page_slots().exclusive)
 
 
 def shared_translator(loaded: LoadedCheckpoint) -> Translator:
@@ -204,9 +205,10 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
         fig = for_projector(fig)
     if fig.layout.title.text:
         # The title starts below the chart's toolbar (top right, ~30 px), which on a phone spans the whole width.
-        top = fig.layout.margin.t if fig.layout.margin.t is not None else 80
-        fig.update_layout(title={"yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 36}},
-                          margin={"t": top + 30})  # fmt: skip
+        # Whole objects are assigned: update_layout's path parsing cost as much as building the figure.
+        title, margin = fig.layout.title.to_plotly_json(), fig.layout.margin.to_plotly_json()
+        fig.layout.title = {**title, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 36}}
+        fig.layout.margin = {**margin, "t": margin.get("t", 80) + 30}
     st.plotly_chart(
         fig,
         width="stretch",

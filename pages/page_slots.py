@@ -5,12 +5,18 @@ visitors waited many times longer than others (``benchmarks/load.py``). ``app.py
 ``page_slots().run()``. A run that waits for the shared model (:class:`transformer.serving.Translator`) leaves its
 slot meanwhile (``paused()``), so that the sessions behind it can reach the model's queue too and their sentences
 are searched in the same batch instead of one or two at a time.
+
+A batch itself runs with every slot taken (``exclusive()``): a search is thousands of short PyTorch calls, and each
+must take the interpreter lock back from whatever Python runs beside it. With one other thread busy in Python a
+0.08 s search took 6–15 s (the lock changes hands every 5 ms); with the pages held for the batch's fraction of a
+second, it takes its own time, and the pages then run on.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,6 +32,7 @@ class PageSlots:
         self.count = count
         self._free = threading.Semaphore(count)
         self._holding = threading.local()
+        self._sole = threading.Lock()  # one exclusive() at a time, so two never hold half the slots each
 
     def holds(self) -> bool:
         """Whether the calling thread is inside :meth:`run` (and not paused)."""
@@ -55,6 +62,24 @@ class PageSlots:
         finally:
             self._free.acquire()
             self._holding.value = True
+
+    @contextmanager
+    def exclusive(self, timeout: float = 2.0) -> Iterator[int]:
+        """Take every slot for the block, so that no page runs Python meanwhile; yields how many were taken. Slots
+        still held after ``timeout`` seconds (a page in a long measurement) are left to their pages and the block
+        runs anyway. Call it outside :meth:`run`, or from within :meth:`paused`."""
+        if self.holds():
+            raise RuntimeError("exclusive() inside a page slot would wait for itself; pause the slot first")
+        taken = 0
+        with self._sole:
+            deadline = time.monotonic() + timeout
+            while taken < self.count and self._free.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                taken += 1
+            try:
+                yield taken
+            finally:
+                for _ in range(taken):
+                    self._free.release()
 
 
 def cores() -> int:

@@ -129,3 +129,24 @@ def test_nothing_loads_a_pickle():
                     if not safe:
                         offending.append(f"{path.name}:{node.lineno} torch.load without weights_only=True")
     assert not offending, offending
+
+
+def test_the_audited_lock_satisfies_what_the_project_asks_for():
+    """``requirements.lock`` (the versions the dependency audit checked) pins every runtime dependency of
+    ``pyproject.toml``, each within its declared range: a dependency added or re-ranged without refreshing the lock
+    (``bash scripts/audit.sh --lock``) fails here."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]
+    wanted = [Requirement(line) for line in [*project["dependencies"], *project["optional-dependencies"]["app"]]]
+    pins = {}
+    for line in (REPOSITORY / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower().replace("_", "-")] = version
+    assert len(pins) > len(wanted)  # the transitive dependencies are locked too
+    for requirement in wanted:
+        name = requirement.name.lower().replace("_", "-")
+        assert name in pins, f"{requirement.name} is not in requirements.lock"
+        assert requirement.specifier.contains(pins[name]), f"{requirement} but the lock has {pins[name]}"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -201,3 +203,72 @@ def test_a_page_waiting_for_the_model_leaves_its_slot_to_the_next_page():
         thread.start()
         assert not entered.wait(0.3)  # still one slot: the other page waits
     assert entered.wait(5)
+
+
+def test_a_batch_runs_with_every_page_slot_taken_but_never_waits_long_for_one():
+    """exclusive() waits for the pages running Python to finish or pause, keeps new pages out while the batch runs,
+    and runs anyway after its timeout when a page keeps its slot (a long measurement)."""
+    from pages.page_slots import PageSlots
+
+    slots = PageSlots(2)
+    events: list[str] = []
+    page_started, batch_running = threading.Event(), threading.Event()
+
+    def short_page() -> None:
+        with slots.run():
+            page_started.set()
+            time.sleep(0.2)
+            events.append("page done")
+
+    def late_page() -> None:
+        assert batch_running.wait(10)
+        with slots.run():
+            events.append("late page runs")
+
+    page = threading.Thread(target=short_page)
+    page.start()
+    assert page_started.wait(10)
+    late = threading.Thread(target=late_page)
+    late.start()
+    with slots.exclusive(timeout=5) as taken:
+        events.append("batch runs")
+        batch_running.set()
+        time.sleep(0.2)
+        events.append("batch done")
+    page.join(10)
+    late.join(10)
+    assert taken == 2
+    assert events == ["page done", "batch runs", "batch done", "late page runs"]
+
+    holding, release = threading.Event(), threading.Event()
+
+    def long_page() -> None:
+        with slots.run():
+            holding.set()
+            release.wait(10)
+
+    long = threading.Thread(target=long_page)
+    long.start()
+    assert holding.wait(10)
+    started = time.perf_counter()
+    with slots.exclusive(timeout=0.3) as taken:
+        assert taken == 1  # the long page keeps its slot; the batch did not wait for it
+    assert time.perf_counter() - started < 3
+    release.set()
+    long.join(10)
+    with slots.run(), pytest.raises(RuntimeError, match="pause the slot first"), slots.exclusive():
+        pass
+
+
+def test_the_translator_enters_around_batch_for_every_batch(loaded: LoadedCheckpoint):
+    entered: list[int] = []
+
+    @contextmanager
+    def around() -> Iterator[None]:
+        entered.append(threading.get_ident())
+        yield
+
+    translator = serving.Translator(loaded, around_batch=around)
+    first = translator.translate(SENTENCES[0])
+    translator.translate(SENTENCES[1])
+    assert len(entered) == 2 and first.translation

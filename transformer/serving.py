@@ -20,8 +20,8 @@ import copy
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 from transformer.analysis.attention import Translation, translate_many_with_attention
@@ -74,15 +74,23 @@ class Translator:
     becomes free takes every waiting sentence with the same decoding options (up to ``max_batch``, oldest first),
     searches them in one batch under the checkpoint's lock and hands each its result; the others keep waiting for
     theirs. Never call it while holding the checkpoint's lock (:func:`exclusive`): the caller running the batch
-    waits for that lock. ``batches`` holds the sentence counts of the latest searches (at most 1,000, so a server
-    that runs for weeks does not grow it without end).
+    waits for that lock. ``around_batch`` is entered around each batch (the app passes
+    :meth:`pages.page_slots.PageSlots.exclusive`, so that no page runs Python during a search). ``batches`` holds
+    the sentence counts of the latest searches (at most 1,000, so a server that runs for weeks does not grow it
+    without end).
     """
 
-    def __init__(self, loaded: LoadedCheckpoint, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        loaded: LoadedCheckpoint,
+        max_batch: int = MAX_BATCH,
+        around_batch: Callable[[], AbstractContextManager] = nullcontext,
+    ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
         self.loaded = loaded
         self.max_batch = max_batch
+        self.around_batch = around_batch
         self.batches: deque[int] = deque(maxlen=1000)
         self._pending: list[_Request] = []
         self._busy = False
@@ -121,7 +129,8 @@ class Translator:
         return request.result
 
     def _run_next_batch(self) -> None:
-        with exclusive(self.loaded):  # taken before the batch, so that sentences queued meanwhile join it
+        # Both taken before the batch is chosen, so that sentences queued meanwhile join it.
+        with self.around_batch(), exclusive(self.loaded):
             with self._changed:
                 key = self._pending[0].key()
                 batch = [request for request in self._pending if request.key() == key][: self.max_batch]

@@ -121,7 +121,7 @@ def attention_heatmap(
             np.repeat(np.array(keys, dtype=object)[None, :], num_queries, axis=0),
             weight_text.astype(object),
         ]
-    )
+    ).tolist()  # nested lists: plotly's JSON encoder walks an object array cell by cell, at twice the time
     traces = [
         {
             "type": "heatmap",
