@@ -64,10 +64,11 @@ class PageSlots:
             self._holding.value = True
 
     @contextmanager
-    def exclusive(self, timeout: float = 2.0) -> Iterator[int]:
+    def exclusive(self, timeout: float = 0.5) -> Iterator[int]:
         """Take every slot for the block, so that no page runs Python meanwhile; yields how many were taken. Slots
         still held after ``timeout`` seconds (a page in a long measurement) are left to their pages and the block
-        runs anyway. Call it outside :meth:`run`, or from within :meth:`paused`."""
+        runs anyway (a page's Python between two waits lasts well under a tenth of a second). Call it outside
+        :meth:`run`, or from within :meth:`paused`."""
         if self.holds():
             raise RuntimeError("exclusive() inside a page slot would wait for itself; pause the slot first")
         taken = 0
