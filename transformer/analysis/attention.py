@@ -105,15 +105,30 @@ def teacher_forced(
     source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
     result = model(source, target_input, need_weights=True)
-    maps = AttentionMaps(
+    maps = _maps_of(tokenizer, source_ids, output_ids, result.encoder_attention, result.decoder_attention,
+                    result.cross_attention, 0)  # fmt: skip
+    return maps, result.logits[0]
+
+
+def _maps_of(
+    tokenizer: Tokenizer,
+    source_ids: Sequence[int],
+    output_ids: Sequence[int],
+    encoder: torch.Tensor,
+    decoder: torch.Tensor,
+    cross: torch.Tensor,
+    row: int,
+) -> AttentionMaps:
+    """One sentence's maps from a (possibly padded) batch's attention [B, L, H, queries, keys], cut to its length."""
+    s, t = len(source_ids), len(output_ids) + 1
+    return AttentionMaps(
         source_tokens=tokenizer.pieces(source_ids),
         target_tokens=tokenizer.pieces([BOS_ID, *output_ids]),
         predicted_tokens=tokenizer.pieces([*output_ids, EOS_ID]),
-        encoder=result.encoder_attention[0].float().cpu().numpy(),
-        decoder=result.decoder_attention[0].float().cpu().numpy(),
-        cross=result.cross_attention[0].float().cpu().numpy(),
+        encoder=encoder[row, :, :, :s, :s].float().contiguous().cpu().numpy(),
+        decoder=decoder[row, :, :, :t, :t].float().contiguous().cpu().numpy(),
+        cross=cross[row, :, :, :t, :s].float().contiguous().cpu().numpy(),
     )
-    return maps, result.logits[0]
 
 
 def attention_for(
@@ -130,30 +145,18 @@ def attention_for_many(
     sources: Sequence[Sequence[int]],
     outputs: Sequence[Sequence[int]],
 ) -> list[AttentionMaps]:
-    """:func:`attention_for` of several sentences in one padded pass. Padding only ever adds masked keys (and
-    queries that are cut off), so each sentence's maps are its own pass's, to float rounding."""
+    """:func:`attention_for` of several sentences in one padded pass (no logits: the app's translations need only
+    the maps). Padding only ever adds masked keys (and queries that are cut off), so each sentence's maps are its
+    own pass's, to float rounding."""
     if len(sources) != len(outputs):
         raise ValueError(f"{len(sources)} sources but {len(outputs)} outputs")
-    if len(sources) == 1:
-        return [attention_for(model, tokenizer, sources[0], outputs[0])]
     device = next(model.parameters()).device
-    targets = [[BOS_ID, *output] for output in outputs]
     source = pad([list(ids) for ids in sources], PAD_ID).to(device)
-    target_input = pad(targets, PAD_ID).to(device)
-    memory, encoder_attention = model.encode(source, need_weights=True)
-    _, decoder_attention, cross_attention = model.decode(target_input, memory, model.source_mask(source), True)
-    maps = []
-    for i, (source_ids, target) in enumerate(zip(sources, targets, strict=True)):
-        s, t = len(source_ids), len(target)
-        maps.append(AttentionMaps(
-            source_tokens=tokenizer.pieces(source_ids),
-            target_tokens=tokenizer.pieces(target),
-            predicted_tokens=tokenizer.pieces([*target[1:], EOS_ID]),
-            encoder=encoder_attention[i, :, :, :s, :s].float().cpu().numpy(),
-            decoder=decoder_attention[i, :, :, :t, :t].float().cpu().numpy(),
-            cross=cross_attention[i, :, :, :t, :s].float().cpu().numpy(),
-        ))  # fmt: skip
-    return maps
+    target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(device)
+    memory, encoder = model.encode(source, need_weights=True)
+    _, decoder, cross = model.decode(target_input, memory, model.source_mask(source), True)
+    return [_maps_of(tokenizer, source_ids, output_ids, encoder, decoder, cross, row)
+            for row, (source_ids, output_ids) in enumerate(zip(sources, outputs, strict=True))]  # fmt: skip
 
 
 @torch.no_grad()
