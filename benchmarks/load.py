@@ -156,12 +156,15 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
     errors: list[str] = []
     submits, switches = [], []
     widgets: dict[str, str] = {}  # label (or "tabs", "page") → the id the server gave it
+    fragments: dict[str, str] = {}  # label → the fragment (st.fragment) its control belongs to, if any
 
     async def run(connection, query: str, states: dict[str, object]) -> tuple[float, list[str]]:
         """Send one rerun with these widget values; the seconds until the run finished, and its charts' keys."""
         message = BackMsg()
         message.rerun_script.query_string = query
         message.rerun_script.page_script_hash = widgets.get("page", "")
+        # As a browser does: a control inside a fragment reruns only that fragment (the last control's decides).
+        message.rerun_script.fragment_id = fragments.get(next(reversed(states), ""), "")
         for label, value in states.items():
             if label not in widgets:
                 raise LookupError(f"the page showed no {label!r} control")
@@ -185,6 +188,7 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
                 name = element.WhichOneof("type")
                 if name in ("text_area", "button"):
                     widgets[getattr(element, name).label] = getattr(element, name).id
+                    fragments[getattr(element, name).label] = reply.delta.fragment_id
                 elif name == "plotly_chart":
                     charts.append(element.plotly_chart.id.rsplit("-", 1)[-1])
                 elif name == "exception":
@@ -193,6 +197,7 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
                 block = reply.delta.add_block
                 if block.WhichOneof("type") == "tab_container":
                     widgets["tabs"] = block.tab_container.id
+                    fragments["tabs"] = reply.delta.fragment_id
             elif kind == "script_finished":
                 return time.perf_counter() - started, charts
 

@@ -28,7 +28,7 @@ from pages.common import (
     stored_heads,
 )
 from pages.i18n import language, t
-from pages.page_slots import page_slots
+from pages.page_slots import called_outside_the_slot, page_slots
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import (
@@ -123,13 +123,13 @@ def use_sentence(sentence: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ translation
+@called_outside_the_slot
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
     """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
     sessions submit at once are searched together (:class:`~transformer.serving.Translator`). The page leaves its
     slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the batch."""
-    with page_slots().paused():
-        return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
+    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
 def decoding_options() -> DecodingOptions:
@@ -239,7 +239,7 @@ def describe(kind: str, layer: int | None, head: int | None) -> str:
 
 # ------------------------------------------------------------------------------------------------ page
 def main(loading=None) -> None:
-    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the translation is ready."""
+    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the model is loaded."""
 
     def stop() -> None:
         if loading is not None:
@@ -293,6 +293,22 @@ def main(loading=None) -> None:
           encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads,
           d_model=config.d_model, checkpoint=loaded.path.name)
     )  # fmt: skip
+    if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
+        loading.empty()
+    translation_panel(loaded)
+
+
+@st.fragment
+def translation_panel(loaded) -> None:
+    """The sentence, its translation and the views of its heads. A fragment: submitting a sentence reruns this
+    panel only, not the sidebar above it (whose controls rerun the whole page)."""
+    with page_slots().held():  # a rerun of this panel alone does not pass through app.py's slot
+        _translation_panel(loaded)
+
+
+def _translation_panel(loaded) -> None:
+    config = loaded.config
+    source, target = language_name(config.source_language), language_name(config.target_language)
     with st.form("translate", border=False):
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
         sentence.text_area(t("explore.sentence", source=source), key="text", height=68, max_chars=None)
@@ -306,7 +322,7 @@ def main(loading=None) -> None:
     if not text.strip():
         st.info(t("explore.type_sentence", article=article(source), source=source))
         save_to_url()
-        stop()
+        return
     pasted = len(text)
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
@@ -333,8 +349,6 @@ def main(loading=None) -> None:
         timing += t("explore.shared", others=others, waited=waited * 1000)
     st.caption(timing)
 
-    if loading is not None:
-        loading.empty()
     maps = translation.maps
     if st.session_state["merge"]:
         maps = merged_view(maps)
@@ -344,26 +358,34 @@ def main(loading=None) -> None:
         token_strip(t("explore.source_tokens"), maps.source_tokens)
         token_strip(t("explore.decoder_tokens"), maps.target_tokens)
 
-    # Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
-    # render fast.
-    views = dict(zip(VIEWS, (
-        lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
-        lambda: bertviz_panel(maps),
-    ), strict=True))  # fmt: skip
-    # The tabs show names in the chosen language; the URL and the session keep the view's English name.
-    labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
-    by_label = {label: view for view, label in labels.items()}
-    st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
+    views_panel(maps, translation)
 
-    def chosen() -> None:
-        st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
 
-    tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
-    for tab, render in zip(tabs, views.values(), strict=True):
-        if tab.open:
-            with tab:
-                render()
-    save_to_url()
+@st.fragment
+def views_panel(maps: AttentionMaps, translation: Translation) -> None:
+    """The four views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
+    reruns only this panel with the translation already made, not the sidebar, the form and the translation above
+    it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
+    render fast."""
+    with page_slots().held():  # a rerun of this panel alone does not pass through app.py's slot
+        views = dict(zip(VIEWS, (
+            lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
+            lambda: bertviz_panel(maps),
+        ), strict=True))  # fmt: skip
+        # The tabs show names in the chosen language; the URL and the session keep the view's English name.
+        labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
+        by_label = {label: view for view, label in labels.items()}
+        st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
+
+        def chosen() -> None:
+            st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
+
+        tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
+        for tab, render in zip(tabs, views.values(), strict=True):
+            if tab.open:
+                with tab:
+                    render()
+        save_to_url()
 
 
 def query_labels(maps: AttentionMaps, kind: str) -> list[str]:

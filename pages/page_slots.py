@@ -14,6 +14,7 @@ second, it takes its own time, and the pages then run on.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -50,6 +51,16 @@ class PageSlots:
             self._free.release()
 
     @contextmanager
+    def held(self) -> Iterator[None]:
+        """:meth:`run`, unless the calling thread holds a slot already: a fragment's own rerun (``st.fragment``)
+        does not pass through ``app.py`` and takes its slot here, while in a whole page's run it is inside one."""
+        if self.holds():
+            yield
+            return
+        with self.run():
+            yield
+
+    @contextmanager
     def paused(self) -> Iterator[None]:
         """Leave the slot for the block and take one again after it; outside :meth:`run`, nothing to leave."""
         if not self.holds():
@@ -81,6 +92,25 @@ class PageSlots:
             finally:
                 for _ in range(taken):
                     self._free.release()
+
+
+def called_outside_the_slot(cached):
+    """Call ``cached`` (an ``st.cache_data`` or ``st.cache_resource`` function) with the page's slot left
+    (:meth:`PageSlots.paused`), and take the slot back after it.
+
+    For cached functions whose work leaves the slot (a translation waiting for the shared model, a measurement of
+    minutes): a session that finds another session computing the same entry waits on the cache's lock, and had it
+    kept its slot meanwhile, the session computing could not take a slot back to finish. With every slot held by
+    such waiters the server hung: a class opening the app at once, everyone's first page translating the same
+    default sentence."""
+
+    @functools.wraps(cached)
+    def call(*args, **kwargs):
+        with page_slots().paused():
+            return cached(*args, **kwargs)
+
+    call.clear = cached.clear
+    return call
 
 
 def cores() -> int:

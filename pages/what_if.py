@@ -37,7 +37,7 @@ from pages.common import (
 )
 from pages.explore import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, cached_translation, current_options, matrix_csv
 from pages.i18n import language, t
-from pages.page_slots import page_slots
+from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import ablation, precompute, rollout
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
@@ -112,11 +112,12 @@ def cached_force(checkpoint: str, text: str, given: str, options: DecodingOption
     return force(_loaded.model, _loaded.tokenizer, _translation, given)
 
 
+# Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
+@called_outside_the_slot
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded) -> dict:
     pairs = read_parallel(f"{DEV}.en", f"{DEV}.de")[:sample]
-    # Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
-    with page_slots().paused(), scratch_model(_loaded) as model:
+    with scratch_model(_loaded) as model:
         result = ablation.measure_importance(model, _loaded.tokenizer, pairs, ablation=with_ablation)
     return {**result, "source": f"{DEV.name}, first {sample} pairs"}
 

@@ -157,6 +157,40 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
     assert common.shared_translator(loaded) is queue
 
 
+def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(loaded, monkeypatch):
+    """A class opening the app at once: every first page translates the same default sentence. The first computes
+    it (waiting for the model outside its slot) while the others wait for that cache entry; they must wait outside
+    their slots too, or the first could never take a slot back to finish and the server would hang."""
+    import streamlit as st
+
+    from pages import explore
+    from pages.page_slots import page_slots
+
+    class SlowTranslator:
+        def translate(self, text, options, max_tokens):
+            time.sleep(0.3)  # the others arrive while the entry is being computed
+            return f"translated: {text}"
+
+    st.cache_data.clear()
+    monkeypatch.setattr(explore, "shared_translator", lambda _loaded: SlowTranslator())
+    slots = page_slots()
+    pages = slots.count + 1
+    start, results = threading.Barrier(pages), []
+
+    def page() -> None:
+        start.wait(10)
+        with slots.run():
+            results.append(explore.cached_translation(str(loaded.path), SENTENCES[0], DecodingOptions(), loaded))
+
+    threads = [threading.Thread(target=page, daemon=True) for _ in range(pages)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results == [f"translated: {SENTENCES[0]}"] * pages
+    st.cache_data.clear()
+
+
 def test_a_page_waiting_for_the_model_leaves_its_slot_to_the_next_page():
     """With one page slot, a page paused while it waits for the model lets another page run meanwhile, and takes
     a slot back (after the other page is done) before it goes on; a pause outside a slot frees nothing."""
