@@ -313,10 +313,11 @@ def _translation_panel(loaded) -> None:
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
         sentence.text_area(t("explore.sentence", source=source), key="text", height=68, max_chars=None)
         button.form_submit_button(t("explore.translate"), type="primary", width="stretch")
-    paper = st.columns(len(PAPER_SENTENCES) + 1, vertical_alignment="center")
-    paper[0].caption(t("explore.paper_sentences"))
-    for column, (label, sentence) in zip(paper[1:], PAPER_SENTENCES.items(), strict=True):
-        column.button(t(label), on_click=use_sentence, args=(sentence,), type="tertiary")
+    # Rows of controls are single horizontal containers rather than columns: fewer elements for every run to send.
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(t("explore.paper_sentences"), width="content")
+        for label, sentence in PAPER_SENTENCES.items():
+            st.button(t(label), on_click=use_sentence, args=(sentence,), type="tertiary")
 
     text = st.session_state["text"]
     if not text.strip():
@@ -411,11 +412,11 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
                     key="heatmap", filename=name)  # fmt: skip
     with guide, st.expander(t("explore.how_to_read"), expanded=True):
         st.markdown(t("explore.how_to_read_text"))
-    left, right = st.columns(2)
+    downloads = st.container(horizontal=True)
     # The files are made when the button is pressed (a callable), not at every run of the page.
-    left.download_button(t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys), file_name=f"{name}.csv",
-                         mime="text/csv")  # fmt: skip
-    right.download_button(
+    downloads.download_button(t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys),
+                              file_name=f"{name}.csv", mime="text/csv")  # fmt: skip
+    downloads.download_button(
         t("explore.download_npz"), lambda: maps_npz(maps, translation),
         file_name=f"{name.split('-' + kind)[0]}.npz", mime="application/octet-stream",
     )  # fmt: skip
