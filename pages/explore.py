@@ -28,7 +28,7 @@ from pages.common import (
     stored_heads,
 )
 from pages.i18n import language, t
-from pages.page_slots import called_outside_the_slot, page_slots
+from pages.page_slots import called_outside_the_slot, fragment_in_a_slot
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import (
@@ -298,15 +298,10 @@ def main(loading=None) -> None:
     translation_panel(loaded)
 
 
-@st.fragment
+@fragment_in_a_slot
 def translation_panel(loaded) -> None:
     """The sentence, its translation and the views of its heads. A fragment: submitting a sentence reruns this
     panel only, not the sidebar above it (whose controls rerun the whole page)."""
-    with page_slots().held():  # a rerun of this panel alone does not pass through app.py's slot
-        _translation_panel(loaded)
-
-
-def _translation_panel(loaded) -> None:
     config = loaded.config
     source, target = language_name(config.source_language), language_name(config.target_language)
     with st.form("translate", border=False):
@@ -362,31 +357,30 @@ def _translation_panel(loaded) -> None:
     views_panel(maps, translation)
 
 
-@st.fragment
+@fragment_in_a_slot
 def views_panel(maps: AttentionMaps, translation: Translation) -> None:
     """The four views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
     reruns only this panel with the translation already made, not the sidebar, the form and the translation above
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
-    with page_slots().held():  # a rerun of this panel alone does not pass through app.py's slot
-        views = dict(zip(VIEWS, (
-            lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
-            lambda: bertviz_panel(maps),
-        ), strict=True))  # fmt: skip
-        # The tabs show names in the chosen language; the URL and the session keep the view's English name.
-        labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
-        by_label = {label: view for view, label in labels.items()}
-        st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
+    views = dict(zip(VIEWS, (
+        lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
+        lambda: bertviz_panel(maps),
+    ), strict=True))  # fmt: skip
+    # The tabs show names in the chosen language; the URL and the session keep the view's English name.
+    labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
+    by_label = {label: view for view, label in labels.items()}
+    st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
 
-        def chosen() -> None:
-            st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
+    def chosen() -> None:
+        st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
 
-        tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
-        for tab, render in zip(tabs, views.values(), strict=True):
-            if tab.open:
-                with tab:
-                    render()
-        save_to_url()
+    tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
+    for tab, render in zip(tabs, views.values(), strict=True):
+        if tab.open:
+            with tab:
+                render()
+    save_to_url()
 
 
 def query_labels(maps: AttentionMaps, kind: str) -> list[str]:

@@ -109,8 +109,20 @@ def called_outside_the_slot(cached):
         with page_slots().paused():
             return cached(*args, **kwargs)
 
-    call.clear = cached.clear
     return call
+
+
+def fragment_in_a_slot(function):
+    """``st.fragment`` whose own reruns take a page slot (:meth:`PageSlots.held`): a fragment's rerun does not pass
+    through ``app.py``'s slot, while inside a whole page's run it is in that page's slot already."""
+
+    @st.fragment
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        with page_slots().held():
+            return function(*args, **kwargs)
+
+    return run
 
 
 def cores() -> int:
