@@ -113,6 +113,33 @@ def test_batched_beam_search_equals_one_sentence_at_a_time():
     assert batched == single
 
 
+def test_a_finished_sentence_leaves_the_batch():
+    """A batch costs what its sentences need: once the short sentence's search has ended, the search goes on with
+    the long one's beams only, and finds what it finds alone."""
+    torch.manual_seed(4)
+    model = Transformer(preset("tiny")).eval()
+    with torch.no_grad():  # no </s>: each sentence runs to its own length limit, the short one's first
+        model.embedding.weight[EOS_ID] = -10 * model.embedding.weight[EOS_ID].abs().sign()
+    short, long = [5, 6, EOS_ID], [7, 8, 9, 10, 11, 12, 13, 14, EOS_ID]
+    rows = []
+    decode = model.decode
+
+    def counting(target, *args, **kwargs):
+        rows.append(target.size(0))
+        return decode(target, *args, **kwargs)
+
+    model.decode = counting
+    batched = beam_search(model, pad([short, long]), beam_size=3)
+    del model.decode
+    assert [len(output) for output in batched] == [
+        len(short) + EXTRA_OUTPUT_TOKENS - 1,
+        len(long) + EXTRA_OUTPUT_TOKENS - 1,
+    ]
+    assert rows.count(6) == len(short) + EXTRA_OUTPUT_TOKENS  # both sentences' beams until the short one ends
+    assert set(rows[rows.count(6) :]) == {3}  # then the long one's alone
+    assert batched == [beam_search(model, pad([source]), beam_size=3)[0] for source in (short, long)]
+
+
 def test_outputs_stop_at_input_length_plus_fifty():
     torch.manual_seed(4)
     model = Transformer(preset("tiny")).eval()

@@ -145,22 +145,21 @@ class BeamRecorder:
 
     def step(self, step: int, top_scores: Tensor, origins: Tensor, tokens: Tensor, ends: Tensor,
              alive_ranks: Tensor, active: list[int]) -> None:  # fmt: skip
-        """One step's candidates (B, 2K) and which ranks stay alive (B, K), for the sentences still searching."""
+        """One step's candidates (A, 2K) and which ranks stay alive (A, K) of the sentences still searching:
+        row ``i`` is sentence ``active[i]``."""
         penalty = float(length_penalty(step, self.alpha))
         beams = alive_ranks.size(1)
         scores, origins, tokens = top_scores.tolist(), origins.tolist(), tokens.tolist()
         ends, alive = ends.tolist(), alive_ranks.tolist()
-        for sentence in active:
-            kept = set(alive[sentence])
+        for row, sentence in enumerate(active):
+            kept = set(alive[row])
             parents = self._beams[sentence]
             next_beams: list[int | None] = [None] * beams
-            for rank, (log_prob, origin, token) in enumerate(
-                zip(scores[sentence], origins[sentence], tokens[sentence], strict=True)
-            ):
+            for rank, (log_prob, origin, token) in enumerate(zip(scores[row], origins[row], tokens[row], strict=True)):
                 parent = parents[origin]
                 if parent is None or log_prob == float("-inf"):
                     continue
-                if ends[sentence][rank]:
+                if ends[row][rank]:
                     status = "finished" if rank < beams else "pruned"
                 else:
                     status = "kept" if rank in kept else "pruned"
@@ -168,7 +167,7 @@ class BeamRecorder:
                                 float(log_prob) / penalty, status)  # fmt: skip
                 self.nodes[sentence].append(node)
                 if status == "kept":
-                    next_beams[alive[sentence].index(rank)] = node.id
+                    next_beams[alive[row].index(rank)] = node.id
             self._beams[sentence] = next_beams
 
 
@@ -241,61 +240,71 @@ def beam_search(
     scores = torch.full((batch, beams), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(batch)]
-    done = torch.zeros(batch, dtype=torch.bool, device=device)
     batch_offsets = (torch.arange(batch, device=device) * beams).unsqueeze(1)  # (B, 1)
     if recorder is not None:
         recorder.alpha = alpha
         recorder.start(batch, beams)
 
+    # The sentences still searching, by their index in ``source``: the tensors below hold only their rows, so a
+    # sentence that has finished costs nothing at the steps after (a batch runs until its longest sentence ends).
+    live = list(range(batch))
     for step in range(1, int(limits.max()) + 1):
         hidden, _, _ = model.decode(sequences[:, -1:], memory, source_mask, cache=cache)
-        log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)  # (B·K, V)
+        log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)  # (A·K, V)
         vocab = log_probs.size(-1)
         at_limit = (step >= limits).repeat_interleave(beams)
         if at_limit.any():  # a hypothesis that reached the length limit must end here
             forced = torch.full_like(log_probs[at_limit], float("-inf"))
             forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]
             log_probs[at_limit] = forced
-        candidates = (scores.view(-1, 1) + log_probs).view(batch, beams * vocab)
-        top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (B, 2K): at least K of them do not end
+        candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
+        top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (A, 2K): at least K of them do not end
         origins = top_indices // vocab
         tokens = top_indices % vocab
         ends = tokens == config.eos_id
 
         penalty = length_penalty(step, alpha)
-        for sentence, rank in (ends[:, :beams] & ~done.unsqueeze(1)).nonzero().tolist():
-            if top_scores[sentence, rank] == float("-inf"):
+        for row, rank in ends[:, :beams].nonzero().tolist():
+            if top_scores[row, rank] == float("-inf"):
                 continue
-            origin = sentence * beams + int(origins[sentence, rank])
+            origin = row * beams + int(origins[row, rank])
             hypothesis = sequences[origin, 1:].tolist()
-            finished[sentence].append((float(top_scores[sentence, rank]) / penalty, hypothesis))
+            finished[live[row]].append((float(top_scores[row, rank]) / penalty, hypothesis))
         alive_scores = top_scores.masked_fill(ends, float("-inf"))
-        alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (B, K), in order of score
+        alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (A, K), in order of score
         if recorder is not None:
-            active = (~done).nonzero().flatten().tolist()
-            recorder.step(step, top_scores, origins, tokens, ends, alive_ranks, active)
-        for sentence in range(batch):
-            if done[sentence]:
+            recorder.step(step, top_scores, origins, tokens, ends, alive_ranks, live)
+        still = []  # rows of the sentences that search on
+        for row, sentence in enumerate(live):
+            if len(finished[sentence]) >= beams or step >= limits[row]:
                 continue
-            if len(finished[sentence]) >= beams or step >= limits[sentence]:
-                done[sentence] = True
-            elif early_stop and finished[sentence]:
+            if early_stop and finished[sentence]:
                 # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is
                 # its score now over the largest length penalty it can get. Below the best finished score, the
                 # rest of the search cannot change the result.
-                longest = int(limits[sentence])
+                longest = int(limits[row])
                 largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(longest, alpha))
                 best_finished = max(score for score, _ in finished[sentence])
-                if float(alive_scores[sentence, 0]) / largest_penalty < best_finished:
-                    done[sentence] = True
-        if done.all():
+                if float(alive_scores[row, 0]) / largest_penalty < best_finished:
+                    continue
+            still.append(row)
+        if not still:
             break
 
-        rows = (origins.gather(1, alive_ranks) + batch_offsets).view(-1)  # (B·K,)
-        next_tokens = tokens.gather(1, alive_ranks).view(-1, 1)
-        scores = alive_scores.masked_fill(done.unsqueeze(1), float("-inf"))
-        sequences = torch.cat([sequences.index_select(0, rows), next_tokens], dim=1)
-        cache.reorder(rows)
+        rows = origins.gather(1, alive_ranks) + batch_offsets[: len(live)]  # (A, K): the beams each continues
+        next_tokens = tokens.gather(1, alive_ranks)
+        dropped = len(still) < len(live)
+        if dropped:  # the finished sentences' rows leave every tensor
+            kept = torch.tensor(still, device=device)
+            rows, next_tokens, alive_scores = rows[kept], next_tokens[kept], alive_scores[kept]
+            limits = limits[kept]
+            blocks = (batch_offsets[kept] + torch.arange(beams, device=device)).view(-1)  # their rows, in order
+            memory, source_mask = memory.index_select(0, blocks), source_mask.index_select(0, blocks)
+            live = [live[row] for row in still]
+        rows = rows.view(-1)
+        scores = alive_scores
+        sequences = torch.cat([sequences.index_select(0, rows), next_tokens.view(-1, 1)], dim=1)
+        cache.reorder(rows, sentences_left=dropped)
 
     best = []
     for sentence in range(batch):

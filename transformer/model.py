@@ -245,10 +245,16 @@ class DecoderCache:
         """Called once every layer has written ``positions`` new positions."""
         self.length += positions
 
-    def reorder(self, indices: Tensor) -> None:
-        """Keep rows ``indices`` of the batch (beam search); cross-attention keys are shared by a sentence's beams."""
+    def reorder(self, indices: Tensor, sentences_left: bool = False) -> None:
+        """Keep rows ``indices`` of the batch (beam search). Cross-attention keys are the same for all of a
+        sentence's beams and stay as they are, unless sentences left the batch (``sentences_left``: ``indices``
+        then lists only the rows of the sentences that remain, each within its own sentence's block)."""
         if self.buffer is not None:
             self.buffer = self.buffer.index_select(0, indices)
+        if sentences_left:
+            for layer in self.layers:
+                for name, tensor in layer.cross_attention.items():
+                    layer.cross_attention[name] = tensor.index_select(0, indices)
 
 
 @dataclass
