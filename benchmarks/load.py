@@ -99,11 +99,31 @@ def serving(checkpoint: str | None, log: Path) -> Iterator[tuple[str, subprocess
 
 
 def peak_memory_mb(pid: int) -> float:
-    """The process's peak resident set (VmHWM), in MB (Linux)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    """The peak resident set (VmHWM) of the process and of each process it started (the translation process),
+    added up, in MB (Linux)."""
+    total, found = 0.0, False
+    for process in [pid, *descendants(pid)]:
+        try:
+            lines = Path(f"/proc/{process}/status").read_text().splitlines()
+        except OSError:  # ended meanwhile
+            continue
+        for line in lines:
+            if line.startswith("VmHWM:"):
+                total, found = total + int(line.split()[1]) / 1024, True
+    return total if found else float("nan")
+
+
+def descendants(pid: int) -> list[int]:
+    found, queue = [], [pid]
+    while queue:
+        parent = queue.pop()
+        for children in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                found += [int(child) for child in children.read_text().split()]
+                queue += [int(child) for child in children.read_text().split()]
+            except OSError:
+                continue
+    return found
 
 
 async def one_session(browser, origin: str, index: int, requests: int) -> dict:
@@ -222,6 +242,22 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
+def warm_up(origin: str, log: Path, timeout: float = 180.0) -> None:
+    """One visit (the model loads, the default sentence is translated), then wait until the server's translation
+    process is ready or has failed (its log says which; ``pages/common.py``): the figures are then those of a
+    server that has been running, not of its first minute."""
+    asyncio.run(protocol_session(origin, 0, 0))
+    if os.environ.get("TRANSFORMER_TRANSLATION_PROCESS", "1").strip() in ("0", "false", "no", "off"):
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if "translation process for" in line]
+        if any("ready" in line or "translating in the server" in line for line in lines):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the translation process was not ready after {timeout:.0f} s")
+
+
 def percentile(values: list[float], share: float) -> float:
     if not values:
         return float("nan")
@@ -274,6 +310,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--cold", action="store_true",
+                        help="start measuring at once: every session's first page on a server that has served none "
+                             "(default: after one visit, with the translation process ready)")  # fmt: skip
     args = parser.parse_args(argv)
     if args.client == "browser" and not Path(CHROMIUM).is_file():
         print(f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
@@ -281,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(part) for part in args.sessions.split(",") if part.strip()]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"load-server-{os.getpid()}.log"
     with serving(args.checkpoint, log) as (origin, process):
+        if not args.cold:
+            warm_up(origin, log)
         results = asyncio.run(measure(origin, process, counts, args.requests, args.client))
     single = next((r["submit_p95_s"] for r in results if r["sessions"] == 1), None)
     eight = next((r["submit_p95_s"] for r in results if r["sessions"] == 8), None)

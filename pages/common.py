@@ -54,6 +54,7 @@ html { font-size: 24px; }
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
 ENVIRONMENT_VARIABLE = "TRANSFORMER_CHECKPOINT"
+TRANSLATION_PROCESS_VARIABLE = "TRANSFORMER_TRANSLATION_PROCESS"
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -75,11 +76,21 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translator:
-    """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process."""
-    from pages.page_slots import page_slots
+    """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process. Its
+    searches run in a child process with its own copy of the model (``transformer/translation_process.py``), so that
+    pages render while a search runs; ``TRANSFORMER_TRANSLATION_PROCESS=0`` keeps them in the server's process."""
+    from pages.page_slots import cores, page_slots
     from transformer.serving import Translator
 
-    return Translator(_loaded, around_batch=page_slots().exclusive)
+    separate = os.environ.get(TRANSLATION_PROCESS_VARIABLE, "1").strip() not in ("0", "false", "no", "off")
+    slots = page_slots()
+
+    def search_threads() -> int:
+        # Every core while no page runs (one visitor); otherwise one is left to the pages: with every core
+        # searching beside them, a class at once waited longer (docs/reliability.md).
+        return cores() if slots.running == 0 else max(1, cores() - 1)
+
+    return Translator(_loaded, around_batch=slots.exclusive, separate_process=separate, process_threads=search_threads)
 
 
 def shared_translator(loaded: LoadedCheckpoint) -> Translator:

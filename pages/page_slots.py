@@ -33,7 +33,18 @@ class PageSlots:
         self.count = count
         self._free = threading.Semaphore(count)
         self._holding = threading.local()
+        self._held = 0  # slots held by running pages (not by exclusive())
+        self._counting = threading.Lock()
         self._sole = threading.Lock()  # one exclusive() at a time, so two never hold half the slots each
+
+    @property
+    def running(self) -> int:
+        """How many pages are running Python now (holding a slot and not paused)."""
+        return self._held
+
+    def _count(self, change: int) -> None:
+        with self._counting:
+            self._held += change
 
     def holds(self) -> bool:
         """Whether the calling thread is inside :meth:`run` (and not paused)."""
@@ -44,9 +55,11 @@ class PageSlots:
         """Hold a slot for the block (waiting for one if all are taken)."""
         self._free.acquire()
         self._holding.value = True
+        self._count(1)
         try:
             yield
         finally:
+            self._count(-1)
             self._holding.value = False
             self._free.release()
 
@@ -66,6 +79,7 @@ class PageSlots:
         if not self.holds():
             yield
             return
+        self._count(-1)
         self._holding.value = False
         self._free.release()
         try:
@@ -73,6 +87,7 @@ class PageSlots:
         finally:
             self._free.acquire()
             self._holding.value = True
+            self._count(1)
 
     @contextmanager
     def exclusive(self, timeout: float = 0.5) -> Iterator[int]:

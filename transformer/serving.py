@@ -17,6 +17,8 @@ lose those heads; and simultaneous searches each ask PyTorch for every core, so 
 from __future__ import annotations
 
 import copy
+import functools
+import sys
 import threading
 import time
 from collections import deque
@@ -28,7 +30,9 @@ from transformer.analysis.attention import Translation, translate_many_with_atte
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.model import Transformer
+from transformer.translation_process import TranslationProcess, TranslationProcessError
 
+RESTART_SECONDS = 30.0  # a child process that failed is started again at most this often
 MAX_BATCH = 16  # sentences in one search; more would only make the first of them wait for the longest
 
 
@@ -78,6 +82,14 @@ class Translator:
     :meth:`pages.page_slots.PageSlots.exclusive`, so that no page runs Python during a search). ``batches`` holds
     the sentence counts of the latest searches (at most 1,000, so a server that runs for weeks does not grow it
     without end).
+
+    With ``separate_process`` the batches are searched in a child process with its own copy of the model
+    (:class:`~transformer.translation_process.TranslationProcess`, started in the background at once), so that the
+    callers' threads run Python meanwhile instead of taking turns with the search; ``around_batch`` and the lock
+    are then not needed and not taken. Until the child is ready, and whenever it fails (it is then started again,
+    at most every :data:`RESTART_SECONDS`), batches run in this process as without it. ``process_threads`` is the
+    child's PyTorch threads (default: every core), or a function asked before each batch (the app gives the search
+    every core while no page is running, and leaves one to the pages otherwise).
     """
 
     def __init__(
@@ -85,6 +97,8 @@ class Translator:
         loaded: LoadedCheckpoint,
         max_batch: int = MAX_BATCH,
         around_batch: Callable[[], AbstractContextManager] = nullcontext,
+        separate_process: bool = False,
+        process_threads: int | Callable[[], int] | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -95,6 +109,55 @@ class Translator:
         self._pending: list[_Request] = []
         self._busy = False
         self._changed = threading.Condition()
+        self.separate_process = separate_process
+        self.process_threads = process_threads
+        self.process: TranslationProcess | None = None  # set once the child is ready
+        self.process_failures: list[str] = []  # why the child could not start or failed (the latest 20)
+        self._starting: threading.Thread | None = None
+        self._last_start = float("-inf")
+        if separate_process:
+            self._start_process()
+
+    def _start_process(self) -> None:
+        """Start the child in the background (unless one is starting, or the last try was very recent)."""
+        if self._starting is not None and self._starting.is_alive():
+            return
+        if time.monotonic() - self._last_start < RESTART_SECONDS:
+            return
+        self._last_start = time.monotonic()
+
+        def start() -> None:
+            started = time.perf_counter()
+            try:
+                process = TranslationProcess(self.loaded.path, self.loaded.model, self._threads())
+            except (TranslationProcessError, OSError) as error:
+                self._failed(f"could not start: {error}")
+                return
+            self.process = process
+            print(f"translation process for {self.loaded.path}: ready (pid {process.pid}, "
+                  f"{time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
+
+        self._starting = threading.Thread(target=start, name="translation-process-start", daemon=True)
+        self._starting.start()
+
+    def _threads(self) -> int | None:
+        threads = self.process_threads
+        return threads() if callable(threads) else threads
+
+    def _failed(self, message: str) -> None:
+        self.process_failures = [*self.process_failures[-19:], message]
+        print(
+            f"translation process for {self.loaded.path}: {message}; translating in the server",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        """End the child process, if any (batches then run in this process)."""
+        self.separate_process = False
+        process, self.process = self.process, None
+        if process is not None:
+            process.close()
 
     @property
     def waiting(self) -> int:
@@ -128,27 +191,52 @@ class Translator:
         assert request.result is not None
         return request.result
 
+    def _take_batch(self) -> list[_Request]:
+        with self._changed:
+            key = self._pending[0].key()
+            batch = [request for request in self._pending if request.key() == key][: self.max_batch]
+            for request in batch:
+                self._pending.remove(request)
+        return batch
+
     def _run_next_batch(self) -> None:
+        process = self.process
+        if process is not None:
+            batch = self._take_batch()
+            try:
+                self._search(batch, functools.partial(process.translate_many, threads=self._threads()))
+                return
+            except TranslationProcessError as error:
+                self.process = None
+                self._failed(str(error))
+                self._start_process()
+                with self._changed:  # searched below, in this process, ahead of the sentences that came later
+                    self._pending[:0] = batch
+        elif self.separate_process:
+            self._start_process()
         # Both taken before the batch is chosen, so that sentences queued meanwhile join it.
         with self.around_batch(), exclusive(self.loaded):
-            with self._changed:
-                key = self._pending[0].key()
-                batch = [request for request in self._pending if request.key() == key][: self.max_batch]
-                for request in batch:
-                    self._pending.remove(request)
-            started = time.perf_counter()
-            options, max_tokens = key
-            try:
-                results = translate_many_with_attention(
-                    self.loaded.model, self.loaded.tokenizer, [r.text for r in batch], options, max_tokens
-                )
-            except BaseException as error:  # each caller of the batch gets the failure, not only the runner
-                for request in batch:
-                    request.error = error
-                if not isinstance(error, Exception):  # an interrupt: the runner's thread must stop too
-                    raise
-                return
-            finally:
-                self.batches.append(len(batch))
-            for request, result in zip(batch, results, strict=True):
-                request.result = replace(result, seconds={**result.seconds, "waited": started - request.queued})
+            self._search(
+                self._take_batch(),
+                functools.partial(translate_many_with_attention, self.loaded.model, self.loaded.tokenizer),
+            )
+
+    def _search(self, batch: list[_Request], translate_many: Callable[..., list[Translation]]) -> None:
+        """Search one batch with ``translate_many`` and hand each request its result or the batch's failure;
+        :class:`TranslationProcessError` leaves the requests unanswered and is raised."""
+        options, max_tokens = batch[0].key()
+        started = time.perf_counter()
+        try:
+            results = translate_many([r.text for r in batch], options, max_tokens)
+        except TranslationProcessError:
+            raise
+        except BaseException as error:  # each caller of the batch gets the failure, not only the runner
+            self.batches.append(len(batch))
+            for request in batch:
+                request.error = error
+            if not isinstance(error, Exception):  # an interrupt: the runner's thread must stop too
+                raise
+            return
+        self.batches.append(len(batch))
+        for request, result in zip(batch, results, strict=True):
+            request.result = replace(result, seconds={**result.seconds, "waited": started - request.queued})
