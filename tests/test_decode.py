@@ -113,9 +113,10 @@ def test_batched_beam_search_equals_one_sentence_at_a_time():
     assert batched == single
 
 
-def test_a_finished_sentence_leaves_the_batch():
+@pytest.mark.parametrize("beams", [1, 3])
+def test_a_finished_sentence_leaves_the_batch(beams):
     """A batch costs what its sentences need: once the short sentence's search has ended, the search goes on with
-    the long one's beams only, and finds what it finds alone."""
+    the long one's rows only, and finds what it finds alone (greedy decoding for one beam)."""
     torch.manual_seed(4)
     model = Transformer(preset("tiny")).eval()
     with torch.no_grad():  # no </s>: each sentence runs to its own length limit, the short one's first
@@ -128,16 +129,19 @@ def test_a_finished_sentence_leaves_the_batch():
         rows.append(target.size(0))
         return decode(target, *args, **kwargs)
 
+    def decoded(source):
+        return greedy_decode(model, source) if beams == 1 else beam_search(model, source, beam_size=beams)
+
     model.decode = counting
-    batched = beam_search(model, pad([short, long]), beam_size=3)
+    batched = decoded(pad([short, long]))
     del model.decode
     assert [len(output) for output in batched] == [
         len(short) + EXTRA_OUTPUT_TOKENS - 1,
         len(long) + EXTRA_OUTPUT_TOKENS - 1,
     ]
-    assert rows.count(6) == len(short) + EXTRA_OUTPUT_TOKENS  # both sentences' beams until the short one ends
-    assert set(rows[rows.count(6) :]) == {3}  # then the long one's alone
-    assert batched == [beam_search(model, pad([source]), beam_size=3)[0] for source in (short, long)]
+    assert rows.count(2 * beams) == len(short) + EXTRA_OUTPUT_TOKENS  # both sentences' rows until the short one ends
+    assert set(rows[rows.count(2 * beams) :]) == {beams}  # then the long one's alone
+    assert batched == [decoded(pad([source]))[0] for source in (short, long)]
 
 
 def test_outputs_stop_at_input_length_plus_fifty():

@@ -193,20 +193,25 @@ def greedy_decode(model: Transformer, source: Tensor, max_extra_tokens: int = EX
     limits = output_limits(model, source, max_extra_tokens)
     cache = DecoderCache(config.decoder_layers)
     last = torch.full((batch, 1), config.bos_id, dtype=torch.long, device=source.device)
-    finished = torch.zeros(batch, dtype=torch.bool, device=source.device)
     outputs: list[list[int]] = [[] for _ in range(batch)]
+    live = list(range(batch))  # the sentences still decoding: the tensors hold only their rows (as in beam_search)
     for step in range(1, int(limits.max()) + 1):
         hidden, _, _ = model.decode(last, memory, source_mask, cache=cache)
-        logits = model.project(hidden[:, -1])  # (B, V)
+        logits = model.project(hidden[:, -1])  # (A, V)
         tokens = logits.argmax(dim=-1)
         tokens = torch.where(step >= limits, torch.full_like(tokens, config.eos_id), tokens)
-        for row in (~finished).nonzero().flatten().tolist():
-            if tokens[row] != config.eos_id:
-                outputs[row].append(int(tokens[row]))
-        finished |= tokens == config.eos_id
-        if finished.all():
+        ended = tokens == config.eos_id
+        for sentence, token in zip(live, tokens.tolist(), strict=True):
+            if token != config.eos_id:
+                outputs[sentence].append(token)
+        if bool(ended.all()):
             break
         last = tokens.unsqueeze(1)
+        if bool(ended.any()):  # the finished sentences' rows leave every tensor
+            kept = (~ended).nonzero().flatten()
+            last, memory, source_mask, limits = last[kept], memory[kept], source_mask[kept], limits[kept]
+            cache.reorder(kept, sentences_left=True)
+            live = [live[row] for row in kept.tolist()]
     return outputs
 
 
