@@ -3,7 +3,7 @@
 transformer/ (config, tokenizer, model, data, decode, schedule, checkpoint)   the model and its files
 transformer/analysis/                                                          what the heads do, measured
 transformer/ (train, training/, translate, evaluate, importance, whatif,   the command-line tools and
-              serving)                                                         the app's model sharing
+              serving, translation_process)                                    the app's model sharing
 transformer/plots/                                                             figures
 pages/, app.py                                                                 the Streamlit app
 """
@@ -19,7 +19,7 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint", "i18n"}
-TOOLS = {"train", "training", "translate", "evaluate", "importance", "whatif", "serving"}
+TOOLS = {"train", "training", "translate", "evaluate", "importance", "whatif", "serving", "translation_process"}
 APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
 
 
