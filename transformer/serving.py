@@ -133,6 +133,9 @@ class Translator:
             except (TranslationProcessError, OSError) as error:
                 self._failed(f"could not start: {error}")
                 return
+            if not self.separate_process:  # closed meanwhile
+                process.close()
+                return
             self.process = process
             print(f"translation process for {self.loaded.path}: ready (pid {process.pid}, "
                   f"{time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
