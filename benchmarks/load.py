@@ -119,10 +119,11 @@ def descendants(pid: int) -> list[int]:
         parent = queue.pop()
         for children in Path(f"/proc/{parent}/task").glob("*/children"):
             try:
-                found += [int(child) for child in children.read_text().split()]
-                queue += [int(child) for child in children.read_text().split()]
+                pids = [int(child) for child in children.read_text().split()]
             except OSError:
                 continue
+            found += pids
+            queue += pids
     return found
 
 

@@ -190,10 +190,7 @@ class TranslationProcess:
                 assert stdin is not None
                 write_frame(stdin, REQUEST, request.encode("ascii"))
                 kind, payload = self._answer(self.answer_timeout)
-            except (OSError, TranslationProcessError):
-                self.close()
-                raise
-            except BaseException:  # interrupted between a request and its answer: the pipe is out of step
+            except BaseException:  # a failed pipe, or interrupted between a request and its answer: out of step
                 self.close()
                 raise
         if kind == FAILURE:
