@@ -3,7 +3,8 @@
 Code paths: three train (forward, label-smoothed loss, backward, Adam step) the same ``small`` model shape on the
 same batches — real ones cut by the trainer's sampler from the long run's data mix in its earlier order (random
 token ids with sentence-like lengths where the corpora are missing, or with ``--random``). ``current`` is the
-trainer's path, ``baseline`` the path before fused projections, padding-free logits and fused Adam, ``reference``
+trainer's path, ``baseline`` the path before fused projections, the block-wise projection and loss (logits of
+non-padding targets only, never all at once), the cheaper dropout mask and fused Adam, ``reference``
 torch.nn.Transformer.
 
 Batching: the current path then trains on one pool's worth of sentences (``--pool`` batches) cut with the same
@@ -29,7 +30,7 @@ from torch import nn
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, TOKENIZER_FILE
 from transformer.config import ModelConfig, preset
 from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, Example, collate, encode_pairs, read_corpus
-from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+from transformer.model import Dropout, MultiHeadAttention, Transformer, sinusoidal_positional_encoding
 from transformer.tokenizer import Tokenizer
 from transformer.training.runtime import adam
 from transformer.training.validation import sequence_losses, training_losses
@@ -104,11 +105,12 @@ def training_flops(config: ModelConfig, source: torch.Tensor, target: torch.Tens
 
 
 def train_seconds(model: nn.Module, batches, path: str) -> list[float]:
-    """Seconds per training step of one code path: ``current`` (the trainer's: fused Q/K/V projections, logits of
-    non-padding targets only, fused Adam), ``baseline`` (three projections, logits of every position, for-each Adam:
-    the trainer before those changes) or ``reference`` (torch.nn.Transformer)."""
+    """Seconds per training step of one code path: ``current`` (the trainer's: fused Q/K/V projections, projection
+    and loss block by block over non-padding targets only, dropout masks from fewer random bits, fused Adam),
+    ``baseline`` (three projections, logits of every position, nn.Dropout's masks, for-each Adam: the trainer before
+    those changes) or ``reference`` (torch.nn.Transformer)."""
     optimizer = adam(model.parameters(), fused=path == "current", lr=1e-4)
-    MultiHeadAttention.fused_projections = path == "current"
+    MultiHeadAttention.fused_projections = Dropout.cheap_mask = path == "current"
     model.train()
     times = []
     for source, target in batches:
@@ -123,7 +125,7 @@ def train_seconds(model: nn.Module, batches, path: str) -> list[float]:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - started)
-    MultiHeadAttention.fused_projections = True
+    MultiHeadAttention.fused_projections = Dropout.cheap_mask = True
     return times
 
 

@@ -9,7 +9,14 @@ import torch
 from torch import nn
 
 from transformer.config import ModelConfig, preset
-from transformer.model import MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+from transformer.model import (
+    Dropout,
+    MultiHeadAttention,
+    Transformer,
+    label_smoothed_losses,
+    projected_label_smoothed_loss,
+    sinusoidal_positional_encoding,
+)
 
 PAD = 0
 
@@ -147,6 +154,83 @@ def test_dropout_is_active_only_in_training():
     assert not torch.allclose(model(source, target).logits, model(source, target).logits)
     model.eval()
     assert torch.equal(model(source, target).logits, model(source, target).logits)
+
+
+@pytest.mark.parametrize("p", [0.1, 0.3])
+def test_dropout_drops_the_requested_share_of_every_element_and_rescales_the_rest(p):
+    """Each element is dropped with probability p (four elements share one 64-bit draw: all four positions are
+    checked), kept ones are scaled by 1/(1-p), the gradient passes through the same mask, and the mask follows
+    torch.manual_seed."""
+    dropout = Dropout(p).train()
+    x = torch.ones(400, 1001, requires_grad=True)  # an odd size: the last draw is only partly used
+    torch.manual_seed(3)
+    y = dropout(x)
+    assert y.detach().unique().tolist() == [0.0, pytest.approx(1 / (1 - p))]
+    dropped = (y == 0).flatten().float()
+    for lane in range(4):
+        assert dropped[lane::4].mean().item() == pytest.approx(p, abs=0.004)  # ~0.0009 standard error
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())
+    torch.manual_seed(3)
+    assert torch.equal(dropout(x), y)
+    assert torch.equal(dropout.eval()(x), x)
+
+
+def test_dropout_matches_nn_dropout_in_expectation_and_falls_back_where_it_should():
+    torch.manual_seed(0)
+    x = torch.randn(64, 257)
+    dropout = Dropout(0.1).train()
+    mean = torch.stack([dropout(x) for _ in range(400)]).mean(0)
+    assert torch.allclose(mean, x, atol=0.1 * x.abs().max().item())  # unbiased: E[dropout(x)] = x
+    Dropout.cheap_mask = False
+    try:
+        torch.manual_seed(5)
+        ours = dropout(x)
+        torch.manual_seed(5)
+        assert torch.equal(ours, nn.functional.dropout(x, 0.1, True))
+    finally:
+        Dropout.cheap_mask = True
+    assert torch.equal(Dropout(1.0).train()(x), torch.zeros_like(x))
+    assert torch.equal(Dropout(0.0).train()(x), x)
+
+
+@pytest.mark.parametrize("block_rows", [None, 1, 4])
+def test_block_wise_projection_and_loss_equal_the_plain_ones(block_rows):
+    """Projection and label-smoothed loss formed block by block (no whole logits) give F.cross_entropy's sum and
+    the gradients of the plain logits → log-softmax path, for the hidden states and the (shared) weight."""
+    torch.manual_seed(0)
+    hidden = torch.randn(11, 16, requires_grad=True)
+    weight = (0.3 * torch.randn(37, 16)).requires_grad_()
+    target = torch.randint(1, 37, (11,))
+    loss, nll = projected_label_smoothed_loss(hidden, weight, target, 0.1, block_rows=block_rows)
+    (2.5 * loss).backward()  # a non-unit upstream gradient
+    grads = hidden.grad.clone(), weight.grad.clone()
+    hidden.grad = weight.grad = None
+    logits = hidden @ weight.t()
+    expected = nn.functional.cross_entropy(logits, target, label_smoothing=0.1, reduction="sum")
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert nll.item() == pytest.approx(nn.functional.cross_entropy(logits, target, reduction="sum").item(), rel=1e-5)
+    assert not nll.requires_grad
+    (2.5 * label_smoothed_losses(logits, target, 0.1)[0].sum()).backward()
+    assert torch.allclose(grads[0], hidden.grad, atol=1e-5)
+    assert torch.allclose(grads[1], weight.grad, atol=1e-5)
+
+
+def test_the_training_loss_skips_padding_and_matches_the_logits_path():
+    """model(…, target_output=…) gives the loss and gradients of logits → loss over the non-padding targets."""
+    model = tiny_model()  # tiny: no dropout, so both passes see the same network
+    source, target = torch.tensor([[5, 6, 7, 8, 3, 0]]), torch.tensor([[2, 9, 10, 11, 3, 0, 0]])
+    output = model(source, target[:, :-1], target_output=target[:, 1:], label_smoothing=0.1)
+    assert output.logits is None
+    output.loss.backward()
+    grad = model.embedding.weight.grad.clone()
+    model.zero_grad()
+    logits = model(source, target[:, :-1]).logits[target[:, 1:] != PAD]
+    expected = nn.functional.cross_entropy(logits, target[:, 1:][target[:, 1:] != PAD], label_smoothing=0.1,
+                                           reduction="sum")  # fmt: skip
+    expected.backward()
+    assert output.loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert torch.allclose(grad, model.embedding.weight.grad, atol=1e-5)
 
 
 def test_base_preset_has_the_papers_parameter_count():

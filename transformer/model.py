@@ -47,6 +47,99 @@ def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None) -> 
     return torch.softmax(scores, dim=-1)
 
 
+class Dropout(nn.Dropout):
+    """nn.Dropout (§5.4, P_drop) that draws its mask from fewer random bits on the CPU.
+
+    PyTorch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister, the costliest part of a
+    dropout layer; here one 64-bit draw gives the mask of four elements (15 random bits each), so an element is
+    dropped with probability round(p·2¹⁵)/2¹⁵ (0.100006 for p = 0.1). Same generator (``torch.manual_seed`` and the
+    trainer's saved random state apply), same scaling by 1/(1-p), and nn.Dropout itself on other devices, at p = 0 or
+    1 and when ``cheap_mask`` is False.
+    """
+
+    cheap_mask = True  # class-wide switch (False: nn.Dropout's per-element Bernoulli sampling)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not (self.training and self.cheap_mask and 0.0 < self.p < 1.0 and x.device.type == "cpu"):
+            return super().forward(x)
+        count = x.numel()
+        bits = torch.empty((count + 3) // 4, dtype=torch.int64).random_().view(torch.int16)[:count].view(x.shape)
+        # 1 where kept, 0 where dropped, made in x's dtype directly (a boolean mask would be converted at every use)
+        mask = torch.ge(bits.bitwise_and_(0x7FFF), round(self.p * 2**15), out=torch.empty_like(x))
+        return x * mask.mul_(1.0 / (1.0 - self.p))  # autograd keeps the mask for the backward pass
+
+
+def label_smoothed_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> tuple[Tensor, Tensor]:
+    """Per-position label-smoothed loss (§5.4, ε_ls) and negative log-likelihood: logits (…, V), target (…) →
+    two (…) tensors. The loss is (1 − ε)·NLL + ε·(cross-entropy with the uniform distribution over V), as in
+    ``F.cross_entropy(label_smoothing=ε)``."""
+    log_probs = torch.log_softmax(logits.float(), dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    smooth = -log_probs.mean(dim=-1)
+    return (1.0 - label_smoothing) * nll + label_smoothing * smooth, nll
+
+
+def projected_label_smoothed_loss(
+    hidden: Tensor, weight: Tensor, target: Tensor, label_smoothing: float, block_rows: int | None = None
+) -> tuple[Tensor, Tensor]:
+    """Summed :func:`label_smoothed_losses` of the logits ``hidden`` (N, D) · ``weight`` (V, D)ᵀ for ``target`` (N,).
+
+    On the CPU without autocast the projection and the loss run in blocks of rows and the gradients are formed on
+    the way (:class:`_ProjectedLoss`), so the (N, V) logits, the largest tensors of a training step, are never held
+    whole (``block_rows`` rows at a time; default: about 8 MB of logits); the summed NLL is then a value without
+    gradient. Elsewhere: the plain product and loss."""
+    if hidden.device.type != "cpu" or torch.is_autocast_enabled("cpu") or hidden.dtype != torch.float32:
+        loss, nll = label_smoothed_losses(F.linear(hidden, weight), target, label_smoothing)
+        return loss.sum(), nll.sum()
+    rows = block_rows or max(1, 2**21 // weight.size(0))
+    return _ProjectedLoss.apply(hidden, weight, target, label_smoothing, rows)
+
+
+class _ProjectedLoss(torch.autograd.Function):
+    """Σ label-smoothed loss and Σ NLL of hidden · weightᵀ, gradients computed block by block in the forward pass:
+    d loss / d logits = softmax − (1 − ε)·one-hot − ε/V, then d hidden = that · weight and d weight += thatᵀ · hidden.
+    The backward pass scales them by the loss's gradient (a scalar)."""
+
+    @staticmethod
+    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float, rows: int):
+        count, vocab = hidden.size(0), weight.size(0)
+        need_hidden, need_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        grad_hidden = torch.empty_like(hidden) if need_hidden else None
+        grad_weight = torch.zeros_like(weight) if need_weight else None
+        loss = hidden.new_zeros(())
+        nll = hidden.new_zeros(())
+        buffer = hidden.new_empty(min(rows, count), vocab)
+        for start in range(0, count, rows):
+            block, block_target = hidden[start : start + rows], target[start : start + rows]
+            logits = torch.mm(block, weight.t(), out=buffer[: block.size(0)])
+            log_z = torch.logsumexp(logits, dim=-1)
+            block_nll = log_z - logits.gather(1, block_target[:, None]).squeeze(1)
+            loss += ((1.0 - smoothing) * block_nll + smoothing * (log_z - logits.mean(dim=-1))).sum()
+            nll += block_nll.sum()
+            if not (need_hidden or need_weight):
+                continue
+            grad = logits.sub_(log_z[:, None]).exp_().sub_(smoothing / vocab)  # softmax − ε/V, in place
+            grad[torch.arange(block.size(0)), block_target] -= 1.0 - smoothing
+            if need_hidden:
+                torch.mm(grad, weight, out=grad_hidden[start : start + rows])
+            if need_weight:
+                grad_weight.addmm_(grad.t(), block)
+        ctx.save_for_backward(grad_hidden, grad_weight)
+        ctx.mark_non_differentiable(nll)
+        return loss, nll
+
+    @staticmethod
+    def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor):
+        grad_hidden, grad_weight = ctx.saved_tensors
+        return (
+            None if grad_hidden is None else grad_hidden * grad_loss,
+            None if grad_weight is None else grad_weight * grad_loss,
+            None,
+            None,
+            None,
+        )
+
+
 class MultiHeadAttention(nn.Module):
     """§3.2.2: MultiHead(Q, K, V) = Concat(head_1, …, head_h) Wᴼ with head_i = Attention(Q W_iQ, K W_iK, V W_iV).
 
@@ -149,7 +242,7 @@ class EncoderLayer(nn.Module):
         self.self_attention_norm = nn.LayerNorm(config.d_model)
         self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
         self.feed_forward_norm = nn.LayerNorm(config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         attended, weights = self.self_attention(x, mask=mask, need_weights=need_weights)
@@ -169,7 +262,7 @@ class DecoderLayer(nn.Module):
         self.cross_attention_norm = nn.LayerNorm(config.d_model)
         self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
         self.feed_forward_norm = nn.LayerNorm(config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(
         self,
@@ -201,12 +294,15 @@ class DecoderLayer(nn.Module):
 
 @dataclass
 class Seq2SeqOutput:
-    """Logits (B, T, V) and, when requested, attention probabilities shaped (B, L, H, T_query, T_key)."""
+    """Logits (B, T, V) and, when requested, attention probabilities shaped (B, L, H, T_query, T_key); given the
+    target outputs, the summed training loss and NLL instead of logits."""
 
-    logits: Tensor
+    logits: Tensor | None
     encoder_attention: Tensor | None = None
     decoder_attention: Tensor | None = None
     cross_attention: Tensor | None = None
+    loss: Tensor | None = None
+    nll: Tensor | None = None
 
 
 class DecoderCache:
@@ -286,7 +382,7 @@ class Transformer(nn.Module):
             sinusoidal_positional_encoding(config.max_positions, config.d_model),
             persistent=False,
         )
-        self.embedding_dropout = nn.Dropout(config.dropout)
+        self.embedding_dropout = Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
         self.reset_parameters()
@@ -391,20 +487,27 @@ class Transformer(nn.Module):
         source: Tensor,
         target_input: Tensor,
         need_weights: bool = False,
-        outputs: Tensor | None = None,
         head_mask: HeadMask | None = None,
+        target_output: Tensor | None = None,
+        label_smoothing: float = 0.0,
     ) -> Seq2SeqOutput:
         """Teacher-forced pass: source (B, S), right-shifted target (B, T) → logits (B, T, V) and attention.
 
-        ``outputs`` (B, T) boolean: project only those positions, giving logits (N, V) for the N True ones (in
-        training, the non-padding targets: the output projection is the largest single matrix product).
-        ``head_mask``: heads switched off for this pass (see :meth:`head_mask`)."""
+        ``head_mask``: heads switched off for this pass (see :meth:`head_mask`). ``target_output`` (B, T), the
+        expected next tokens: no logits, but the loss summed over its non-padding positions, with label smoothing,
+        and the summed NLL (:func:`projected_label_smoothed_loss`; padding positions are never projected)."""
         with self.head_mask(head_mask):
             memory, encoder_attention = self.encode(source, need_weights)
             hidden, decoder_attention, cross_attention = self.decode(
                 target_input, memory, self.source_mask(source), need_weights
             )
-            logits = self.project(hidden if outputs is None else hidden[outputs])
+            if target_output is not None:
+                keep = target_output != self.config.pad_id
+                loss, nll = projected_label_smoothed_loss(
+                    hidden[keep], self.embedding.weight, target_output[keep], label_smoothing
+                )
+                return Seq2SeqOutput(None, encoder_attention, decoder_attention, cross_attention, loss, nll)
+            logits = self.project(hidden)
         return Seq2SeqOutput(logits, encoder_attention, decoder_attention, cross_attention)
 
     def attention_modules(self, kind: str) -> list[MultiHeadAttention]:

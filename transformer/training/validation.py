@@ -14,7 +14,7 @@ from transformer.analysis.figures import LAW_SENTENCE, MAKING_SENTENCE
 from transformer.analysis.health import format_health, model_health
 from transformer.data import Batch, collate, encode_pairs
 from transformer.decode import GREEDY, translate
-from transformer.model import Transformer
+from transformer.model import Transformer, label_smoothed_losses
 from transformer.tokenizer import PAD_ID, Tokenizer
 from transformer.training.runtime import autocast
 
@@ -30,19 +30,16 @@ def sequence_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> t
     """Summed label-smoothed loss (§5.4) and summed negative log-likelihood over non-padding target tokens.
 
     logits (..., V) and target (...) of any matching leading shape: (B, T) or the flat (N,) of kept positions."""
-    log_probs = torch.log_softmax(logits.float(), dim=-1)  # (B, T, V)
+    loss, nll = label_smoothed_losses(logits, target, label_smoothing)  # equals F.cross_entropy(label_smoothing=…)
     keep = target != PAD_ID
-    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    smooth = -log_probs.mean(dim=-1)  # (B, T): cross-entropy with the uniform distribution
-    loss = (1.0 - label_smoothing) * nll + label_smoothing * smooth  # equals F.cross_entropy(label_smoothing=…)
     return loss[keep].sum(), nll[keep].sum()
 
 
 def training_losses(model: nn.Module, batch: Batch, label_smoothing: float) -> tuple[Tensor, Tensor]:
-    """:func:`sequence_losses` of a batch, with logits computed for its non-padding target positions only."""
-    keep = batch.target_output != PAD_ID
-    logits = model(batch.source, batch.target_input, outputs=keep).logits  # (N, V)
-    return sequence_losses(logits, batch.target_output[keep], label_smoothing)
+    """:func:`sequence_losses` of a batch, computed without the logits of padding positions or whole (N, V)
+    logits (:func:`transformer.model.projected_label_smoothed_loss`); the NLL carries no gradient."""
+    output = model(batch.source, batch.target_input, target_output=batch.target_output, label_smoothing=label_smoothing)
+    return output.loss, output.nll
 
 
 @torch.no_grad()
