@@ -214,6 +214,10 @@ def test_block_wise_projection_and_loss_equal_the_plain_ones(block_rows):
     (2.5 * label_smoothed_losses(logits, target, 0.1)[0].sum()).backward()
     assert torch.allclose(grads[0], hidden.grad, atol=1e-5)
     assert torch.allclose(grads[1], weight.grad, atol=1e-5)
+    with torch.no_grad():  # evaluation: the same sums, nothing to differentiate
+        assert projected_label_smoothed_loss(hidden, weight, target, 0.1, block_rows)[0].item() == pytest.approx(
+            loss.item()
+        )
 
 
 def test_the_training_loss_skips_padding_and_matches_the_logits_path():

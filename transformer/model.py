@@ -92,18 +92,18 @@ def projected_label_smoothed_loss(
         loss, nll = label_smoothed_losses(F.linear(hidden, weight), target, label_smoothing)
         return loss.sum(), nll.sum()
     rows = block_rows or max(1, 2**21 // weight.size(0))
-    return _ProjectedLoss.apply(hidden, weight, target, label_smoothing, rows)
+    return _ProjectedLoss.apply(hidden, weight, target, label_smoothing, rows, torch.is_grad_enabled())
 
 
 class _ProjectedLoss(torch.autograd.Function):
     """Σ label-smoothed loss and Σ NLL of hidden · weightᵀ, gradients computed block by block in the forward pass:
     d loss / d logits = softmax − (1 − ε)·one-hot − ε/V, then d hidden = that · weight and d weight += thatᵀ · hidden.
-    The backward pass scales them by the loss's gradient (a scalar)."""
+    The backward pass scales them by the loss's gradient (a scalar). Without grad mode only the sums are formed."""
 
     @staticmethod
-    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float, rows: int):
+    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float, rows: int, grad_mode: bool):
         count, vocab = hidden.size(0), weight.size(0)
-        need_hidden, need_weight = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        need_hidden, need_weight = grad_mode and ctx.needs_input_grad[0], grad_mode and ctx.needs_input_grad[1]
         grad_hidden = torch.empty_like(hidden) if need_hidden else None
         grad_weight = torch.zeros_like(weight) if need_weight else None
         loss = hidden.new_zeros(())
@@ -134,6 +134,7 @@ class _ProjectedLoss(torch.autograd.Function):
         return (
             None if grad_hidden is None else grad_hidden * grad_loss,
             None if grad_weight is None else grad_weight * grad_loss,
+            None,
             None,
             None,
             None,
