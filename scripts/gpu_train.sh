@@ -9,7 +9,9 @@
 # side), LR_SCALE (0.5), WARMUP (1000), DROPOUT (0.2), GAIN (the --branch-init-gain, 0.5), SAVE_MINUTES (0.5),
 # AVERAGE (4), SHARD_MB (15), EVAL_LIMIT (sentences per test set; empty: all), OUT (where results go, default
 # runs/gpu-out), PRESET (small), TRAIN (corpus specs relative to the data folder; default: every training corpus,
-# in-domain ones up-sampled). The end-to-end check on a CPU, one minute of training:
+# in-domain ones up-sampled), INIT_FROM (a checkpoint to continue instead of starting from scratch, for example
+# checkpoints/en-de-small: its weights and vocabulary, a fresh optimizer, WARMUP steps of warm-up; empty: from
+# scratch). The end-to-end check on a CPU, one minute of training:
 #
 #   MINUTES=1 DEVICE=cpu AMP=none BATCH_TOKENS=2048 EVAL_LIMIT=20 scripts/gpu_train.sh train
 set -euo pipefail
@@ -39,10 +41,15 @@ mkdir -p "$OUT"
 rm -rf "$RUN"
 "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 
-"$PYTHON" -m transformer.train --out "$RUN" --preset "${PRESET:-small}" --device "${DEVICE:-cuda}" \
-    --amp "${AMP:-bf16}" --spm checkpoints/en-de-small/spm.model --train "${train_specs[@]}" \
+if [[ -n "${INIT_FROM:-}" ]]; then
+    start=(--init-from "$INIT_FROM")
+else
+    start=(--preset "${PRESET:-small}" --spm checkpoints/en-de-small/spm.model --branch-init-gain "${GAIN:-0.5}")
+fi
+"$PYTHON" -m transformer.train --out "$RUN" "${start[@]}" --device "${DEVICE:-cuda}" \
+    --amp "${AMP:-bf16}" --train "${train_specs[@]}" \
     --dev "$PACK/dev/newstest2013" --batch-tokens "${BATCH_TOKENS:-32768}" --lr-scale "${LR_SCALE:-0.5}" \
-    --warmup "${WARMUP:-1000}" --dropout "${DROPOUT:-0.2}" --branch-init-gain "${GAIN:-0.5}" \
+    --warmup "${WARMUP:-1000}" --dropout "${DROPOUT:-0.2}" \
     --max-hours "$("$PYTHON" -c "print(${MINUTES:-6} / 60)")" --save-every-minutes "${SAVE_MINUTES:-0.5}" \
     --keep-last "${AVERAGE:-4}" --eval-every "${EVAL_EVERY:-1000}" --dev-bleu-sentences 200 --log-every 100 \
     --progress lines 2>&1 | tee "$OUT/train.log"
