@@ -51,7 +51,8 @@ def test_export_records_no_folder_of_the_training_machine(saved, tmp_path: Path)
     path, _ = saved
     meta = {
         "step": 7,
-        "data": ["/srv/alice/data/en-de/train/tatoeba:2", "D:\\corpora\\data\\en-de\\train\\chat"],
+        "data": ["/srv/alice/data/en-de/train/tatoeba:2", "D:\\corpora\\data\\en-de\\train\\chat",
+                 "../alice/data/en-de/train/news:3", "runs/part7"],
         "fine_tuned_from": {"checkpoint": "/srv/alice/candidates/ft2", "step": 3},
         "note": "a sentence / with a slash",
     }
@@ -62,7 +63,8 @@ def test_export_records_no_folder_of_the_training_machine(saved, tmp_path: Path)
     written = (exported / ckpt.META_FILE).read_text() + (exported / ckpt.TRAINING_LOG_FILE).read_text()
     assert "alice" not in written and "corpora" not in written
     shipped = ckpt.read_json(exported / ckpt.META_FILE)
-    assert shipped["data"] == ["en-de/train/tatoeba:2", "en-de/train/chat"]
+    # relative paths that climb out of the working folder name it too; those below it do not
+    assert shipped["data"] == ["en-de/train/tatoeba:2", "en-de/train/chat", "en-de/train/news:3", "runs/part7"]
     assert shipped["fine_tuned_from"] == {"checkpoint": "ft2", "step": 3}
     assert shipped["note"] == "a sentence / with a slash"
     assert "en-de/dev/newstest2013" in written

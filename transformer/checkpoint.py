@@ -396,9 +396,12 @@ def training_log(checkpoint: Path) -> Path | None:
 def portable_path(text: str) -> str:
     """A path as a shipped checkpoint may record it, without the folders of the machine it was made on: inside this
     repository, relative to it; under a ``data`` folder, from there on (``en-de/train/news:2``, as the data's own
-    ``SOURCES.md`` names corpora); anywhere else, the last name only (``ft2``). Other text is returned unchanged."""
+    ``SOURCES.md`` names corpora); anywhere else, the last name only (``ft2``). A relative path that climbs out of
+    the folder it was given from (``../shared/data/en-de/train/news:3``) is treated the same way; other text,
+    relative paths below the working folder included, is returned unchanged."""
     windows = len(text) > 2 and text[1] == ":" and text[2] in "/\\"
-    if not (text.startswith(("/", "\\")) or windows):
+    climbs = text.replace("\\", "/").startswith("../")
+    if not (text.startswith(("/", "\\")) or windows or climbs):
         return text
     parts = [part for part in text.replace("\\", "/").split("/") if part]
     if not parts:
