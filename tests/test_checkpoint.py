@@ -51,8 +51,12 @@ def test_export_records_no_folder_of_the_training_machine(saved, tmp_path: Path)
     path, _ = saved
     meta = {
         "step": 7,
-        "data": ["/srv/alice/data/en-de/train/tatoeba:2", "D:\\corpora\\data\\en-de\\train\\chat",
-                 "../alice/data/en-de/train/news:3", "runs/part7"],
+        "data": [
+            "/srv/alice/data/en-de/train/tatoeba:2",
+            "D:\\corpora\\data\\en-de\\train\\chat",
+            "../alice/data/en-de/train/news:3",
+            "runs/part7",
+        ],
         "fine_tuned_from": {"checkpoint": "/srv/alice/candidates/ft2", "step": 3},
         "note": "a sentence / with a slash",
     }
