@@ -6,9 +6,9 @@
 #   scripts/gpu_train.sh train            # on the GPU machine: train, average, export to $OUT/model, evaluate
 #
 # Settings (environment): MINUTES (training time, default 6), DEVICE (cuda), AMP (bf16), BATCH_TOKENS (32768 per
-# side), LR_SCALE (0.5), WARMUP (1000), DROPOUT (0.2), GAIN (the --branch-init-gain, 0.5), SAVE_MINUTES (0.5),
+# side), LR_SCALE (0.5), WARMUP (1000), DROPOUT (0.2), GAIN (the --branch-init-gain, 0.5; from scratch only), SAVE_MINUTES (0.5),
 # AVERAGE (4), SHARD_MB (15), EVAL_LIMIT (sentences per test set; empty: all), OUT (where results go, default
-# runs/gpu-out), PRESET (small), TRAIN (corpus specs relative to the data folder; default: every training corpus,
+# runs/gpu-out), PRESET (small; from scratch only), TRAIN (corpus specs relative to the data folder; default: every training corpus,
 # in-domain ones up-sampled), INIT_FROM (a checkpoint to continue instead of starting from scratch, for example
 # checkpoints/en-de-small: its weights and vocabulary, a fresh optimizer, WARMUP steps of warm-up; empty: from
 # scratch). The end-to-end check on a CPU, one minute of training:

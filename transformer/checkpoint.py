@@ -417,7 +417,7 @@ def portable_path(text: str) -> str:
 
 
 def portable(value: Any) -> Any:
-    """``value`` (JSON: dicts, lists, strings, numbers) with every absolute path made :func:`portable_path`."""
+    """``value`` (JSON: dicts, lists, strings, numbers) with every string passed through :func:`portable_path`."""
     if isinstance(value, str):
         return portable_path(value)
     if isinstance(value, dict):
