@@ -8,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from transformer.data import BatchSampler, CorpusSpec, Example, collate, encode_pairs, read_corpus, read_parallel
+from transformer.data import (
+    BatchSampler,
+    CorpusSpec,
+    Example,
+    case_augmented,
+    collate,
+    encode_pairs,
+    read_corpus,
+    read_parallel,
+)
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
@@ -45,6 +54,24 @@ def test_encoding_frames_and_filters_pairs(tokenizer):
     assert len(examples) == 1  # empty side, too long, and 30:1 length ratio are dropped
     assert examples[0].source[-1] == EOS_ID
     assert examples[0].target[0] == BOS_ID and examples[0].target[-1] == EOS_ID
+
+
+def test_case_augmentation_capitalises_inner_source_words_only():
+    pairs = [(f"the law {i} will never be perfect, but its application is just.", f"Gesetz {i}") for i in range(2000)]
+    pairs += [("Hi.", "Hallo."), ("OK, I do.", "Gut.")]  # no inner lower-case word of three letters: never copied
+    copies = case_augmented(pairs, fraction=0.2, seed="7:news")
+    assert 300 < len(copies) < 500  # about a fifth of 2,000
+    source_of = {target: source for source, target in pairs}
+    for source, target in copies:
+        original = source_of[target]  # the target is kept as it was
+        changed = [(new, old) for new, old in zip(source.split(), original.split(), strict=True) if new != old]
+        assert changed and len(source) == len(original)
+        assert all(new == old[0].upper() + old[1:] for new, old in changed)
+        assert source.startswith("the ")  # the first word keeps its case
+    assert "Law" in {word for source, _ in copies for word in source.split()}
+    assert case_augmented(pairs, fraction=0.2, seed="7:news") == copies  # a resumed run sees the same data
+    assert case_augmented(pairs, fraction=0.2, seed="8:news") != copies
+    assert case_augmented(pairs, fraction=0.0, seed=1) == []
 
 
 def test_batches_respect_the_token_budget_and_cover_every_example():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import os
 import random
+import re
 import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -81,6 +82,35 @@ def read_parallel(source_path: str | Path, target_path: str | Path) -> list[tupl
 
 def read_corpus(spec: CorpusSpec, source_language: str = "en", target_language: str = "de") -> list[tuple[str, str]]:
     return read_parallel(spec.file(source_language), spec.file(target_language))
+
+
+# A lower-case word of three or more letters that does not open the sentence.
+_INNER_WORD = re.compile(r"(?<=\s)[a-z]{3,}\b")
+
+
+def case_augmented(
+    pairs: Sequence[tuple[str, str]], fraction: float, seed: int | str, word_probability: float = 1 / 3
+) -> list[tuple[str, str]]:
+    """Extra copies of about ``fraction`` of the pairs whose source has inner lower-case words capitalised (each
+    with ``word_probability``, at least one), the target unchanged.
+
+    Headlines and legal prose capitalise common nouns ("The Law will never be perfect"); without such copies a
+    capital reads as a name and stays untranslated. Deterministic in ``seed``, so a resumed run sees the same data.
+    """
+    rng = random.Random(seed)
+    copies = []
+    for source, target in pairs:
+        if rng.random() >= fraction:
+            continue
+        words = list(_INNER_WORD.finditer(source))
+        if not words:
+            continue
+        chosen = [word for word in words if rng.random() < word_probability] or [rng.choice(words)]
+        text = list(source)
+        for word in chosen:
+            text[word.start()] = text[word.start()].upper()
+        copies.append(("".join(text), target))
+    return copies
 
 
 @dataclass(frozen=True)

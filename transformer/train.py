@@ -35,7 +35,16 @@ from torch import nn
 from transformer import checkpoint as ckpt
 from transformer.analysis.health import health_sample
 from transformer.config import ModelConfig, preset
-from transformer.data import Batch, BatchSampler, CorpusSpec, Example, encode_pairs, read_corpus, read_parallel
+from transformer.data import (
+    Batch,
+    BatchSampler,
+    CorpusSpec,
+    Example,
+    case_augmented,
+    encode_pairs,
+    read_corpus,
+    read_parallel,
+)
 from transformer.model import Transformer
 from transformer.schedule import learning_rate
 from transformer.tokenizer import Tokenizer, train_tokenizer
@@ -164,6 +173,12 @@ class Trainer:
         examples: list[Example] = []
         for spec in map(CorpusSpec.parse, self.options.train):
             pairs = read_corpus(spec, self.options.src_lang, self.options.tgt_lang)
+            if self.options.case_augment > 0:
+                copies = case_augmented(
+                    pairs, self.options.case_augment, seed=f"{self.options.seed}:{spec.prefix.name}"
+                )
+                self.say(f"{spec.prefix.name}: {len(copies):,} copies with capitalised source words")
+                pairs = [*pairs, *copies]
             encoded = encode_pairs(pairs, self.tokenizer, max_tokens=self.options.max_tokens)
             self.say(f"{spec.prefix.name}: {len(encoded):,} of {len(pairs):,} pairs kept, ×{spec.upsample}")
             examples.extend(encoded * spec.upsample)

@@ -74,6 +74,12 @@ class TrainingConfig:
         True,
         choices=("longer", "source"),
     )
+    case_augment: float = option(
+        0.0,
+        "add copies of this fraction of the pairs with source words capitalised ('The Law' reads as 'the law')",
+        1,
+        True,
+    )
     # model and optimisation
     preset: str = option("small", "tiny, small, base or big", 2, True)
     init_from: Path | None = option(None, "start from this checkpoint's weights and vocabulary (fine-tune)", 2, True)
