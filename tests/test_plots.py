@@ -63,8 +63,9 @@ def test_heatmap_has_the_matrix_shape_and_one_tick_per_token():
     assert fig.layout.yaxis.autorange == "reversed"  # first query on top
     assert fig.layout.title.text == "encoder L1 H1"
     # Hover names the query, the key and the weight of the cell.
-    assert list(heatmap.customdata[3][2]) == ["the", "a", f"{matrix[3, 2]:.3f}"]
-    assert "query" in heatmap.hovertemplate and "key" in heatmap.hovertemplate
+    assert heatmap.customdata[3][2] == f"query: the<br>key: a<br>weight: {matrix[3, 2]:.3f}"
+    assert heatmap.customdata[2][0] == f"query: {HOSTILE_SHOWN}<br>key: a<br>weight: {matrix[2, 0]:.3f}"
+    assert heatmap.hovertemplate.startswith("%{customdata}")
 
 
 def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
@@ -75,8 +76,9 @@ def test_causal_heatmap_masks_the_future_instead_of_drawing_zeros():
     future = np.triu(np.ones((5, 5), dtype=bool), k=1)
     assert np.isnan(z[future]).all()
     assert np.allclose(z[~future], matrix[~future])
-    assert all(heatmap.customdata[q][k][2] == "masked (future)" for q, k in zip(*np.nonzero(future), strict=True))
-    assert heatmap.customdata[2][2][2] != "masked (future)"
+    hover = np.array(heatmap.customdata)
+    assert all(cell.endswith("weight: masked (future)") for cell in hover[future])
+    assert not any("masked" in cell for cell in hover[~future])
     (mask,) = [trace for trace in fig.data if trace.name == "masked (future)"]
     assert mask.fill == "toself" and mask.fillpattern.shape == "/" and mask.showlegend
     # The hatched polygon covers every future cell and no visible one.

@@ -115,22 +115,23 @@ def attention_heatmap(
     masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
     shown = np.where(masked, np.nan, matrix)
     weight_text = np.where(masked, text["masked_future"], np.char.mod("%.3f", np.nan_to_num(matrix)))
-    customdata = np.dstack(
+    # One hover string per cell: a cell as [query, key, weight] is four objects for plotly.py to copy twice and
+    # walk twice more on the way to the browser, and those copies were most of the time a heatmap costs a page run.
+    hover = [
         [
-            np.repeat(np.array(queries, dtype=object)[:, None], num_keys, axis=1),
-            np.repeat(np.array(keys, dtype=object)[None, :], num_queries, axis=0),
-            weight_text.astype(object),
+            f"{text['query']}: {query}<br>{text['key']}: {key}<br>{text['weight']}: {weight}"
+            for key, weight in zip(keys, row, strict=True)
         ]
-    ).tolist()  # nested lists: plotly's JSON encoder walks an object array cell by cell, at twice the time
+        for query, row in zip(queries, weight_text.tolist(), strict=True)
+    ]
     traces = [
         {
             "type": "heatmap",
             "z": shown,
             "x": np.arange(num_keys),
             "y": np.arange(num_queries),
-            "customdata": customdata,
-            "hovertemplate": f"{text['query']}: %{{customdata[0]}}<br>{text['key']}: %{{customdata[1]}}<br>"
-            f"{text['weight']}: %{{customdata[2]}}<extra></extra>",
+            "customdata": hover,
+            "hovertemplate": "%{customdata}<extra></extra>",
             "colorscale": colour_scale(ATTENTION_COLOURS),
             "zmin": 0.0,
             "zmax": _finite_max(shown) if fitted else 1.0,
