@@ -16,8 +16,8 @@ the same time and has each submit ``--requests`` different sentences; after each
 Measured per N: submit → chart and view-switch latency, their p50 and p95, errors, and the server's peak resident
 memory (VmHWM of its process, so it only grows from one N to the next).
 
-    python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--client browser|protocol] [--checkpoint DIR]
-                              [--json]
+    python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--rounds 1] [--client browser|protocol]
+                              [--checkpoint DIR] [--json]
 
 Targets (reported, not asserted here): 16 sessions with 0 errors; p95 at 8 sessions ≤ 3 × the single session's
 (printed as that ratio, ``p95_ratio_8_to_1`` in the JSON, when both 1 and 8 are measured).
@@ -267,8 +267,11 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def measure(origin: str, process: subprocess.Popen, counts: list[int], requests: int,
-                  client: str = "browser") -> list[dict]:  # fmt: skip
-    results = []
+                  client: str = "browser", rounds: int = 1) -> list[dict]:  # fmt: skip
+    """Each count of sessions in turn, ``rounds`` times over (1, 8, 1, 8, …): the counts compared then share the
+    machine's slower and faster moments, and each count's figures pool all its rounds. Every session of every
+    round submits sentences of its own, so no answer comes from the translation cache."""
+    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0} for count in counts}
     async with contextlib.AsyncExitStack() as stack:
         browser = None
         if client == "browser":
@@ -277,25 +280,33 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
             playwright = await stack.enter_async_context(async_playwright())
             browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             stack.push_async_callback(browser.close)
-        for count in counts:
-            started = time.perf_counter()
-            if browser is not None:
-                sessions = await asyncio.gather(*(one_session(browser, origin, i, requests) for i in range(count)))
-            else:
-                sessions = await asyncio.gather(*(protocol_session(origin, i, requests) for i in range(count)))
-            submits = [t for s in sessions for t in s["submits"]]
-            switches = [t for s in sessions for t in s["switches"]]
-            errors = [e for s in sessions for e in s["errors"]]
-            results.append({
-                "sessions": count, "requests": len(submits), "expected_requests": count * requests,
-                "errors": len(errors), "error_messages": errors[:5],
-                "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
-                "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
-                "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
-                "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
-                "wall_s": round(time.perf_counter() - started, 1),
-                "server_peak_mb": round(peak_memory_mb(process.pid), 1),
-            })  # fmt: skip
+        first_session = 0
+        for _ in range(rounds):
+            for count in counts:
+                started = time.perf_counter()
+                indices = range(first_session, first_session + count)
+                first_session += count
+                if browser is not None:
+                    sessions = await asyncio.gather(*(one_session(browser, origin, i, requests) for i in indices))
+                else:
+                    sessions = await asyncio.gather(*(protocol_session(origin, i, requests) for i in indices))
+                for name in ("submits", "switches", "errors"):
+                    pooled[count][name] += [value for session in sessions for value in session[name]]
+                pooled[count]["wall_s"] += time.perf_counter() - started
+                pooled[count]["peak_mb"] = peak_memory_mb(process.pid)  # the peak so far, after this count's last round
+    results = []
+    for count, figures in pooled.items():
+        submits, switches, errors = figures["submits"], figures["switches"], figures["errors"]
+        results.append({
+            "sessions": count, "requests": len(submits), "expected_requests": count * requests * rounds,
+            "errors": len(errors), "error_messages": errors[:5],
+            "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
+            "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
+            "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
+            "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
+            "wall_s": round(figures["wall_s"], 1),
+            "server_peak_mb": round(figures["peak_mb"], 1),
+        })  # fmt: skip
     return results
 
 
@@ -308,6 +319,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=("browser", "protocol"),
         default="browser",
         help="Chromium sessions, or Streamlit's websocket protocol without a browser",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="measure the session counts in turn this many times, pooling each's figures",
     )
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -323,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     with serving(args.checkpoint, log) as (origin, process):
         if not args.cold:
             warm_up(origin, log)
-        results = asyncio.run(measure(origin, process, counts, args.requests, args.client))
+        results = asyncio.run(measure(origin, process, counts, args.requests, args.client, args.rounds))
     single = next((r["submit_p95_s"] for r in results if r["sessions"] == 1), None)
     eight = next((r["submit_p95_s"] for r in results if r["sessions"] == 8), None)
     # The target: p95 at 8 sessions at most 3 × the single session's.
