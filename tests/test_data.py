@@ -72,6 +72,8 @@ def test_case_augmentation_capitalises_inner_source_words_only():
     assert case_augmented(pairs, fraction=0.2, seed="7:news") == copies  # a resumed run sees the same data
     assert case_augmented(pairs, fraction=0.2, seed="8:news") != copies
     assert case_augmented(pairs, fraction=0.0, seed=1) == []
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        case_augmented(pairs, fraction=20, seed=1)
 
 
 def test_batches_respect_the_token_budget_and_cover_every_example():

@@ -97,6 +97,8 @@ def case_augmented(
     Headlines and legal prose capitalise common nouns ("The Law will never be perfect"); without such copies a
     capital reads as a name and stays untranslated. Deterministic in ``seed``, so a resumed run sees the same data.
     """
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"--case-augment must be a fraction from 0 to 1, not {fraction}")
     rng = random.Random(seed)
     copies = []
     for source, target in pairs:
