@@ -4,6 +4,7 @@ any error fails."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import json
 import subprocess
@@ -44,3 +45,32 @@ def test_eight_protocol_sessions_at_once_get_every_answer_and_share_the_model():
     assert eight["requests"] == eight["expected_requests"] == 16
     model_mb = sum(f.stat().st_size for f in (REPOSITORY / "checkpoints" / "en-de-small").glob("*.safetensors")) / 1e6
     assert eight["server_peak_mb"] - one["server_peak_mb"] < 7 * model_mb  # not a copy of the model per session
+
+
+def test_rounds_alternate_the_counts_pool_their_figures_and_never_repeat_a_session(monkeypatch):
+    """``--rounds``: 1, 8, 1, 8 sessions on one server, each count's latencies pooled over its rounds, and every
+    session of every round a new one (its sentences are its index's, so a repeated index would be answered from the
+    translation cache)."""
+    spec = importlib.util.spec_from_file_location("load_benchmark", REPOSITORY / "benchmarks" / "load.py")
+    load = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load)
+    started = []
+
+    async def session(origin, index, requests):
+        started.append(index)
+        return {"submits": [float(index)] * requests, "switches": [0.1] * requests, "errors": []}
+
+    monkeypatch.setattr(load, "protocol_session", session)
+    monkeypatch.setattr(load, "peak_memory_mb", lambda pid: 100.0 + len(started))
+    server = subprocess.Popen([sys.executable, "-c", "pass"])
+    server.wait()
+    measuring = load.measure("http://x", server, [1, 8], requests=2, client="protocol", rounds=2)
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:  # a thread of its own: no other test's event loop
+        one, eight = thread.submit(load.asyncio.run, measuring).result()
+    assert sorted(started) == list(range(18))  # 1 + 8 + 1 + 8 sessions, no index twice
+    assert (one["requests"], one["expected_requests"]) == (4, 4) and (
+        eight["requests"],
+        eight["expected_requests"],
+    ) == (32, 32)
+    assert one["submit_p95_s"] == 9.0  # the second round's single session (index 9) is pooled with the first's (0)
+    assert one["server_peak_mb"] == 110.0 and eight["server_peak_mb"] == 118.0  # read after each count's last round

@@ -173,7 +173,7 @@ class Trainer:
         examples: list[Example] = []
         for spec in map(CorpusSpec.parse, self.options.train):
             pairs = read_corpus(spec, self.options.src_lang, self.options.tgt_lang)
-            if self.options.case_augment > 0:
+            if self.options.case_augment:  # case_augmented refuses a fraction outside 0–1
                 copies = case_augmented(
                     pairs, self.options.case_augment, seed=f"{self.options.seed}:{spec.prefix.name}"
                 )

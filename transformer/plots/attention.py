@@ -116,7 +116,7 @@ def attention_heatmap(
     shown = np.where(masked, np.nan, matrix)
     weight_text = np.where(masked, text["masked_future"], np.char.mod("%.3f", np.nan_to_num(matrix)))
     # One hover string per cell: a cell as [query, key, weight] is four objects for plotly.py to copy twice and
-    # walk twice more on the way to the browser, and that was most of the time from building a heatmap to sending it.
+    # walk twice more on the way to the browser: about half the time from building a heatmap to sending it.
     hover = [
         [
             f"{text['query']}: {query}<br>{text['key']}: {key}<br>{text['weight']}: {weight}"
