@@ -113,6 +113,22 @@ def peak_memory_mb(pid: int) -> float:
     return total if found else float("nan")
 
 
+def cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU time (user + system) used so far by the server, by the processes it started (the translation process)
+    and by this benchmark's own process (the clients), in seconds (Linux)."""
+
+    def of(process: int) -> float:
+        try:
+            fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # ended meanwhile
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+    own = os.times()
+    return {"server": of(pid), "search": sum(of(child) for child in descendants(pid)),
+            "clients": own.user + own.system}  # fmt: skip
+
+
 def descendants(pid: int) -> list[int]:
     found, queue = [], [pid]
     while queue:
@@ -271,7 +287,8 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
     """Each count of sessions in turn, ``rounds`` times over (1, 8, 1, 8, …): the counts compared then share the
     machine's slower and faster moments, and each count's figures pool all its rounds. Every session of every
     round submits sentences of its own, so no answer comes from the translation cache."""
-    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0} for count in counts}
+    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0,
+                      "cpu_s": dict.fromkeys(("server", "search", "clients"), 0.0)} for count in counts}  # fmt: skip
     async with contextlib.AsyncExitStack() as stack:
         browser = None
         if client == "browser":
@@ -283,7 +300,7 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
         first_session = 0
         for _ in range(rounds):
             for count in counts:
-                started = time.perf_counter()
+                started, cpu = time.perf_counter(), cpu_seconds(process.pid)
                 indices = range(first_session, first_session + count)
                 first_session += count
                 if browser is not None:
@@ -293,6 +310,8 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
                 for name in ("submits", "switches", "errors"):
                     pooled[count][name] += [value for session in sessions for value in session[name]]
                 pooled[count]["wall_s"] += time.perf_counter() - started
+                for name, seconds in cpu_seconds(process.pid).items():
+                    pooled[count]["cpu_s"][name] += seconds - cpu[name]
                 pooled[count]["peak_mb"] = peak_memory_mb(process.pid)  # the peak so far, after this count's last round
     results = []
     for count, figures in pooled.items():
@@ -305,6 +324,10 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
             "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
             "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
             "wall_s": round(figures["wall_s"], 1),
+            # Cores each part kept busy on average (CPU seconds over wall seconds): the server's pages, its
+            # translation process, and this benchmark's clients, which share the machine with them.
+            "cores": {name: round(seconds / figures["wall_s"], 2) if figures["wall_s"] else None
+                      for name, seconds in figures["cpu_s"].items()},
             "server_peak_mb": round(figures["peak_mb"], 1),
         })  # fmt: skip
     return results
@@ -350,11 +373,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary))
         return 0
     print(f"{'sessions':>8} {'requests':>8} {'errors':>6} {'submit p50':>10} {'p95':>7} {'switch p50':>10} {'p95':>7} "
-          f"{'server peak':>11}")  # fmt: skip
+          f"{'server peak':>11}  cores: pages/search/clients")  # fmt: skip
     for r in results:
+        cores = "/".join(f"{r['cores'][name]:.2f}" for name in ("server", "search", "clients"))
         print(f"{r['sessions']:>8} {r['requests']:>4}/{r['expected_requests']:<3} {r['errors']:>6} "
               f"{r['submit_p50_s']:>9}s {r['submit_p95_s']:>6}s {r['switch_p50_s']:>9}s {r['switch_p95_s']:>6}s "
-              f"{r['server_peak_mb']:>8} MB")  # fmt: skip
+              f"{r['server_peak_mb']:>8} MB  {cores}")  # fmt: skip
         for message in r["error_messages"]:
             print(f"         {message}")
     if ratio is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import concurrent.futures
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,11 @@ def test_eight_protocol_sessions_at_once_get_every_answer_and_share_the_model():
     assert eight["requests"] == eight["expected_requests"] == 16
     model_mb = sum(f.stat().st_size for f in (REPOSITORY / "checkpoints" / "en-de-small").glob("*.safetensors")) / 1e6
     assert eight["server_peak_mb"] - one["server_peak_mb"] < 7 * model_mb  # not a copy of the model per session
+    # Where the cores went: the pages, the translation process and the clients each used some, and together no
+    # more than the machine has.
+    cores = eight["cores"]
+    assert all(cores[name] > 0 for name in ("server", "search", "clients")), cores
+    assert sum(cores.values()) <= os.cpu_count() * 1.05, cores
 
 
 def test_rounds_alternate_the_counts_pool_their_figures_and_never_repeat_a_session(monkeypatch):
