@@ -287,8 +287,8 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
     """Each count of sessions in turn, ``rounds`` times over (1, 8, 1, 8, …): the counts compared then share the
     machine's slower and faster moments, and each count's figures pool all its rounds. Every session of every
     round submits sentences of its own, so no answer comes from the translation cache."""
-    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0,
-                      "cpu_s": dict.fromkeys(("server", "search", "clients"), 0.0)} for count in counts}  # fmt: skip
+    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0, "cpu_s": {}}
+              for count in counts}  # fmt: skip
     async with contextlib.AsyncExitStack() as stack:
         browser = None
         if client == "browser":
@@ -311,7 +311,7 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
                     pooled[count][name] += [value for session in sessions for value in session[name]]
                 pooled[count]["wall_s"] += time.perf_counter() - started
                 for name, seconds in cpu_seconds(process.pid).items():
-                    pooled[count]["cpu_s"][name] += seconds - cpu[name]
+                    pooled[count]["cpu_s"][name] = pooled[count]["cpu_s"].get(name, 0.0) + seconds - cpu[name]
                 pooled[count]["peak_mb"] = peak_memory_mb(process.pid)  # the peak so far, after this count's last round
     results = []
     for count, figures in pooled.items():
@@ -324,8 +324,8 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
             "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
             "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
             "wall_s": round(figures["wall_s"], 1),
-            # Cores each part kept busy on average (CPU seconds over wall seconds): the server's pages, its
-            # translation process, and this benchmark's clients, which share the machine with them.
+            # Cores each part kept busy on average (CPU seconds over wall seconds): the server (its pages and
+            # Streamlit's own work), its translation process, and this benchmark's clients, which share the machine.
             "cores": {name: round(seconds / figures["wall_s"], 2) if figures["wall_s"] else None
                       for name, seconds in figures["cpu_s"].items()},
             "server_peak_mb": round(figures["peak_mb"], 1),
@@ -373,9 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary))
         return 0
     print(f"{'sessions':>8} {'requests':>8} {'errors':>6} {'submit p50':>10} {'p95':>7} {'switch p50':>10} {'p95':>7} "
-          f"{'server peak':>11}  cores: pages/search/clients")  # fmt: skip
+          f"{'server peak':>11}  cores: server/search/clients")  # fmt: skip
     for r in results:
-        cores = "/".join(f"{r['cores'][name]:.2f}" for name in ("server", "search", "clients"))
+        cores = "/".join(f"{value:.2f}" for value in r["cores"].values())
         print(f"{r['sessions']:>8} {r['requests']:>4}/{r['expected_requests']:<3} {r['errors']:>6} "
               f"{r['submit_p50_s']:>9}s {r['submit_p95_s']:>6}s {r['switch_p50_s']:>9}s {r['switch_p95_s']:>6}s "
               f"{r['server_peak_mb']:>8} MB  {cores}")  # fmt: skip
