@@ -13,11 +13,17 @@ the same time and has each submit ``--requests`` different sentences; after each
   from sending the form until the server has sent the heatmap and finished the run: the server's part, as each
   student's own computer sees it. Errors: exceptions in the app's output, a run without the chart, timeouts.
 
+``--pause SECONDS`` makes each session read like a person: after each chart it waits a random time between half and
+one and a half times SECONDS (drawn from its own seeded generator) before its next action. Without it (the
+default) every session acts the moment the previous answer is in, eight sessions each asking several times a
+second: a stress test far beyond a class, which the pause turns into a class reading what it asked for. The
+sessions of a count still start together, so every round begins with all of them submitting at once.
+
 Measured per N: submit → chart and view-switch latency, their p50 and p95, errors, and the server's peak resident
 memory (VmHWM of its process, so it only grows from one N to the next).
 
     python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--rounds 1] [--client browser|protocol]
-                              [--checkpoint DIR] [--json]
+                              [--pause SECONDS] [--checkpoint DIR] [--json]
 
 Targets (reported, not asserted here): 16 sessions with 0 errors; p95 at 8 sessions ≤ 3 × the single session's
 (printed as that ratio, ``p95_ratio_8_to_1`` in the JSON, when both 1 and 8 are measured).
@@ -31,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -143,7 +150,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-async def one_session(browser, origin: str, index: int, requests: int) -> dict:
+class Reader:
+    """A session's pauses between actions: uniform between half and one and a half times ``pause`` seconds, from a
+    generator seeded with the session's index (so a run can be repeated); none for ``pause`` 0."""
+
+    def __init__(self, index: int, pause: float) -> None:
+        self.pause = pause
+        self.random = random.Random(index)
+
+    async def read(self) -> None:
+        if self.pause > 0:
+            await asyncio.sleep(self.random.uniform(0.5, 1.5) * self.pause)
+
+
+async def one_session(browser, origin: str, index: int, requests: int, pause: float = 0.0) -> dict:
     """One visitor: open the app, then submit sentences and switch views; their latencies and errors."""
     from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 
@@ -154,6 +174,7 @@ async def one_session(browser, origin: str, index: int, requests: int) -> dict:
     page.on("console", lambda message: message.type == "error" and errors.append(
         f"session {index}: console {message.text}"))  # fmt: skip
     submits, switches = [], []
+    reader = Reader(index, pause)
     try:
         await page.goto(f"{origin}/?kind=encoder", timeout=TIMEOUT_MS)
         await page.wait_for_selector(HEATMAP, state="attached", timeout=TIMEOUT_MS)
@@ -166,15 +187,18 @@ async def one_session(browser, origin: str, index: int, requests: int) -> dict:
                                     timeout=TIMEOUT_MS)  # fmt: skip
             await page.wait_for_selector(HEATMAP, state="attached", timeout=TIMEOUT_MS)
             submits.append(time.perf_counter() - started)
+            await reader.read()
             started = time.perf_counter()
             await page.get_by_role("tab", name="Model view", exact=True).click()
             await page.wait_for_function("() => new URL(location.href).searchParams.get('view') === 'Model view'",
                                          timeout=TIMEOUT_MS)  # fmt: skip
             await page.wait_for_selector(HEATMAP, state="attached", timeout=TIMEOUT_MS)
             switches.append(time.perf_counter() - started)
+            await reader.read()
             await page.get_by_role("tab", name="Heads", exact=True).click()
             await page.wait_for_function("() => new URL(location.href).searchParams.get('view') === 'Heads'",
                                          timeout=TIMEOUT_MS)  # fmt: skip
+            await reader.read()
         shown = await page.locator('[data-testid="stException"]').count()
         if shown:
             errors.append(f"session {index}: the app shows {shown} exception(s)")
@@ -185,7 +209,7 @@ async def one_session(browser, origin: str, index: int, requests: int) -> dict:
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
-async def protocol_session(origin: str, index: int, requests: int) -> dict:
+async def protocol_session(origin: str, index: int, requests: int, pause: float = 0.0) -> dict:
     """One visitor speaking Streamlit's websocket protocol: the same sentences and views as :func:`one_session`."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -195,6 +219,7 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
     submits, switches = [], []
     widgets: dict[str, str] = {}  # label (or "tabs", "page") → the id the server gave it
     fragments: dict[str, str] = {}  # label → the fragment (st.fragment) its control belongs to, if any
+    reader = Reader(index, pause)
 
     async def run(connection, query: str, states: dict[str, object]) -> tuple[float, list[str]]:
         """Send one rerun with these widget values; the seconds until the run finished, and its charts' keys."""
@@ -249,11 +274,14 @@ async def protocol_session(origin: str, index: int, requests: int) -> dict:
                 if "heatmap" not in charts:
                     errors.append(f"session {index}: no heatmap after submitting {sentence!r}")
                 submits.append(seconds)
+                await reader.read()
                 seconds, charts = await run(connection, query, {"English sentence": sentence, "tabs": "Model view"})
                 if "grid" not in charts:
                     errors.append(f"session {index}: no model view after switching")
                 switches.append(seconds)
+                await reader.read()
                 await run(connection, query, {"English sentence": sentence, "tabs": "Heads"})
+                await reader.read()
     except (TimeoutError, OSError, LookupError, websockets.WebSocketException) as error:
         errors.append(f"session {index}: {type(error).__name__} {error}")
     return {"submits": submits, "switches": switches, "errors": errors}
@@ -283,7 +311,7 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def measure(origin: str, process: subprocess.Popen, counts: list[int], requests: int,
-                  client: str = "browser", rounds: int = 1) -> list[dict]:  # fmt: skip
+                  client: str = "browser", rounds: int = 1, pause: float = 0.0) -> list[dict]:  # fmt: skip
     """Each count of sessions in turn, ``rounds`` times over (1, 8, 1, 8, …): the counts compared then share the
     machine's slower and faster moments, and each count's figures pool all its rounds. Every session of every
     round submits sentences of its own, so no answer comes from the translation cache."""
@@ -304,9 +332,10 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
                 indices = range(first_session, first_session + count)
                 first_session += count
                 if browser is not None:
-                    sessions = await asyncio.gather(*(one_session(browser, origin, i, requests) for i in indices))
+                    visits = [one_session(browser, origin, i, requests, pause) for i in indices]
                 else:
-                    sessions = await asyncio.gather(*(protocol_session(origin, i, requests) for i in indices))
+                    visits = [protocol_session(origin, i, requests, pause) for i in indices]
+                sessions = await asyncio.gather(*visits)
                 for name in ("submits", "switches", "errors"):
                     pooled[count][name] += [value for session in sessions for value in session[name]]
                 pooled[count]["wall_s"] += time.perf_counter() - started
@@ -349,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="measure the session counts in turn this many times, pooling each's figures",
     )
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="seconds each session reads after each chart, on average (default 0)")  # fmt: skip
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--cold", action="store_true",
@@ -363,12 +394,18 @@ def main(argv: list[str] | None = None) -> int:
     with serving(args.checkpoint, log) as (origin, process):
         if not args.cold:
             warm_up(origin, log)
-        results = asyncio.run(measure(origin, process, counts, args.requests, args.client, args.rounds))
+        results = asyncio.run(measure(origin, process, counts, args.requests, args.client, args.rounds, args.pause))
     single = next((r["submit_p95_s"] for r in results if r["sessions"] == 1), None)
     eight = next((r["submit_p95_s"] for r in results if r["sessions"] == 8), None)
     # The target: p95 at 8 sessions at most 3 × the single session's.
     ratio = round(eight / single, 2) if single and eight else None
-    summary = {"client": args.client, "results": results, "single_session_p95_s": single, "p95_ratio_8_to_1": ratio}
+    summary = {
+        "client": args.client,
+        "pause_s": args.pause,
+        "results": results,
+        "single_session_p95_s": single,
+        "p95_ratio_8_to_1": ratio,
+    }
     if args.json:
         print(json.dumps(summary))
         return 0
