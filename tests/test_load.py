@@ -53,16 +53,22 @@ def test_eight_protocol_sessions_at_once_get_every_answer_and_share_the_model():
     assert sum(cores.values()) <= os.cpu_count() * 1.05, cores
 
 
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("load_benchmark", REPOSITORY / "benchmarks" / "load.py")
+    load = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load)
+    return load
+
+
 def test_rounds_alternate_the_counts_pool_their_figures_and_never_repeat_a_session(monkeypatch):
     """``--rounds``: 1, 8, 1, 8 sessions on one server, each count's latencies pooled over its rounds, and every
     session of every round a new one (its sentences are its index's, so a repeated index would be answered from the
     translation cache)."""
-    spec = importlib.util.spec_from_file_location("load_benchmark", REPOSITORY / "benchmarks" / "load.py")
-    load = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(load)
+    load = load_benchmark()
     started = []
 
-    async def session(origin, index, requests):
+    async def session(origin, index, requests, pause):
+        assert pause == 0.0  # the default: a stress test, no reading between actions
         started.append(index)
         return {"submits": [float(index)] * requests, "switches": [0.1] * requests, "errors": []}
 
@@ -80,3 +86,29 @@ def test_rounds_alternate_the_counts_pool_their_figures_and_never_repeat_a_sessi
     ) == (32, 32)
     assert one["submit_p95_s"] == 9.0  # the second round's single session (index 9) is pooled with the first's (0)
     assert one["server_peak_mb"] == 110.0 and eight["server_peak_mb"] == 118.0  # read after each count's last round
+
+
+def test_a_reading_session_pauses_between_half_and_one_and_a_half_times_the_pause_the_same_way_each_run(monkeypatch):
+    """``--pause``: a session waits after each chart like a person reading it, each session differently but the same
+    in every run; with no pause it never waits."""
+    load = load_benchmark()
+    slept = []
+
+    async def sleep(seconds):
+        slept.append(seconds)
+
+    monkeypatch.setattr(load.asyncio, "sleep", sleep)
+
+    def pauses(index, pause, count=200):
+        slept.clear()
+        reader = load.Reader(index, pause)
+        for _ in range(count):
+            load.asyncio.run(reader.read())
+        return list(slept)
+
+    first = pauses(3, 2.0)
+    assert len(first) == 200 and all(1.0 <= seconds <= 3.0 for seconds in first)
+    assert 1.8 < sum(first) / len(first) < 2.2 and max(first) - min(first) > 1.5  # spread over the whole range
+    assert pauses(3, 2.0) == first  # a repeatable run
+    assert pauses(4, 2.0) != first  # sessions do not act in step
+    assert pauses(3, 0.0) == []
