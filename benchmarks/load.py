@@ -158,9 +158,13 @@ class Reader:
         self.pause = pause
         self.random = random.Random(index)
 
+    def next_pause(self) -> float:
+        return self.random.uniform(0.5, 1.5) * self.pause if self.pause > 0 else 0.0
+
     async def read(self) -> None:
-        if self.pause > 0:
-            await asyncio.sleep(self.random.uniform(0.5, 1.5) * self.pause)
+        seconds = self.next_pause()
+        if seconds:
+            await asyncio.sleep(seconds)
 
 
 async def one_session(browser, origin: str, index: int, requests: int, pause: float = 0.0) -> dict:

@@ -88,24 +88,14 @@ def test_rounds_alternate_the_counts_pool_their_figures_and_never_repeat_a_sessi
     assert one["server_peak_mb"] == 110.0 and eight["server_peak_mb"] == 118.0  # read after each count's last round
 
 
-def test_a_reading_session_pauses_between_half_and_one_and_a_half_times_the_pause_the_same_way_each_run(monkeypatch):
+def test_a_reading_session_pauses_between_half_and_one_and_a_half_times_the_pause_the_same_way_each_run():
     """``--pause``: a session waits after each chart like a person reading it, each session differently but the same
     in every run; with no pause it never waits."""
     load = load_benchmark()
-    slept = []
-
-    async def sleep(seconds):
-        slept.append(seconds)
-
-    monkeypatch.setattr(load.asyncio, "sleep", sleep)
 
     def pauses(index, pause, count=200):
-        slept.clear()
         reader = load.Reader(index, pause)
-        for _ in range(count):
-            with pytest.raises(StopIteration):  # the recorded sleep returns at once: no event loop needed
-                reader.read().send(None)
-        return list(slept)
+        return [seconds for seconds in (reader.next_pause() for _ in range(count)) if seconds]
 
     first = pauses(3, 2.0)
     assert len(first) == 200 and all(1.0 <= seconds <= 3.0 for seconds in first)
