@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -9,6 +11,7 @@ import torch
 
 from transformer import checkpoint as ckpt
 from transformer.config import preset
+from transformer.evaluate import record_scores
 from transformer.model import Transformer
 
 
@@ -165,3 +168,25 @@ def test_sharded_export_loads_as_the_same_model(saved, tmp_path: Path, capsys):
     (out / shards[1]).unlink()
     with pytest.raises(ckpt.CheckpointError, match=shards[1]):
         ckpt.load_checkpoint(out)
+
+
+def test_evaluations_recording_at_once_keep_every_score(tmp_path: Path):
+    """Two evaluations of one checkpoint (two test sets in parallel) each write their score into its meta.json;
+    neither may lose the other's."""
+    if sys.platform == "win32":
+        pytest.skip("Windows has no flock; there the scores are recorded unlocked")
+    signature = {"bleu_signature": "b", "chrf_signature": "c", "alpha": 0.6, "sentences": 1, "limit": None, "beam": 4}
+
+    def record(worker: int) -> None:
+        for index in range(20):
+            result = {"src": f"set{worker}_{index}.en", "bleu": worker, "chrf": index, **signature}
+            record_scores(tmp_path, result)
+
+    workers = [threading.Thread(target=record, args=(worker,)) for worker in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    scores = ckpt.read_json(tmp_path / ckpt.META_FILE)["scores"]
+    assert len(scores) == 6 * 20
+    assert scores["set3_7 beam4"]["bleu"] == 3 and scores["set3_7 beam4"]["chrf"] == 7

@@ -26,7 +26,8 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,24 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def write_json(path: Path, value: Any) -> None:
     write_atomically(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` while the block runs, so that processes which read, change and write a
+    file in it one after another (two evaluations recording their scores in the same ``meta.json``) take turns
+    instead of overwriting each other's change. Where the system offers no ``flock`` the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # closing releases the lock
 
 
 def read_json(path: Path) -> Any:

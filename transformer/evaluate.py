@@ -20,7 +20,7 @@ from pathlib import Path
 import sacrebleu
 
 from transformer.analysis.health import format_health, model_health
-from transformer.checkpoint import META_FILE, read_json, write_json
+from transformer.checkpoint import META_FILE, folder_lock, read_json, write_json
 from transformer.data import read_parallel
 from transformer.decode import translate
 from transformer.translate import add_decoding_arguments, start
@@ -29,15 +29,15 @@ from transformer.translate import add_decoding_arguments, start
 def record_scores(checkpoint: Path, result: dict) -> None:
     """Keep the scores in the checkpoint's meta.json under "scores", keyed by test set, limit and decoding."""
     meta_path = checkpoint / META_FILE
-    meta = read_json(meta_path) if meta_path.is_file() else {}
     stem = Path(result["src"]).name.removesuffix(".gz").rsplit(".", 1)[0]
     key = f"{stem}" + ("" if result["limit"] is None else f"[:{result['limit']}]") + f" beam{result['beam']}"
     if result.get("precision", "float32") != "float32":
         key += f" {result['precision']}"
-    meta.setdefault("scores", {})[key] = {
-        name: result[name] for name in ("bleu", "chrf", "sentences", "alpha", "bleu_signature", "chrf_signature")
-    }
-    write_json(meta_path, meta)
+    scores = {name: result[name] for name in ("bleu", "chrf", "sentences", "alpha", "bleu_signature", "chrf_signature")}
+    with folder_lock(checkpoint):  # another evaluation of the same checkpoint may be recording at the same moment
+        meta = read_json(meta_path) if meta_path.is_file() else {}
+        meta.setdefault("scores", {})[key] = scores
+        write_json(meta_path, meta)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
