@@ -148,6 +148,7 @@ def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tm
     assert np.asarray(metrics["figure_4"]["its_to_law_per_head"]).shape == (layers, heads)
     assert np.asarray(metrics["head_scores"]["encoder"]["anaphora"]).shape == (layers, heads)
     assert metrics["translations"]["3"]["reference"].startswith("In diesem Sinne")
+    assert metrics["checkpoint"] == trained_checkpoint.name  # names the model, not the folders it was drawn on
     assert "its_to_law" in capsys.readouterr().out
 
 

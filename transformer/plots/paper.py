@@ -33,7 +33,7 @@ from transformer.analysis.figures import (
     sentence_attention,
 )
 from transformer.analysis.heads import head_score_tables
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, portable_path
 from transformer.decode import translate
 from transformer.i18n import DEFAULT_LANGUAGE, message
 from transformer.plots.attention import token_lines
@@ -223,7 +223,7 @@ def write_figures(
     figures, metrics = paper_figures(loaded, one_based)
     if scores is not None:
         metrics["head_scores"] = scores
-    metrics["checkpoint"] = str(loaded.path)
+    metrics["checkpoint"] = portable_path(str(loaded.path))  # no folder of the machine that drew the figures
     text = summaries(metrics)
     pages = {
         3: [figures["figure_3"]],
