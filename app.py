@@ -5,6 +5,8 @@ Run with ``streamlit run app.py``. This file names the pages; the main page itse
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 import sys
 
 import plotly.graph_objects as go
@@ -12,6 +14,10 @@ import streamlit as st
 
 from pages.i18n import t
 from pages.page_slots import page_slots
+
+# `kill -USR1 <server pid>` writes every thread's stack to the server's standard error: what a stuck server waits for.
+if hasattr(signal, "SIGUSR1"):
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 # Less empty space above each page's title, so that the first chart is on the first screen (1280 × 800).

@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -207,7 +208,11 @@ async def one_session(browser, origin: str, index: int, requests: int, pause: fl
         if shown:
             errors.append(f"session {index}: the app shows {shown} exception(s)")
     except PlaywrightTimeoutError as error:
-        errors.append(f"session {index}: timed out ({str(error).splitlines()[0]})")
+        try:  # what the stuck page showed: a spinner, an error, or a page drawn without its chart
+            shown = " ".join((await page.locator("body").inner_text(timeout=5000)).split())[:300]
+        except PlaywrightTimeoutError:
+            shown = "(the page did not answer)"
+        errors.append(f"session {index}: timed out ({str(error).splitlines()[0]}) at {page.url} showing: {shown}")
     finally:
         await context.close()
     return {"submits": submits, "switches": switches, "errors": errors}
@@ -399,6 +404,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.cold:
             warm_up(origin, log)
         results = asyncio.run(measure(origin, process, counts, args.requests, args.client, args.rounds, args.pause))
+        stuck = any("timed out" in message or "TimeoutError" in message
+                    for r in results for message in r["error_messages"])  # fmt: skip
+        if stuck and hasattr(signal, "SIGUSR1"):  # what the server's threads wait for (app.py's faulthandler)
+            os.kill(process.pid, signal.SIGUSR1)
+            time.sleep(2)
+    server_log = log.read_text(errors="replace")[-20_000:] if stuck else None
     single = next((r["submit_p95_s"] for r in results if r["sessions"] == 1), None)
     eight = next((r["submit_p95_s"] for r in results if r["sessions"] == 8), None)
     # The target: p95 at 8 sessions at most 3 × the single session's.
@@ -409,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "single_session_p95_s": single,
         "p95_ratio_8_to_1": ratio,
+        "server_log_tail": server_log,  # only after a timeout: the server's log, with every thread's stack
     }
     if args.json:
         print(json.dumps(summary))

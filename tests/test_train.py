@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
@@ -287,3 +290,22 @@ def test_prefetch_keeps_order_and_passes_errors_on():
     assert [next(stream) for _ in range(50)] == list(range(50))
     with pytest.raises(ValueError, match="corpus went away"):
         next(stream)
+
+
+def test_prefetch_stops_making_items_when_the_consumer_stops():
+    """A run that ends early leaves no thread making batches (one still inside PyTorch when Python ends would abort
+    the process)."""
+    made = []
+
+    def items():
+        for i in itertools.count():
+            made.append(i)
+            yield torch.full((4,), i)
+
+    stream = prefetch(items(), depth=4)
+    assert [int(next(stream)[0]) for _ in range(3)] == [0, 1, 2]
+    stream.close()
+    assert not any(thread.name == "batches" for thread in threading.enumerate())
+    count = len(made)
+    time.sleep(0.3)
+    assert len(made) == count <= 3 + 4 + 1  # what was queued, and the one being put when it stopped

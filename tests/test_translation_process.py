@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import io
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +129,36 @@ def test_the_translator_uses_the_child_and_carries_on_when_it_fails(loaded: Load
         assert "process" in translator.translate(TEXTS[0]).seconds
     finally:
         translator.close()
+
+
+SERVER_ENDS_WHILE_STARTING = """
+import sys, threading, time
+import torch
+from transformer import serving, translation_process
+from transformer.checkpoint import load_checkpoint
+
+loaded = load_checkpoint(sys.argv[1])
+checking, real, x = threading.Event(), translation_process.fingerprint, torch.randn(256, 256)
+
+def slow_fingerprint(model):  # the start's own PyTorch work, made long enough to be under way when the server ends
+    if threading.current_thread() is not threading.main_thread():
+        checking.set()
+        until = time.monotonic() + 1.5
+        while time.monotonic() < until:
+            (x @ x).sum()
+    return real(model)
+
+translation_process.fingerprint = slow_fingerprint
+serving.Translator(loaded, separate_process=True)
+assert checking.wait(120), "the translation process did not start"
+"""
+
+
+def test_a_server_that_ends_while_its_translation_process_starts_exits_cleanly(trained_checkpoint: Path):
+    """A server stopped (or a test session ending) while the child is starting: the start finishes before Python
+    ends, instead of Python stopping its thread inside PyTorch, which aborts the whole process ('terminate called
+    without an active exception', exit status 134)."""
+    command = [sys.executable, "-c", SERVER_ENDS_WHILE_STARTING, str(trained_checkpoint)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert "terminate called" not in finished.stderr

@@ -107,22 +107,40 @@ def adam(parameters, fused: bool, lr: float = 0.0) -> torch.optim.Adam:
 
 
 def prefetch(items: Iterator[Any], depth: int) -> Iterator[Any]:
-    """Items of ``items`` made by a daemon thread up to ``depth`` ahead of the consumer."""
+    """Items of ``items`` made by a thread up to ``depth`` ahead of the consumer. When the consumer stops (the
+    run ended or failed), the thread stops after the item it is making, and is waited for: a thread left inside
+    PyTorch while Python ends aborts the process."""
     slots: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                slots.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def fill() -> None:
         try:
             for item in items:
-                slots.put((True, item))
+                if not put((True, item)):
+                    return
         except BaseException as error:  # handed to the consumer, which raises it
-            slots.put((False, error))
+            put((False, error))
 
-    threading.Thread(target=fill, daemon=True, name="batches").start()
-    while True:
-        ok, item = slots.get()
-        if not ok:
-            raise item
-        yield item
+    thread = threading.Thread(target=fill, daemon=True, name="batches")
+    thread.start()
+    try:
+        while True:
+            ok, item = slots.get()
+            if not ok:
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=60)
 
 
 def autocast(device: torch.device, amp: str) -> contextlib.AbstractContextManager:
