@@ -9,6 +9,12 @@ import faulthandler
 import signal
 import sys
 
+# Imported by every run before any figure is built. Plotly looks NumPy and pandas up in `sys.modules` without
+# importing them, and on a fresh server another session's run may be halfway through importing them (torch brings
+# NumPy): a class opening the app at once then showed one visitor "partially initialized module 'numpy' has no
+# attribute 'ndarray'". An import statement waits until the other thread has finished.
+import numpy  # noqa: F401
+import pandas  # noqa: F401
 import plotly.graph_objects as go
 import streamlit as st
 
