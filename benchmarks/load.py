@@ -109,16 +109,18 @@ def serving(checkpoint: str | None, log: Path) -> Iterator[tuple[str, subprocess
 def peak_memory_mb(pid: int) -> float:
     """The peak resident set (VmHWM) of the process and of each process it started (the translation process),
     added up, in MB (Linux)."""
-    total, found = 0.0, False
-    for process in [pid, *descendants(pid)]:
-        try:
-            lines = Path(f"/proc/{process}/status").read_text().splitlines()
-        except OSError:  # ended meanwhile
-            continue
-        for line in lines:
-            if line.startswith("VmHWM:"):
-                total, found = total + int(line.split()[1]) / 1024, True
-    return total if found else float("nan")
+    peaks = [status_field(process, "VmHWM") for process in [pid, *descendants(pid)]]
+    found = [int(peak.split()[0]) / 1024 for peak in peaks if peak is not None]  # kB
+    return sum(found) if found else float("nan")
+
+
+def status_field(pid: int, name: str) -> str | None:
+    """A field of the process's ``/proc/PID/status`` (Linux), as written there; None once the process has ended."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith(f"{name}:")), None)
 
 
 def cpu_seconds(pid: int) -> dict[str, float]:
@@ -137,16 +139,11 @@ def cpu_seconds(pid: int) -> dict[str, float]:
             "clients": own.user + own.system}  # fmt: skip
 
 
-def catches(pid: int, name: str) -> bool:
+def catches(pid: int, number: int) -> bool:
     """Whether the process has a handler for the signal (Linux; ``app.py`` sets one for SIGUSR1 on its first run,
     before which the signal would end the server)."""
-    number = getattr(signal, name, None)
-    try:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-    except OSError:
-        return False
-    mask = next((int(line.split()[1], 16) for line in lines if line.startswith("SigCgt:")), 0)
-    return number is not None and bool(mask >> (number - 1) & 1)
+    mask = status_field(pid, "SigCgt")
+    return mask is not None and bool(int(mask, 16) >> (number - 1) & 1)
 
 
 def descendants(pid: int) -> list[int]:
@@ -419,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
         stuck = any("timed out" in message or "TimeoutError" in message
                     for r in results for message in r["error_messages"])  # fmt: skip
         before = log.read_text(errors="replace") if stuck else ""
-        if stuck and catches(process.pid, "SIGUSR1"):  # what the server's threads wait for (app.py's faulthandler)
+        # What the server's threads wait for (app.py's faulthandler), if the app has set its handler yet.
+        if stuck and hasattr(signal, "SIGUSR1") and catches(process.pid, signal.SIGUSR1):
             os.kill(process.pid, signal.SIGUSR1)
             time.sleep(2)
     # The log up to the timeout (an exception shows there) and then the threads' stacks, each cut to its end.
