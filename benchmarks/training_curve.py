@@ -73,13 +73,12 @@ def main() -> None:
                       label=f"{label}dev loss")  # fmt: skip
             bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
                       label=f"{label}dev BLEU")  # fmt: skip
-        for previous, start in itertools.pairwise([{}, *starts]):
-            axis.axvline(start[x_key], color="#888", ls=":", lw=1)
-            changed = start.get("dev") and start.get("dev") != previous.get("dev")
-            dev_set = f"\ndev set: {start['dev']}" if changed else ""
-            axis.annotate(f"fine-tuning{dev_set}", (start[x_key], 1), xycoords=("data", "axes fraction"),
-                          xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
-                          color="#555")  # fmt: skip
+        for index, (previous, start) in enumerate(itertools.pairwise([{}, *starts])):
+            axis.axvline(start[x_key], color="#888", ls=":", lw=1, label="_" if index else "fine-tuning starts")
+            if start.get("dev") and start.get("dev") != previous.get("dev"):  # one label per dev set, not per line
+                axis.annotate(f"dev set: {start['dev']}", (start[x_key], 1), xycoords=("data", "axes fraction"),
+                              xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
+                              rotation=90, color="#555")  # fmt: skip
         axis.set_xlabel(x_label)
         axis.set_ylabel("label-smoothed cross-entropy")
         axis.grid(alpha=0.3)

@@ -289,6 +289,22 @@ def test_training_curves_mark_where_fine_tuning_started():
     assert steps.args[1]["shapes"][0]["x0"] == 100 and hours.args[1]["shapes"][0]["x0"] == 0.1
 
 
+def test_many_continuations_label_only_where_the_dev_set_changes():
+    """Thirteen continuations used to stack thirteen labels at the top of the chart, unreadable."""
+    records = [{"kind": "train", "step": 0, "loss": 9.0, "train_hours": 0.0}]
+    for step, dev_set in ((100, "newstest2013"), (200, "newstest2013"), (300, "multi30k_val"), (400, "multi30k_val")):
+        records += [{"kind": "init", "step": step, "dev": dev_set, "train_hours": step / 100},
+                    {"kind": "train", "step": step + 50, "loss": 3.0, "train_hours": step / 100 + 0.5}]  # fmt: skip
+    fig = plot_training.training_curves(records)
+    labels = [mark.label.text for mark in fig.layout.shapes]
+    assert len(labels) == 4 and [bool(label) for label in labels] == [True, False, True, False]
+    assert "newstest2013" in labels[0] and "multi30k_val" in labels[2]
+    legend = [trace.name for trace in fig.data if trace.showlegend is not False]
+    assert plot_training.words("en", "plot_training")["fine_tuning"] in legend  # what the dashed lines are
+    steps, hours = fig.layout.updatemenus[0].buttons
+    assert len(steps.args[0]["x"]) == len(hours.args[0]["x"]) == len(fig.data)  # the x switch covers every trace
+
+
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
     fig = plot_training.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
     curve = fig.data[0]

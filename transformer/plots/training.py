@@ -3,6 +3,8 @@ parameter count per component."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -45,10 +47,20 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
             secondary_y=secondary,
         )
     starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
+    # One label per dev set, where it changes: a label on every continuation would pile up at the top.
+    labelled = [start.get("dev") != previous.get("dev") for previous, start in itertools.pairwise([{}, *starts])]
     marks = {
-        axis: [fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours"), language) for r in starts]
+        axis: [
+            fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours"), language, label)
+            for r, label in zip(starts, labelled, strict=True)
+        ]
         for axis in ("step", "hours")
     }
+    if starts:  # the dashed lines' legend entry
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=text["fine_tuning"],
+                                 line={"dash": "dash", "color": "#888", "width": 1}))  # fmt: skip
+        by_step.append([None])
+        by_hours.append([None])
     if not train and not dev:
         fig.add_annotation(
             text=text["no_records"],
@@ -154,10 +166,10 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     return fig
 
 
-def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANGUAGE) -> dict:
-    """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with what changed."""
+def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANGUAGE, labelled: bool = True) -> dict:
+    """A dashed vertical line where a run started from a checkpoint (``--init-from``), labelled with its dev set."""
     text = words(language, "plot_training")
-    dev = text["dev_set"].format(dev=record["dev"]) if record.get("dev") else ""
+    dev = text["dev_set"].format(dev=record["dev"]) if labelled and record.get("dev") else ""
     return {
         "type": "line",
         "x0": x,
@@ -167,7 +179,7 @@ def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANG
         "y1": 1,
         "yref": "paper",
         "line": {"dash": "dash", "color": "#888", "width": 1},
-        "label": {"text": text["fine_tuning"] + dev, "textposition": "end", "font": {"size": 11}},
+        "label": {"text": dev, "textposition": "end", "xanchor": "right", "font": {"size": 11}},
     }
 
 
