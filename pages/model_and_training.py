@@ -45,13 +45,13 @@ st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
 
 st.subheader(t("model.configuration"))
 columns = st.columns(6)
-columns[0].metric(t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}")
+columns[0].metric(t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}", help=t("model.layers_help"))
 columns[1].metric(t("model.heads"), config.num_heads)
 columns[2].metric("d_model", config.d_model)
 columns[3].metric("d_ff", config.d_ff)
 columns[4].metric(t("model.vocabulary"), f"{config.vocab_size:,}")
 columns[5].metric(t("model.parameters"), f"{loaded.model.num_parameters() / 1e6:.1f} M")
-left, right = st.columns([3, 2])
+left, right = st.columns([7, 3])
 with left:
     st.markdown(t("model.per_component"))
     st.dataframe(
@@ -61,7 +61,9 @@ with left:
         column_config={
             "component": st.column_config.TextColumn(t("model.component")),
             "parameters": st.column_config.NumberColumn(t("model.parameters"), format="localized"),
-            "share": st.column_config.ProgressColumn(t("model.share"), format="percent", min_value=0.0, max_value=1.0),
+            "share": st.column_config.ProgressColumn(
+                t("model.share"), format="percent", min_value=0.0, max_value=1.0, width="medium"
+            ),  # wide enough for its percentage beside the bar
         },
     )
 with right:
