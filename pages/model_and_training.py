@@ -55,7 +55,7 @@ left, right = st.columns([7, 3])
 with left:
     st.markdown(t("model.per_component"))
     st.dataframe(
-        plot_training.parameter_table(loaded.model),
+        plot_training.parameter_table(loaded.model, language()),
         hide_index=True,
         width="stretch",
         column_config={

@@ -248,6 +248,14 @@ def test_parameter_table_adds_up_to_the_model():
     assert "other" not in by_name
 
 
+def test_parameter_table_speaks_the_page_language():
+    model = Transformer(preset("tiny"))
+    english, korean = plot_training.parameter_table(model), plot_training.parameter_table(model, "ko")
+    assert [row["parameters"] for row in korean] == [row["parameters"] for row in english]
+    assert korean[-1]["component"] == "합계" and "인코더 셀프 어텐션" in {row["component"] for row in korean}
+    assert not {row["component"] for row in korean} & {row["component"] for row in english}
+
+
 def test_read_metrics_tolerates_missing_files_and_broken_lines(tmp_path: Path):
     assert read_metrics(tmp_path / "missing.jsonl") == []
     log = tmp_path / "metrics.jsonl"

@@ -250,26 +250,27 @@ def learning_rate_curve(
 # ----------------------------------------------------------------------------------------------------- parameters
 # Parameter names look like "decoder_layers.3.cross_attention.query.weight"; the norms after each sub-layer are
 # "…self_attention_norm…", which the ".self_attention." patterns do not match.
-PARAMETER_GROUPS = (
-    ("embedding (shared by source, target and output)", lambda name: name.startswith("embedding.")),
-    ("encoder self-attention", lambda name: name.startswith("encoder_layers.") and ".self_attention." in name),
-    ("encoder feed-forward", lambda name: name.startswith("encoder_layers.") and ".feed_forward." in name),
-    ("decoder masked self-attention", lambda name: name.startswith("decoder_layers.") and ".self_attention." in name),
-    ("encoder–decoder (cross) attention", lambda name: ".cross_attention." in name),
-    ("decoder feed-forward", lambda name: name.startswith("decoder_layers.") and ".feed_forward." in name),
-    ("layer norms", lambda name: "_norm." in name),
+PARAMETER_GROUPS = (  # names are plot_training.group_<key>
+    ("embedding", lambda name: name.startswith("embedding.")),
+    ("encoder_self", lambda name: name.startswith("encoder_layers.") and ".self_attention." in name),
+    ("encoder_ffn", lambda name: name.startswith("encoder_layers.") and ".feed_forward." in name),
+    ("decoder_self", lambda name: name.startswith("decoder_layers.") and ".self_attention." in name),
+    ("cross", lambda name: ".cross_attention." in name),
+    ("decoder_ffn", lambda name: name.startswith("decoder_layers.") and ".feed_forward." in name),
+    ("norms", lambda name: "_norm." in name),
 )
 
 
-def parameter_table(model: Transformer) -> list[dict]:
+def parameter_table(model: Transformer, language: str = DEFAULT_LANGUAGE) -> list[dict]:
     """Parameter counts per component with each one's share of the total, ending with the total.
 
     Anything a future model adds outside these groups appears as "other" rather than vanishing from the sum.
     """
-    counts = dict.fromkeys([label for label, _ in PARAMETER_GROUPS], 0)
+    text = words(language, "plot_training")
+    counts = dict.fromkeys([key for key, _ in PARAMETER_GROUPS], 0)
     for name, parameter in model.named_parameters():
-        group = next((label for label, matches in PARAMETER_GROUPS if matches(name)), "other")
+        group = next((key for key, matches in PARAMETER_GROUPS if matches(name)), "other")
         counts[group] = counts.get(group, 0) + parameter.numel()
     total = sum(counts.values())
-    rows = [{"component": label, "parameters": count, "share": count / total} for label, count in counts.items()]
-    return [*rows, {"component": "total", "parameters": total, "share": 1.0}]
+    rows = [{"component": text[f"group_{key}"], "parameters": n, "share": n / total} for key, n in counts.items()]
+    return [*rows, {"component": text["group_total"], "parameters": total, "share": 1.0}]
