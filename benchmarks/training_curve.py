@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from transformer.checkpoint import read_metrics
-from transformer.plots.training import health_records
+from transformer.plots.training import dev_set_changes, health_records
 
 
 def draw_health(axes, records: list[dict]) -> None:
@@ -73,9 +73,9 @@ def main() -> None:
                       label=f"{label}dev loss")  # fmt: skip
             bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
                       label=f"{label}dev BLEU")  # fmt: skip
-        for index, (previous, start) in enumerate(itertools.pairwise([{}, *starts])):
+        for index, (start, labelled) in enumerate(zip(starts, dev_set_changes(starts), strict=True)):
             axis.axvline(start[x_key], color="#888", ls=":", lw=1, label="_" if index else "fine-tuning starts")
-            if start.get("dev") and start.get("dev") != previous.get("dev"):  # one label per dev set, not per line
+            if labelled:
                 axis.annotate(f"dev set: {start['dev']}", (start[x_key], 1), xycoords=("data", "axes fraction"),
                               xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
                               rotation=90, color="#555")  # fmt: skip

@@ -47,8 +47,7 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
             secondary_y=secondary,
         )
     starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
-    # One label per dev set, where it changes: a label on every continuation would pile up at the top.
-    labelled = [start.get("dev") != previous.get("dev") for previous, start in itertools.pairwise([{}, *starts])]
+    labelled = dev_set_changes(starts)
     marks = {
         axis: [
             fine_tuning_mark(r, r["step"] if axis == "step" else r.get("train_hours"), language, label)
@@ -164,6 +163,13 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     fig.update_layout(title={"text": text["health_title"]}, height=620,
                       margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT)  # fmt: skip
     return fig
+
+
+def dev_set_changes(starts: list[dict]) -> list[bool]:
+    """For each continuation start (``kind: init`` records, in order), whether it validates on another dev set than
+    the one before: only those marks get a label, since a label on every continuation would pile up at the top."""
+    return [bool(start.get("dev")) and start.get("dev") != previous.get("dev")
+            for previous, start in itertools.pairwise([{}, *starts])]  # fmt: skip
 
 
 def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANGUAGE, labelled: bool = True) -> dict:
