@@ -129,7 +129,7 @@ def sidebar_checkpoint_picker() -> str | None:
     """A sidebar selectbox (key ``"checkpoint"``) over :func:`available_checkpoints`; returns the choice."""
     options = available_checkpoints()
     if st.session_state.get(CHECKPOINT_KEY) not in options:
-        st.session_state.pop(CHECKPOINT_KEY, None)
+        url_state.forget(CHECKPOINT_KEY)
     elif CHECKPOINT_KEY in st.session_state:
         # Streamlit forgets a widget's value on a page that does not draw it yet; re-assigning it before the
         # widget is drawn carries the choice from one page to the next (url_state.keep does the same).

@@ -92,9 +92,16 @@ FIELDS = {
 }
 
 
-def restore_from_url() -> None:
-    """Take the controls from the URL on a session's first visit, and keep them while tabs and pages change."""
-    url_state.keep(FIELDS, "explore")
+# The controls drawn inside each fragment (below the sidebar's): a fragment restores its own before drawing them.
+PANEL_KEYS = ("text",)
+VIEWS_KEYS = (VIEW_KEY, "kind", "layer", "head", "grid_kind", "grid_layer", "grid_head", "focus_kind", "focus_layer",
+              "focus_query", "focus_heads", "bertviz_view", "bertviz_kind")  # fmt: skip
+
+
+def restore_from_url(keys: tuple[str, ...] | None = None) -> None:
+    """Take the controls from the URL on a session's first visit, and keep them while tabs and pages change. The
+    page restores every control; each fragment (whose reruns do not pass through the page) its own ``keys``."""
+    url_state.keep(FIELDS if keys is None else {key: FIELDS[key] for key in keys}, "explore")
 
 
 def save_to_url() -> None:
@@ -302,6 +309,7 @@ def main(loading=None) -> None:
 def translation_panel(loaded) -> None:
     """The sentence, its translation and the views of its heads. A fragment: submitting a sentence reruns this
     panel only, not the sidebar above it (whose controls rerun the whole page)."""
+    restore_from_url(PANEL_KEYS)  # a fragment's rerun does not pass through main()
     config = loaded.config
     source, target = language_name(config.source_language), language_name(config.target_language)
     with st.form("translate", border=False):
@@ -363,6 +371,7 @@ def views_panel(maps: AttentionMaps, translation: Translation) -> None:
     reruns only this panel with the translation already made, not the sidebar, the form and the translation above
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
+    restore_from_url(VIEWS_KEYS)  # the controls of the tab that was open in the last run were forgotten at its end
     views = dict(zip(VIEWS, (
         lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
         lambda: bertviz_panel(maps),

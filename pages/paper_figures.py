@@ -50,13 +50,12 @@ FIELDS = {
 
 def forget_heads() -> None:
     """Another layer starts from its own best-matching heads."""
-    for name in ("fig3_heads", "fig4_heads", "fig5_heads"):
-        st.session_state.pop(name, None)
+    url_state.forget("fig3_heads", "fig4_heads", "fig5_heads")
 
 
 def forget_layer() -> None:
     """Another numbering starts from the paper's layer in that numbering."""
-    st.session_state.pop("fig_layer", None)
+    url_state.forget("fig_layer")
     forget_heads()
 
 

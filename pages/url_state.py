@@ -1,13 +1,15 @@
 """Choices that hold while people move around the app, and a URL that reproduces what a page shows.
 
-Streamlit forgets a widget's value in any run that does not draw the widget: a control on a closed tab, a slider
-hidden by another choice, a control on another page. Each page therefore declares its controls once, as
-:class:`Field` s keyed by the widgets' keys, and calls :func:`keep` before drawing them and :func:`save` after:
+Streamlit forgets a widget's value at the end of any run that does not draw the widget: a control on a closed tab,
+a slider hidden by another choice, a control on another page, a widget of a fragment that reran without it. Each page
+therefore declares its controls once, as :class:`Field` s keyed by the widgets' keys, and calls :func:`keep` before
+drawing them (at the top of the page and of each fragment) and :func:`save` after:
 
 - on a session's first visit to the page, :func:`keep` takes each value from the URL (anything malformed or out of
   range falls back to the default, never an error);
-- on every run it re-assigns the stored values, which tells Streamlit to keep them even when their widgets are not
-  drawn (Streamlit's documented way to keep widget state across pages);
+- every value is also copied into a plain session entry (:data:`KEPT`) that Streamlit never cleans up, and a
+  control whose widget state Streamlit has dropped gets its last value back from there before it is drawn again:
+  a visitor who leaves a page or a tab and comes back finds every choice as it was;
 - :func:`save` writes the page's values to the URL, so a copied link opens the same view.
 
 Widgets under this scheme get their value from ``st.session_state`` only (no ``value=``/``index=``/``default=``),
@@ -21,8 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
-
-from transformer.tokenizer import clean
 
 Parse = Callable[[str], Any]
 
@@ -124,26 +124,53 @@ def text(max_characters: int) -> Parse:
 
 
 # ------------------------------------------------------------------------------------------------ state
+KEPT = "_url_state_kept"  # key → last value of every declared control, in the session (not a widget key)
+
+
+def kept() -> dict[str, Any]:
+    """The session's last value of every control declared by any page (survives pages, tabs and fragments)."""
+    return st.session_state.setdefault(KEPT, {})
+
+
 def keep(fields: dict[str, Field], page: str) -> None:
-    """Before drawing a page's widgets: restore them from the URL on the session's first visit, and keep them."""
+    """Before drawing a page's (or a fragment's) widgets: restore them from the URL on the session's first visit to
+    the page, remember each current value, and give back the last value of any control Streamlit has forgotten."""
     restored = f"_restored_{page}"
     if not st.session_state.get(restored):
         st.session_state[restored] = True
         for key, field in fields.items():
             raw = st.query_params.get(key)
-            value = field.default
-            if raw is not None:
+            if raw is None:
+                value = kept().get(key, field.default)
+            else:
                 try:
                     value = field.parse(raw)
                 except (ValueError, TypeError):
                     value = field.default
             if value is not None:
                 st.session_state[key] = value
+    remembered = kept()
     for key in fields:
         if key in st.session_state:
-            # Re-assigning a widget's value marks it as set by the page, which Streamlit keeps even in runs that
-            # do not draw the widget (a closed tab, a hidden slider, another page).
-            st.session_state[key] = st.session_state[key]
+            value = st.session_state[key]
+            # A value assigned before its widget first existed stays behind under the key, and comes back as the
+            # control's value once Streamlit drops the widget's own state (the visitor's later choices lost):
+            # removed here, and the current value assigned afresh.
+            del st.session_state[key]
+        elif key in remembered:
+            value = remembered[key]
+        else:
+            continue
+        remembered[key] = value
+        st.session_state[key] = value
+
+
+def forget(*keys: str) -> None:
+    """Drop controls' values on purpose (their defaults then apply again), unlike Streamlit dropping a widget's."""
+    remembered = kept()
+    for key in keys:
+        st.session_state.pop(key, None)
+        remembered.pop(key, None)
 
 
 def ensure(key: str, default: Any, valid: Callable[[Any], bool] | None = None) -> Any:
@@ -154,8 +181,21 @@ def ensure(key: str, default: Any, valid: Callable[[Any], bool] | None = None) -
 
 
 def save(fields: dict[str, Field]) -> None:
-    """Write the page's current choices to the URL (the ones the page has set; nothing else)."""
-    # clean(): text a URL can carry (a lone surrogate, which Python strings may hold, has no UTF-8 form).
+    """Write the page's current choices to the URL (the ones the page has set, or last set while its control was
+    drawn; nothing else) and remember them."""
+    remembered = kept()
+    for key in fields:
+        if key in st.session_state:
+            remembered[key] = st.session_state[key]
     st.query_params.from_dict(
-        {key: clean(field.dump(st.session_state[key])) for key, field in fields.items() if key in st.session_state}
+        {key: url_text(field.dump(remembered[key])) for key, field in fields.items() if key in remembered}
     )
+
+
+def url_text(value: str) -> str:
+    """``value`` as a URL can carry it: a lone surrogate (which Python strings may hold) has no UTF-8 form and
+    becomes U+FFFD; everything else, invisible and right-to-left controls included, is kept, so that the link opens
+    the sentence exactly as typed."""
+    if any("\ud800" <= character <= "\udfff" for character in value):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return value

@@ -12,6 +12,8 @@ there (``python benchmarks/screenshot.py`` makes the README's ``docs/screenshot.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import os
 import re
 import socket
@@ -122,9 +124,14 @@ def serving(checkpoint: Path, log: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("streamlit") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def server(checkpoint: Path, server_log: Path) -> Iterator[str]:
     """The app, served for the module's tests."""
-    with serving(checkpoint, tmp_path_factory.mktemp("streamlit") / "server.log") as origin:
+    with serving(checkpoint, server_log) as origin:
         yield origin
 
 
@@ -515,3 +522,117 @@ def test_positional_encoding_formulas_render_without_katex_errors(open_app: Call
     errors = page.locator('.katex-error, .katex [mathcolor="#cc0000"], .katex [style*="#cc0000"]')
     assert errors.count() == 0, texts(page, '.katex [mathcolor="#cc0000"]')
     visit.assert_quiet()
+
+
+# ------------------------------------------------------------------------------------------------ coming back
+@functools.cache
+def robot_visitor():
+    """``benchmarks/robot_visitor.py`` as a module: its journeys, and its reading of every control on a page."""
+    spec = importlib.util.spec_from_file_location("robot_visitor", REPOSITORY / "benchmarks" / "robot_visitor.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def controls(page: Page) -> dict[str, object]:
+    """Every keyed control on the page with the value it shows (the robot visitor's reading)."""
+    robot = robot_visitor()
+    robot.settle(page)
+    return robot.values(page.evaluate(robot.CONTROLS_JS))
+
+
+def go_to(page: Page, name: str) -> None:
+    page.get_by_role("link", name=name).click()
+    robot_visitor().settle(page)
+
+
+def problems(page: Page) -> list[str]:
+    return page.evaluate(robot_visitor().PROBLEMS_JS)
+
+
+def test_coming_back_to_a_page_keeps_its_choices_and_never_crashes(open_app: Callable[..., Visit]):
+    """Leave a page for another and come back, twice round every page: no error page (Streamlit drops the widget
+    state of a page that is not drawn: the main page's second visit failed with KeyError 'beam'), and the choices
+    made on each page are still there."""
+    visit = open_app()
+    page = visit.page
+    page.locator(".st-key-beam input[type=range]").focus()
+    page.keyboard.press("ArrowRight")  # beam 4 → 5
+    page.wait_for_function("() => document.querySelector('.st-key-beam input').getAttribute('aria-valuetext') == '5'")
+    chosen = controls(page)
+    assert chosen["beam"] == "5"
+    go_to(page, "Head discovery")
+    page.locator(".st-key-heads_source [data-testid=stRadioOption]").nth(1).click()  # one sentence
+    robot_visitor().settle(page)
+    box = page.locator(".st-key-heads_sentence input")
+    box.fill("My brother lives in Berlin.")
+    box.press("Enter")
+    heads = controls(page)
+    assert heads["heads_sentence"] == "My brother lives in Berlin."
+    for _ in range(2):
+        for name in ("Attention, step by step", "What if", "Translate and explore", "Paper figures", "Head discovery",
+                     "Positional encoding", "Model and training", "Translate and explore"):  # fmt: skip
+            go_to(page, name)
+            assert problems(page) == [], name
+        assert {key: controls(page)[key] for key in chosen} == chosen
+        go_to(page, "Head discovery")
+        assert {key: controls(page)[key] for key in heads} == heads
+    visit.assert_quiet()
+
+
+def test_choices_on_a_tab_hold_while_other_tabs_are_used(open_app: Callable[..., Visit]):
+    """Heads → encoder self-attention, layer 2, head 8 → Model view (its attention kind changed) → Token focus →
+    Heads: still layer 2, head 8, and the URL named them all along."""
+    visit = open_app()
+    page = visit.page
+    robot = robot_visitor()
+    page.locator(".st-key-kind [data-testid=stRadioOption]").nth(0).click()  # encoder self-attention
+    robot.settle(page)
+    for key, option in (("layer", "2"), ("head", "8")):
+        page.locator(f".st-key-{key} button[aria-haspopup=listbox]").click()
+        page.get_by_role("option", name=option, exact=True).click()
+        robot.settle(page)
+    heads = controls(page)
+    assert (heads["layer"], heads["head"]) == ("2", "8")
+    open_tab(page, "Model view")
+    page.locator(".st-key-grid_kind [data-testid=stRadioOption]").nth(2).click()  # cross-attention
+    robot.settle(page)
+    grid = controls(page)
+    in_url = parse_qs(urlsplit(page.url).query)
+    assert (in_url.get("kind"), in_url.get("layer"), in_url.get("head")) == (["encoder"], ["2"], ["8"])
+    open_tab(page, "Token focus")
+    robot.settle(page)
+    open_tab(page, "Model view")
+    assert {key: controls(page)[key] for key in ("grid_kind", "grid_layer", "grid_head")} == {
+        key: grid[key] for key in ("grid_kind", "grid_layer", "grid_head")
+    }
+    open_tab(page, "Heads")
+    assert {key: controls(page)[key] for key in ("kind", "layer", "head")} == {
+        key: heads[key] for key in ("kind", "layer", "head")
+    }
+    visit.assert_quiet()
+
+
+def test_a_link_keeps_a_sentence_with_invisible_and_right_to_left_characters(open_app: Callable[..., Visit]):
+    """A sentence with a right-to-left override travels in the link exactly as typed (the link used to drop it)."""
+    visit = open_app(path="/head_discovery?heads_source=one+sentence")
+    page = visit.page
+    typed = "Bidi \u202eright\u202c and zero\u200bwidth."
+    box = page.locator(".st-key-heads_sentence input")
+    box.fill(typed)
+    box.press("Enter")
+    robot_visitor().settle(page)
+    assert parse_qs(urlsplit(page.url).query)["heads_sentence"] == [typed]
+    visit.assert_quiet(page_link="head_discovery")
+
+
+def test_a_robot_visitor_meets_no_error_and_loses_no_choice(server: str, server_log: Path):
+    """A seeded random journey of 150 actions over every page, tab and control (benchmarks/robot_visitor.py, as
+    CI's short journey): no error shown, no traceback in the server's log, no choice lost on coming back, and every
+    link it opens in a fresh browser reproduces the view."""
+    robot = robot_visitor()
+    journey = robot.walk(server, actions=150, seed=11, pages=sorted(set(robot.PAGES.values())), log=server_log)
+    assert journey.count == 150
+    report = [f"{v.what} after action {v.action}: {v.detail}\n  " + "\n  ".join(v.trail) for v in journey.violations]
+    assert journey.violations == [], "\n".join(report)
