@@ -69,7 +69,7 @@ FIELDS = {
     "precision": Field(default_precision(), url_state.choice(PRECISIONS)),
     "merge": Field(False, url_state.flag, url_state.dump_flag),
     "specials": Field(True, url_state.flag, url_state.dump_flag),
-    "predicted": Field(False, url_state.flag, url_state.dump_flag),
+    "predicted": Field(True, url_state.flag, url_state.dump_flag),  # decoder rows by the token they write
     VIEW_KEY: Field(VIEWS[0], url_state.choice(VIEWS)),
     # Heads
     "kind": Field(None, url_state.choice(KINDS)),  # None: the loaded model's clearest head (default_view)
@@ -278,7 +278,7 @@ def main(loading=None) -> None:
         st.header(t("explore.display"))
         st.toggle(t("explore.merge"), key="merge")
         st.toggle(t("explore.specials"), key="specials")
-        st.toggle(t("explore.predicted"), key="predicted")
+        st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
         scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
         st.radio(
             t("explore.scale"), SCALES, key="scale", horizontal=True, format_func=scales.get,
@@ -354,10 +354,11 @@ def translation_panel(loaded) -> None:
     st.caption(timing)
 
     maps = translation.maps
+    by_prediction = bool(st.session_state["predicted"])
     if st.session_state["merge"]:
-        maps = merged_view(maps)
+        maps = merged_view(maps, by_prediction)
     if not st.session_state["specials"]:
-        maps = without_specials(maps)
+        maps = without_specials(maps, by_prediction)
     with st.expander(t("explore.tokens"), expanded=bool(reasons)):
         token_strip(t("explore.source_tokens"), maps.source_tokens)
         token_strip(t("explore.decoder_tokens"), maps.target_tokens)
@@ -413,6 +414,8 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
                                           causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted",
                                           language=language()),
                     key="heatmap", filename=name)  # fmt: skip
+    if kind != "encoder":
+        chart.caption(t("explore.rows_predicted" if st.session_state.get("predicted") else "explore.rows_read"))
     with guide, st.expander(t("explore.how_to_read"), expanded=True):
         st.markdown(t("explore.how_to_read_text"))
     downloads = st.container(horizontal=True)

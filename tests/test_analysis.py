@@ -107,6 +107,33 @@ def test_merged_view_joins_word_pieces(translation):
     assert np.allclose(whole.cross.sum(-1), 1, atol=1e-5)
 
 
+def test_words_merged_by_what_they_predict_label_each_row_with_the_word_it_writes():
+    """Rows grouped by the word each position writes: "▁Kinder" (predicts "▁spiel") and "▁spiel" (predicts "en")
+    become the row "spielen", not a row labelled with a piece of one word and the start of the next."""
+    target = ["<s>", "▁Die", "▁Kinder", "▁spiel", "en", "."]
+    predicted = ["▁Die", "▁Kinder", "▁spiel", "en", ".", "</s>"]
+    cross = np.zeros((1, 1, 6, 3))
+    cross[0, 0, np.arange(6), [0, 1, 2, 2, 2, 2]] = 1.0  # each position's key, by hand
+    maps = AttentionMaps(
+        source_tokens=["▁The", "▁children", "</s>"], target_tokens=target, predicted_tokens=predicted,
+        encoder=np.full((1, 1, 3, 3), 1 / 3), decoder=np.tril(np.ones((1, 1, 6, 6))) / np.arange(1, 7)[:, None],
+        cross=cross,
+    )  # fmt: skip
+    by_input = merged_view(maps)
+    by_prediction = merged_view(maps, by_prediction=True)
+    assert by_input.target_tokens == ["<s>", "Die", "Kinder", "spielen", "."]
+    assert by_prediction.predicted_tokens == ["Die", "Kinder", "spielen", ".", "</s>"]
+    assert by_prediction.cross.shape == by_input.cross.shape == (1, 1, 5, 3)
+    # "spielen" is written by positions 2 and 3 (which attend keys 2 and 2): its row is all on key 2.
+    assert np.allclose(by_prediction.cross[0, 0, 2], [0, 0, 1])
+    assert np.allclose(by_prediction.decoder.sum(-1), 1)
+    # Without special tokens, rows go by what they write: the row writing "Die" (reading <s>) stays.
+    stripped = without_specials(by_prediction, by_prediction=True)
+    assert stripped.predicted_tokens == ["Die", "Kinder", "spielen", "."]
+    assert stripped.target_tokens == ["Die", "Kinder", "spielen", "."]
+    assert np.allclose(stripped.cross[0, 0, 0], [1, 0])
+
+
 def test_hiding_special_tokens_removes_their_rows_and_columns(translation):
     _, result = translation
     stripped = without_specials(result.maps)

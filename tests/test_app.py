@@ -133,7 +133,9 @@ def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
     app.radio(key="kind").set_value("decoder").run()
     decoder = heatmap_z(app)
     target_queries, target_keys = heatmap_axes(app)
-    assert target_queries == target_keys and target_queries[0] != source_queries[0]  # the target starts with <s>
+    # Decoder rows are labelled with the token each position writes (→), keys with the token read: <s> first.
+    assert [query.removeprefix("→") for query in target_queries[:-1]] == target_keys[1:]
+    assert target_keys[0] == "&lt;s&gt;" and target_queries[-1] == "→&lt;/s&gt;"
     # Cross-attention: the target tokens ask, the source tokens answer, whatever the two lengths happen to be.
     assert (cross_queries, cross_keys) == (target_queries, source_keys)
     assert cross.shape == (len(target_queries), len(source_keys))
@@ -266,7 +268,7 @@ def test_a_link_reproduces_every_choice(checkpoint):
     app = start()
     app.radio(key="kind").set_value("decoder").run()
     app.toggle(key="specials").set_value(False).run()
-    app.toggle(key="predicted").set_value(True).run()
+    app.toggle(key="predicted").set_value(False).run()  # rows by the token they read (not the default)
     open_tab(app, "Token focus")
     app.radio(key="focus_kind").set_value("cross").run()
     app.selectbox(key="focus_query").set_value(1).run()
@@ -278,7 +280,7 @@ def test_a_link_reproduces_every_choice(checkpoint):
     no_exceptions(copy)
     for key in ("kind", "specials", "predicted", "focus_kind", "focus_query", "focus_heads", "view"):
         assert copy.query_params[key] == link[key], key
-    assert copy.toggle(key="specials").value is False and copy.toggle(key="predicted").value is True
+    assert copy.toggle(key="specials").value is False and copy.toggle(key="predicted").value is False
     assert charts(copy)[0]["figure"] == charts(app)[0]["figure"]
 
 

@@ -636,3 +636,20 @@ def test_a_robot_visitor_meets_no_error_and_loses_no_choice(server: str, server_
     assert journey.count == 150
     report = [f"{v.what} after action {v.action}: {v.detail}\n  " + "\n  ".join(v.trail) for v in journey.violations]
     assert journey.violations == [], "\n".join(report)
+
+
+def test_cross_attention_rows_are_labelled_by_the_word_they_write(open_app: Callable[..., Visit]):
+    """By default a cross-attention row is labelled with the token its position writes ("→Die" first), so the row
+    of "Die" is the one that lights up "The"; the chart says how to read it. Rows labelled by the token read looked
+    shifted by one word. With words merged, each row is one whole output word."""
+    visit = open_app(path="/?kind=cross&layer=1&head=1&merge=1")
+    page = visit.page
+    page.wait_for_selector("text=decoder position writes")
+    translation = page.evaluate(SHOWN_JS)["translation"]
+    rows = page.evaluate("() => [...document.querySelector('.js-plotly-plot').querySelectorAll('.ytick text')]"
+                         ".map(t => t.textContent)")  # fmt: skip
+    assert rows[0] == "→" + translation.split()[0]
+    assert rows[-1] == "→</s>"
+    words = [row.removeprefix("→") for row in rows[:-1]]
+    assert all(word and " " not in word for word in words), words  # no piece of one word joined to the next
+    visit.assert_quiet()

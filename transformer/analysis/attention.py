@@ -246,18 +246,25 @@ def merge_matrix(matrix: np.ndarray, query_groups: Sequence[Sequence[int]], key_
     return np.stack([keys[..., list(group), :].mean(axis=-2) for group in query_groups], axis=-2)
 
 
-def merged_view(maps: AttentionMaps) -> AttentionMaps:
-    """The same maps at word level (pieces merged, see :func:`merge_matrix`)."""
+def merged_view(maps: AttentionMaps, by_prediction: bool = False) -> AttentionMaps:
+    """The same maps at word level (pieces merged, see :func:`merge_matrix`).
+
+    Decoder rows (the queries of decoder self- and cross-attention) are grouped by the word each position reads, or
+    with ``by_prediction`` by the word it predicts: the positions that write "spielen" (reading "Kinder" and
+    "spiel") become one row labelled "spielen" in ``predicted_tokens``. Decoder keys stay grouped by the word read.
+    Both groupings have one group per output word plus one special token, so the matrices keep their shape."""
     source_groups = word_groups(maps.source_tokens)
     target_groups = word_groups(maps.target_tokens)
+    row_groups = word_groups(maps.predicted_tokens) if by_prediction else target_groups
+    if len(row_groups) != len(target_groups):  # never for a decoder input "<s> y" and its predictions "y </s>"
+        row_groups = target_groups
     return AttentionMaps(
         source_tokens=merge_tokens(maps.source_tokens, source_groups),
         target_tokens=merge_tokens(maps.target_tokens, target_groups),
-        # What the positions of each input word predicted, joined the same way.
-        predicted_tokens=merge_tokens(maps.predicted_tokens, target_groups),
+        predicted_tokens=merge_tokens(maps.predicted_tokens, row_groups),
         encoder=merge_matrix(maps.encoder, source_groups, source_groups),
-        decoder=merge_matrix(maps.decoder, target_groups, target_groups),
-        cross=merge_matrix(maps.cross, target_groups, source_groups),
+        decoder=merge_matrix(maps.decoder, row_groups, target_groups),
+        cross=merge_matrix(maps.cross, row_groups, source_groups),
     )
 
 
@@ -266,18 +273,21 @@ def ordinary_positions(tokens: Sequence[str]) -> list[int]:
     return [i for i, token in enumerate(tokens) if token not in SPECIAL_PIECES]
 
 
-def without_specials(maps: AttentionMaps) -> AttentionMaps:
-    """Drop the rows and columns of <s>, </s> and <pad> (rows then no longer sum to 1)."""
+def without_specials(maps: AttentionMaps, by_prediction: bool = False) -> AttentionMaps:
+    """Drop the rows and columns of <s>, </s> and <pad> (rows then no longer sum to 1). Decoder rows go by the token
+    they read, or with ``by_prediction`` by the token they predict: then the row that reads <s> and writes the first
+    word stays, and the one that writes </s> goes."""
     source_keep, target_keep = ordinary_positions(maps.source_tokens), ordinary_positions(maps.target_tokens)
-    if not source_keep or not target_keep:
+    row_keep = ordinary_positions(maps.predicted_tokens) if by_prediction else target_keep
+    if not source_keep or not target_keep or not row_keep:
         return maps
     return AttentionMaps(
         source_tokens=[maps.source_tokens[i] for i in source_keep],
         target_tokens=[maps.target_tokens[i] for i in target_keep],
-        predicted_tokens=[maps.predicted_tokens[i] for i in target_keep],
+        predicted_tokens=[maps.predicted_tokens[i] for i in row_keep],
         encoder=maps.encoder[..., source_keep, :][..., source_keep],
-        decoder=maps.decoder[..., target_keep, :][..., target_keep],
-        cross=maps.cross[..., target_keep, :][..., source_keep],
+        decoder=maps.decoder[..., row_keep, :][..., target_keep],
+        cross=maps.cross[..., row_keep, :][..., source_keep],
     )
 
 
