@@ -226,10 +226,15 @@ def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> t
     )
 
 
+def sentence_slug(text: str) -> str:
+    """The first six words of a sentence as a file name's start ("the-children-are-playing-in-the")."""
+    words = re.findall(r"[a-z0-9]+", text.replace("▁", " ").lower())
+    return "-".join(words[:6]) or "sentence"
+
+
 def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | None) -> str:
     """A download's name after what it shows: sentence, attention kind, layer and head."""
-    words = re.findall(r"[a-z0-9]+", "".join(maps.source_tokens).replace("▁", " ").lower())
-    sentence = "-".join(words[:6]) or "sentence"
+    sentence = sentence_slug("".join(maps.source_tokens))
     return f"{sentence}-{kind}-layer{'avg' if layer is None else layer + 1}-head{'avg' if head is None else head + 1}"
 
 
@@ -379,17 +384,10 @@ def views_panel(maps: AttentionMaps, translation: Translation) -> None:
     ), strict=True))  # fmt: skip
     # The tabs show names in the chosen language; the URL and the session keep the view's English name.
     labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
-    by_label = {label: view for view, label in labels.items()}
-    st.session_state[VIEW_TAB_KEY] = labels.get(st.session_state.get(VIEW_KEY), labels[VIEWS[0]])
-
-    def chosen() -> None:
-        st.session_state[VIEW_KEY] = by_label.get(st.session_state[VIEW_TAB_KEY], VIEWS[0])
-
-    tabs = st.tabs([labels[view] for view in views], key=VIEW_TAB_KEY, on_change=chosen)
-    for tab, render in zip(tabs, views.values(), strict=True):
+    for view, tab in url_state.tabs(VIEW_KEY, labels, VIEW_TAB_KEY).items():
         if tab.open:
             with tab:
-                render()
+                views[view]()
     save_to_url()
 
 

@@ -25,6 +25,7 @@ from transformer.plots import steps as plot_steps
 
 st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
 
+TABS = ("steps", "scaling", "multihead", "decoding")
 FIELDS = {
     "steps_text": Field(None, url_state.text(2000)),
     "steps_kind": Field("encoder", url_state.choice(KINDS)),
@@ -35,6 +36,7 @@ FIELDS = {
     "steps_all": Field(False, url_state.flag, url_state.dump_flag),
     "steps_dk": Field(64, url_state.choice(plot_steps.WIDTHS)),
     "steps_t": Field(0, url_state.integer(0, 10_000)),
+    "steps_tab": Field(TABS[0], url_state.choice(TABS)),
 }
 
 
@@ -113,64 +115,69 @@ with controls:
     st.caption(t("steps.shape", queries=len(steps.query_tokens), keys=len(steps.key_tokens), d_model=config.d_model,
                  heads=config.num_heads, d_k=steps.d_k))  # fmt: skip
 
-stepwise, scaling, multihead, decoding = st.tabs(
-    [t("steps.tab_steps"), t("steps.tab_scaling"), t("steps.tab_multihead"), t("steps.tab_decoding")]
-)
-with stepwise:
-    step_names = {n: f"{n}. {t(f'step.{step.key}.title')}" for n, step in enumerate(STEPS, start=1)}
-    show_all = st.toggle(t("steps.show_all"), key="steps_all")
-    if show_all:
-        for number in range(1, len(STEPS) + 1):
+# Only the open tab is built; the URL names it (steps_tab).
+tabs = url_state.tabs("steps_tab", {tab: t(f"steps.tab_{tab}") for tab in TABS})
+stepwise, scaling, multihead, decoding = (tabs[tab] for tab in TABS)
+if stepwise.open:
+    with stepwise:
+        step_names = {n: f"{n}. {t(f'step.{step.key}.title')}" for n, step in enumerate(STEPS, start=1)}
+        show_all = st.toggle(t("steps.show_all"), key="steps_all")
+        if show_all:
+            for number in range(1, len(STEPS) + 1):
+                show_step(steps, number, query)
+        else:
+            previous, position, following = st.columns([1, 4, 1])
+            first = st.session_state["steps_step"] <= 1
+            previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=first, width="stretch")
+            last = st.session_state["steps_step"] >= len(STEPS)
+            following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
+            number = position.select_slider(
+                t("steps.step"), range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
+                format_func=step_names.get,
+            )  # fmt: skip
             show_step(steps, number, query)
-    else:
-        previous, position, following = st.columns([1, 4, 1])
-        previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=st.session_state["steps_step"] <= 1,
-                        width="stretch")  # fmt: skip
-        last = st.session_state["steps_step"] >= len(STEPS)
-        following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
-        number = position.select_slider(
-            t("steps.step"), range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
-            format_func=step_names.get,
+
+if scaling.open:
+    with scaling:
+        st.markdown(t("steps.scaling_intro"))
+        d_k = st.select_slider(t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk",
+                               help=t("steps.d_k_help", d_k=steps.d_k))  # fmt: skip
+        demo = cached_demo(d_k)
+        show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
+                    key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
+        st.caption(t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False),
+                     scaled=demo.largest_weight(True)))  # fmt: skip
+        values = head_scaling(steps)
+        show_figure(plot_steps.head_scaling_figure(values, steps, language()), key="steps_scaling_head",
+                    filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
+        st.caption(t("steps.head_scaling_caption", scaled=values["entropy_scaled"].mean(),
+                     unscaled=values["entropy_unscaled"].mean(), uniform=values["uniform"].mean()))  # fmt: skip
+
+if multihead.open:
+    with multihead:
+        layer_weights = translation.maps.weights(kind)[layer - 1]
+        show_figure(plot_steps.multihead_figure(layer_weights, steps, query, language()), key="steps_multihead",
+                    filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
+        st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
+
+if decoding.open:
+    with decoding:
+        upcoming = cached_next_tokens(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids),
+                                      loaded)  # fmt: skip
+        positions = len(upcoming.position_tokens)
+        url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
+        at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
+        decoder_layer = min(layer, config.decoder_layers) - 1
+        maps = translation.maps
+        show_figure(
+            plot_steps.decoding_figure(
+                maps.decoder[decoder_layer, head - 1, at], maps.cross[decoder_layer, head - 1, at],
+                maps.source_tokens, upcoming, at, decoder_layer, head - 1, language(),
+            ),
+            key="steps_decoding", filename=f"decoding-step-{at}",
         )  # fmt: skip
-        show_step(steps, number, query)
-
-with scaling:
-    st.markdown(t("steps.scaling_intro"))
-    d_k = st.select_slider(t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k))
-    demo = cached_demo(d_k)
-    show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
-                key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
-    st.caption(t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False),
-                 scaled=demo.largest_weight(True)))  # fmt: skip
-    values = head_scaling(steps)
-    show_figure(plot_steps.head_scaling_figure(values, steps, language()), key="steps_scaling_head",
-                filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
-    st.caption(t("steps.head_scaling_caption", scaled=values["entropy_scaled"].mean(),
-                 unscaled=values["entropy_unscaled"].mean(), uniform=values["uniform"].mean()))  # fmt: skip
-
-with multihead:
-    layer_weights = translation.maps.weights(kind)[layer - 1]
-    show_figure(plot_steps.multihead_figure(layer_weights, steps, query, language()), key="steps_multihead",
-                filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
-    st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
-
-with decoding:
-    upcoming = cached_next_tokens(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids),
-                                  loaded)  # fmt: skip
-    positions = len(upcoming.position_tokens)
-    url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
-    at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
-    decoder_layer = min(layer, config.decoder_layers) - 1
-    maps = translation.maps
-    show_figure(
-        plot_steps.decoding_figure(
-            maps.decoder[decoder_layer, head - 1, at], maps.cross[decoder_layer, head - 1, at],
-            maps.source_tokens, upcoming, at, decoder_layer, head - 1, language(),
-        ),
-        key="steps_decoding", filename=f"decoding-step-{at}",
-    )  # fmt: skip
-    options = translation.options
-    search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
-    kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)
-    st.caption(f"{kept} {t('steps.rows_chosen')}")
+        options = translation.options
+        search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
+        kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)
+        st.caption(f"{kept} {t('steps.rows_chosen')}")
 save_page(FIELDS)

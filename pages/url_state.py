@@ -165,6 +165,21 @@ def keep(fields: dict[str, Field], page: str) -> None:
         st.session_state[key] = value
 
 
+def tabs(state_key: str, labels: dict[str, str], widget_key: str | None = None) -> dict[str, Any]:
+    """``st.tabs`` whose open tab is the control ``state_key`` (a Field holding the tab's name, whatever the language
+    of its label): the URL names the open tab, and the tab opens again when the visitor comes back. ``labels``: name
+    → label, in order. Returns name → tab; only an open tab's ``.open`` is true, so a page builds just that one."""
+    widget_key = widget_key or f"{state_key}_widget"
+    names = list(labels)
+    by_label = {label: name for name, label in labels.items()}
+    st.session_state[widget_key] = labels.get(st.session_state.get(state_key), labels[names[0]])
+
+    def chosen() -> None:
+        st.session_state[state_key] = by_label.get(st.session_state[widget_key], names[0])
+
+    return dict(zip(names, st.tabs(list(labels.values()), key=widget_key, on_change=chosen), strict=True))
+
+
 def forget(*keys: str) -> None:
     """Drop controls' values on purpose (their defaults then apply again), unlike Streamlit dropping a widget's."""
     remembered = kept()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import html
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -35,7 +36,14 @@ from pages.common import (
     show_figure,
     stored_heads,
 )
-from pages.explore import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, cached_translation, current_options, matrix_csv
+from pages.explore import (
+    DEFAULT_SENTENCE,
+    MAX_SOURCE_TOKENS,
+    cached_translation,
+    current_options,
+    matrix_csv,
+    sentence_slug,
+)
 from pages.i18n import language, t
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
@@ -44,7 +52,7 @@ from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.beam import BeamTree, explore_beam
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import ForcedDecoding, Scored, force, reference_for, score_output
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
 from transformer.data import DATA_ROOT, read_parallel
 from transformer.decode import DecodingOptions
 from transformer.plots import attention as plot_attention
@@ -191,8 +199,13 @@ def download_json(name: str, value: dict) -> None:
     def document() -> str:  # made when the button is pressed, not at every run of the page
         return json.dumps(value, ensure_ascii=False, indent=1, default=float)
 
-    st.download_button(t("whatif.download_json"), document, file_name=f"{name.removeprefix('wi_')}.json",
+    st.download_button(t("whatif.download_json"), document, file_name=file_name(name.removeprefix("wi_"), "json"),
                        mime="application/json", key=f"{name}_download")  # fmt: skip
+
+
+def file_name(what: str, extension: str) -> str:
+    """A download's name after the page's sentence and what the file holds ("the-children-are-…-rollout.npz")."""
+    return f"{sentence_slug(st.session_state.get('wi_text') or '')}-{what}.{extension}"
 
 
 def describe(kind: str, layer: int, head: int) -> str:
@@ -206,8 +219,21 @@ def comparison_checkpoints(loaded: LoadedCheckpoint) -> list[str]:
     if loaded.path.parent.name in ("checkpoints", "snapshots"):
         run = loaded.path.parent.parent
         steps = [*sorted((run / "snapshots").glob("step-*")), *sorted((run / "checkpoints").glob("step-*"))]
-        names += [str(path) for path in steps if path != loaded.path and (path / "config.json").is_file()]
-    return [*names, str(loaded.path)]
+        names += [shown_path(path) for path in steps if path != loaded.path and (path / "config.json").is_file()]
+    return [*names, shown_path(loaded.path)]
+
+
+def shown_path(path: Path) -> str:
+    """How a checkpoint folder is named in the choice and the page's link: by name when it is one of the app's
+    checkpoints, else relative to the server's folder where it lies below it; never the server's absolute folders
+    when it can be helped (a shared link would carry them)."""
+    path = Path(path)
+    if path.parent.resolve() == REPOSITORY_CHECKPOINTS.resolve():
+        return path.name
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 # ------------------------------------------------------------------------------------------------ tabs
@@ -305,7 +331,8 @@ def importance_tab(loaded: LoadedCheckpoint) -> None:
         st.dataframe(rows, hide_index=True, width="stretch")
     total = len(result["ranked"])
     show_figure(plot_whatif.prune_curve(result["prune"], result["bleu"], total, language()), key="wi_prune")
-    st.caption(t("whatif.within", count=result["heads_off_within_1_bleu"], total=total))
+    # From the curve itself (stored files written before this rule hold the largest count within 1 BLEU instead).
+    st.caption(t("whatif.within", count=ablation.heads_off_within(result["prune"], result["bleu"]), total=total))
     k = st.slider(t("whatif.k"), 0, total, key="wi_k")
     chosen = [tuple(head) for head in result["ranked"][:k]]
     st.button(t("whatif.switch_k", k=k), on_click=set_heads_off, args=(chosen, loaded.config.num_heads),
@@ -365,7 +392,7 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
         np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()
 
-    st.download_button(t("whatif.download_npz"), archive, file_name="rollout.npz",
+    st.download_button(t("whatif.download_npz"), archive, file_name=file_name("rollout", "npz"),
                        mime="application/octet-stream", key="wi_rollout_download")  # fmt: skip
 
 
@@ -500,8 +527,9 @@ def compare_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, o
     show_figure(plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
                 key="wi_difference")  # fmt: skip
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
-    st.download_button(t("whatif.download_csv"), lambda: matrix_csv(delta, queries, keys), file_name="difference.csv",
-                       mime="text/csv", key="wi_difference_download")  # fmt: skip
+    st.download_button(t("whatif.download_csv"), lambda: matrix_csv(delta, queries, keys),
+                       file_name=file_name("difference", "csv"), mime="text/csv",
+                       key="wi_difference_download")  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -518,15 +546,6 @@ options = current_options()
 translation = cached_translation(str(loaded.path), text, options, loaded)
 st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=options.describe()))
 
-labels = {tab: t(f"whatif.tab_{tab}") for tab in TABS}
-by_label = {label: tab for tab, label in labels.items()}
-st.session_state[TAB_KEY] = labels.get(st.session_state.get("wi_tab"), labels[TABS[0]])
-
-
-def chosen_tab() -> None:
-    st.session_state["wi_tab"] = by_label.get(st.session_state[TAB_KEY], TABS[0])
-
-
 renders = {
     "ablate": lambda: ablate_tab(loaded, text, translation, options),
     "importance": lambda: importance_tab(loaded),
@@ -535,8 +554,7 @@ renders = {
     "forced": lambda: forced_tab(loaded, text, translation, options),
     "compare": lambda: compare_tab(loaded, text, translation, options),
 }
-tabs = st.tabs([labels[tab] for tab in TABS], key=TAB_KEY, on_change=chosen_tab)
-for tab, name in zip(tabs, TABS, strict=True):
+for name, tab in url_state.tabs("wi_tab", {tab: t(f"whatif.tab_{tab}") for tab in TABS}, TAB_KEY).items():
     if tab.open:
         with tab:
             renders[name]()

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from transformer import importance as importance_cli
+from transformer.analysis import ablation
 from transformer.analysis.ablation import head_importance, head_mask, prune_curve, translate_ablated
 from transformer.analysis.attention import translate_with_attention
 from transformer.checkpoint import load_checkpoint
@@ -71,6 +72,15 @@ def test_the_importance_command(trained_checkpoint: Path, corpus, capsys):
     assert set(result["gradient"]) == {"encoder", "decoder", "cross"} and result["sentences"] == 6
     assert result["prune"][0]["heads_off"] == 0 and 0 <= result["heads_off_within_1_bleu"] < 24
     assert importance_cli.main(["--checkpoint", str(trained_checkpoint.parent / "nothing")]) == 1
+
+
+def test_heads_off_within_one_bleu_holds_for_every_smaller_count():
+    """12 heads within 1 BLEU, 14 not, 16 within again by noise: "up to 12", as the README and the page both say."""
+    curve = [{"heads_off": k, "bleu": bleu} for k, bleu in ((0, 16.18), (8, 18.73), (12, 15.76), (14, 15.05),
+                                                             (16, 16.24), (36, 9.78))]  # fmt: skip
+    assert ablation.heads_off_within(curve, 16.18) == 12
+    assert ablation.heads_off_within(curve[:3], 16.18) == 12
+    assert ablation.heads_off_within([{"heads_off": 0, "bleu": 16.18}, {"heads_off": 2, "bleu": 1.0}], 16.18) == 0
 
 
 def test_heads_off_hold_in_the_bfloat16_search_copy_and_only_while_off(loaded, pairs):

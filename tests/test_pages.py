@@ -391,15 +391,24 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     assert sum("largest difference" in caption.value for caption in app.caption) == 3
 
 
+def open_step_tab(app: AppTest, tab: str) -> AppTest:
+    """Choose a tab as a click does (the testing API has no tab clicks): set the tabs' state and rerun."""
+    app.session_state["steps_tab"] = tab
+    return app.run()
+
+
 def test_classroom_tabs_show_scaling_heads_and_decoding(checkpoint: Path):
     app = run_page(STEPS)
-    shown = titles(app)
+    assert app.query_params["steps_tab"] == "steps"
+    assert not any(title.startswith("Why ÷√d_k") for title in titles(app))  # only the open tab is built
+    shown = titles(open_step_tab(app, "scaling"))
+    assert app.query_params["steps_tab"] == "scaling"
     assert any(title.startswith("Why ÷√d_k") and "d_k = 64" in title for title in shown)
     assert any(title.startswith("The loaded model, layer 1, head 1") for title in shown)
-    assert any("every head of layer 1" in title for title in shown)
-    assert any(title.startswith("Step 0: reads") for title in shown)
     app.select_slider(key="steps_dk").set_value(1024).run()
     assert any("d_k = 1024" in title for title in titles(app))
+    assert any("every head of layer 1" in title for title in titles(open_step_tab(app, "multihead")))
+    assert any(title.startswith("Step 0: reads") for title in titles(open_step_tab(app, "decoding")))
     app.slider(key="steps_t").set_value(2).run()
     no_exceptions(app)
     decoding = next(chart for chart in charts(app) if chart["figure"]["layout"]["title"]["text"].startswith("Step "))

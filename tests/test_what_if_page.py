@@ -164,3 +164,19 @@ def test_a_what_if_link_reproduces_the_view(checkpoint, sentence):
     no_exceptions(copy)
     assert copy.query_params["wi_tab"] == "beam" and copy.selectbox(key="wi_beam_layer").value == 2
     assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]
+
+
+def test_a_link_names_an_app_checkpoint_by_name_not_by_the_servers_folder(trained_checkpoint, tmp_path, monkeypatch):
+    """The side-by-side tab's checkpoint choice goes into the page's link: a checkpoint of the app's checkpoints/
+    folder by its name, so that a shared link neither carries nor needs the server's own folders."""
+    from transformer import checkpoint as checkpoint_module
+
+    folder = tmp_path / "checkpoints"
+    shutil.copytree(trained_checkpoint, folder / "tiny")
+    monkeypatch.setattr(checkpoint_module, "REPOSITORY_CHECKPOINTS", folder)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", "tiny")
+    app = open_page("the cat sees the dog.", wi_tab="compare", wi_mode="checkpoints")
+    no_exceptions(app)
+    assert app.selectbox(key="wi_other").options == ["tiny"]
+    assert app.query_params["wi_other"] == "tiny"
+    assert str(tmp_path) not in " ".join(str(value) for value in app.query_params.values())

@@ -206,20 +206,30 @@ def measure_importance(
 ) -> dict:  # fmt: skip
     """Every head's importance (:func:`head_importance`), the heads ranked least important first (by BLEU drop, or
     by gradient without ``ablation``), and the :func:`prune_curve` (every 2nd k over the first quarter of the heads,
-    then every eighth), as one JSON-ready dict; ``heads_off_within_1_bleu`` is the largest k measured whose BLEU is
-    within 1 of the intact model's."""
+    then every eighth), as one JSON-ready dict; ``heads_off_within_1_bleu``: :func:`heads_off_within`."""
     importance = head_importance(model, tokenizer, pairs, options, ablation=ablation)
     order = importance.ranked("bleu_drop" if ablation else "gradient")
     total = len(order)
     # Fine steps over the first quarter, where the 1-BLEU mark lies, then coarse ones to the end.
     counts = sorted({0, *range(0, total // 4, max(1, total // 72)), *range(0, total, max(1, total // 8)), total - 1})
     curve = prune_curve(model, tokenizer, pairs, order, counts, options)
-    within = [point["heads_off"] for point in curve if point["bleu"] >= importance.bleu - 1.0]
     return {
         "decoding": options.describe(), **importance.to_json(), "ranked_by": "bleu_drop" if ablation else "gradient",
         "ranked": [[kind, layer, head] for kind, layer, head in order], "prune": curve,
-        "heads_off_within_1_bleu": max(within) if within else 0,
+        "heads_off_within_1_bleu": heads_off_within(curve, importance.bleu),
     }  # fmt: skip
+
+
+def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0) -> int:
+    """The largest k such that switching off the k least important heads, and every smaller count measured, loses
+    at most ``loss`` BLEU: "up to k heads" holds for each count up to k, not only for k itself (a larger count can
+    measure within 1 again by the noise of a small sample while a smaller one does not)."""
+    within = 0
+    for point in sorted(curve, key=lambda point: point["heads_off"]):
+        if point["bleu"] < bleu - loss:
+            break
+        within = point["heads_off"]
+    return within
 
 
 def save_importance(loaded: LoadedCheckpoint, result: dict) -> Path:
