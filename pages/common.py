@@ -49,7 +49,10 @@ PRESENTER_CSS = """<style>
 html { font-size: 24px; }
 [data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] {
     display: none; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1rem 2.5rem; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 0.5rem 2.5rem 1rem; }
+/* The way out floats in the top corner, and the title is smaller: the first chart starts on the first screen. */
+.st-key-leave_present { position: fixed; top: 0.4rem; right: 1rem; z-index: 1000; width: auto !important; }
+[data-testid="stMain"] h1 { font-size: 1.8rem; padding: 0.25rem 0 0.5rem; }
 </style>"""
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
@@ -200,7 +203,12 @@ def presenter_controls() -> None:
     st.sidebar.toggle(t("common.present"), key=PRESENT_KEY, help=t("common.present_help"))
     if presenting():
         st.html(PRESENTER_CSS)
-        st.button(t("common.leave_present"), on_click=_stop_presenting, icon=":material/close_fullscreen:")
+        st.button(
+            t("common.leave_present"),
+            on_click=_stop_presenting,
+            icon=":material/close_fullscreen:",
+            key="leave_present",
+        )
 
 
 def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:

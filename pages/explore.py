@@ -20,6 +20,7 @@ from pages import url_state
 from pages.common import (
     COMMON_FIELDS,
     presenter_controls,
+    presenting,
     selected_checkpoint,
     shared_translator,
     show_figure,
@@ -300,11 +301,12 @@ def main(loading=None) -> None:
     config = loaded.config
     source, target = language_name(config.source_language), language_name(config.target_language)
     st.title(t("explore.title"))
-    st.caption(
-        t("explore.about", article=article(source).capitalize(), source=source, target=target,
-          encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads,
-          d_model=config.d_model, checkpoint=loaded.path.name)
-    )  # fmt: skip
+    if not presenting():  # on a projector the first chart needs the room
+        st.caption(
+            t("explore.about", article=article(source).capitalize(), source=source, target=target,
+              encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads,
+              d_model=config.d_model, checkpoint=loaded.path.name)
+        )  # fmt: skip
     if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
         loading.empty()
     translation_panel(loaded)
@@ -356,7 +358,8 @@ def translation_panel(loaded) -> None:
     others, waited = int(translation.seconds.get("batch", 1)) - 1, translation.seconds.get("waited", 0.0)
     if others > 0 or waited >= 0.05:  # other sessions were translating at the same time
         timing += t("explore.shared", others=others, waited=waited * 1000)
-    st.caption(timing)
+    if not presenting():
+        st.caption(timing)
 
     maps = translation.maps
     by_prediction = bool(st.session_state["predicted"])

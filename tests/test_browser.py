@@ -653,3 +653,20 @@ def test_cross_attention_rows_are_labelled_by_the_word_they_write(open_app: Call
     words = [row.removeprefix("→") for row in rows[:-1]]
     assert all(word and " " not in word for word in words), words  # no piece of one word joined to the next
     visit.assert_quiet()
+
+
+def test_presenter_mode_is_readable_from_the_back_of_a_room(open_app: Callable[..., Visit]):
+    """Presenter mode at 1920 × 1080: the heatmap's token labels at least 20 px (they stayed at 12 px while the
+    colour bar grew), and the chart starts on the first screen with room to show its first rows."""
+    visit = open_app({"width": 1920, "height": 1080}, path="/?kind=encoder&present=1")
+    page = visit.page
+    robot_visitor().settle(page)
+    shown = page.evaluate("""() => {
+        const plot = document.querySelector('.js-plotly-plot');
+        const sizes = [...plot.querySelectorAll('.xtick text, .ytick text')]
+            .map(label => parseFloat(getComputedStyle(label).fontSize));
+        return {sizes, top: plot.querySelector('.heatmaplayer image').getBoundingClientRect().top};
+    }""")
+    assert shown["sizes"] and min(shown["sizes"]) >= 20, shown["sizes"]
+    assert shown["top"] < 1080 - 250, "the heatmap starts too low for the first screen"
+    visit.assert_quiet()

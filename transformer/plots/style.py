@@ -57,4 +57,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
             trace.colorscale = colour_scale(PRESENTER_SCALE)
     fig.update_layout(font=PRESENTER_FONT, height=max(fig.layout.height or 0, PRESENTER_HEIGHT))
     fig.update_annotations(font_size=PRESENTER_FONT["size"])
+    # Axes that size their own tick labels (a heatmap's tokens) would keep them small on the projector.
+    size = PRESENTER_FONT["size"]
+    fig.for_each_xaxis(lambda axis: axis.update(tickfont_size=max(axis.tickfont.size or 0, size)))
+    fig.for_each_yaxis(lambda axis: axis.update(tickfont_size=max(axis.tickfont.size or 0, size)))
     return fig
