@@ -72,14 +72,15 @@ FIELDS = {
     "wi_text": Field(None, url_state.text(2000)),
     "wi_tab": Field(TABS[0], url_state.choice(TABS)),
     **{f"wi_off_{kind}": Field([], url_state.integers(0, 4095), url_state.dump_integers) for kind in KINDS},
-    # The view (kind, 1-based layer and head) of the ablation, beam, forced-decoding and side-by-side tabs.
+    # The view (kind, 1-based layer and head) of the ablation, beam, forced-decoding and side-by-side tabs; without
+    # a link's choice, the loaded model's clearest head (head_pickers).
     **{
         f"wi_{prefix}{name}": field
         for prefix in VIEW_PREFIXES
         for name, field in (
-            ("kind", Field("cross", url_state.choice(KINDS))),
-            ("layer", Field(1, url_state.integer(1, 64))),
-            ("head", Field(1, url_state.integer(1, 64))),
+            ("kind", Field(None, url_state.choice(KINDS))),
+            ("layer", Field(None, url_state.integer(1, 64))),
+            ("head", Field(None, url_state.integer(1, 64))),
         )
     },
     "wi_measure": Field(MEASURES[0], url_state.choice(MEASURES)),

@@ -180,3 +180,22 @@ def test_a_link_names_an_app_checkpoint_by_name_not_by_the_servers_folder(traine
     assert app.selectbox(key="wi_other").options == ["tiny"]
     assert app.query_params["wi_other"] == "tiny"
     assert str(tmp_path) not in " ".join(str(value) for value in app.query_params.values())
+
+
+def test_every_tab_opens_on_the_models_clearest_head(monkeypatch):
+    """Without a link's choice, each tab's view opens on the head the main page opens on (the shipped model's
+    best-aligned cross-attention head), not on cross-attention layer 1, head 1 (a diffuse head)."""
+    from transformer.analysis import precompute
+    from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME
+
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", DEFAULT_CHECKPOINT_NAME)
+    stored = precompute.read(load_checkpoint(DEFAULT_CHECKPOINT_NAME))
+    kind, layer, head = precompute.default_head(stored.tables)
+    assert (kind, layer, head) != ("cross", 0, 0)
+    for tab, prefix in (("ablate", "wi_"), ("beam", "wi_beam_"), ("forced", "wi_forced_")):
+        given = {"wi_given": "Die Kinder spielen im Park."} if tab == "forced" else {}
+        app = open_page("The children are playing in the park.", wi_tab=tab, **given)
+        no_exceptions(app)
+        shown = (app.radio(key=f"{prefix}kind").value, app.selectbox(key=f"{prefix}layer").value,
+                 app.selectbox(key=f"{prefix}head").value)  # fmt: skip
+        assert shown == (kind, layer + 1, head + 1), tab
