@@ -117,9 +117,13 @@ PROBLEMS_JS = r"""() => {
     if (document.body.innerText.includes('This app has encountered an error')) boxes.push('error page');
     return boxes;
 }"""
-RUNNING_JS = """() => !!document.querySelector('[data-testid="stStatusWidget"]')
-    || !!document.querySelector('[data-testid="stSkeleton"]')
-    || !document.querySelector('[data-testid="stSidebarNav"], [data-testid="stMain"] [data-testid="stHeading"]')"""
+# Streamlit marks its app element with the script's state ("running", "notRunning", …) and the connection's.
+RUNNING_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !app || app.getAttribute('data-test-script-state') !== 'notRunning'
+        || app.getAttribute('data-test-connection-state') !== 'CONNECTED'
+        || !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]');
+}"""
 VALUE_KINDS = {"stSelectbox", "stRadio", "stCheckbox", "stSlider", "stSelectSlider", "stMultiSelect", "stTextInput",
                "stNumberInput", "stTextArea", "stTabs", "stButtonGroup"}  # fmt: skip
 
