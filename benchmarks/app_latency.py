@@ -16,7 +16,11 @@
    (``measured.safetensors``) and without them (a copy of the checkpoint without the file: the page measures, then
    stores), one fresh server per visit.
 
-    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15] [--only-pages | --only-start]
+5. With ``--browser``, only what a visitor waits for, in Chromium: submit → chart for 25 unseen everyday sentences
+   (tatoeba_new), cold (each translated for the first time) and warm (the same again), and each of the 7 pages'
+   first and second visit from the sidebar; medians and 95th percentiles.
+
+    python benchmarks/app_latency.py [--checkpoint DIR] [--repeats 15] [--only-pages | --only-start | --browser]
 """
 
 from __future__ import annotations
@@ -249,6 +253,68 @@ def first_render(checkpoint: str | None, repeats: int = 3) -> None:
               f"{serving:.1f} s, first heatmap drawn after {heatmap:.1f} s")  # fmt: skip
 
 
+# The page's run is over and the typed sentence's heatmap is drawn (the script writes the URL last).
+SUBMITTED_JS = """sentence => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const text = new URLSearchParams(location.search).get('text');
+    return app?.getAttribute('data-test-script-state') === 'notRunning' && text === sentence
+        && !!document.querySelector('.js-plotly-plot .heatmaplayer image');
+}"""
+SETTLED_JS = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
+    === 'notRunning' && !document.querySelector('[data-testid="stSkeleton"]')"""
+APP_PAGES = ("Attention, step by step", "Paper figures", "Head discovery", "What if", "Positional encoding",
+             "Model and training", "Translate and explore")  # fmt: skip
+
+
+def spread(name: str, seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"{name}: median {statistics.median(ordered):.2f} s, p95 {p95:.2f} s (n = {len(ordered)})"
+
+
+def submit_in_browser(page, sentence: str) -> float:
+    """Seconds from pressing Translate until the page's run is over and the sentence's heatmap is drawn."""
+    page.get_by_label("English sentence").fill(sentence)
+    started = time.perf_counter()
+    page.get_by_role("button", name="Translate").click()
+    page.wait_for_function(SUBMITTED_JS, arg=sentence, timeout=300_000, polling=20)
+    return time.perf_counter() - started
+
+
+def browser_latency(checkpoint: str | None, count: int = 25) -> None:
+    """What a visitor waits for, measured in Chromium against a fresh ``streamlit run app.py``: submit → chart for
+    ``count`` unseen everyday sentences (tatoeba_new), each first (cold: translated) and again after the others
+    (warm: the session's cache), and each page's first and second visit from its sidebar link until its run is
+    over."""
+    if browser_missing("browser latency"):
+        return
+    from playwright.sync_api import sync_playwright
+
+    path = DATA_ROOT / "test" / "tatoeba_new.en"
+    sentences = path.read_text(encoding="utf-8").splitlines()[:count]
+    environment = {**os.environ, **({"TRANSFORMER_CHECKPOINT": checkpoint} if checkpoint else {})}
+    with sync_playwright() as playwright, served(playwright, REPOSITORY / "app.py", environment) as (page, address, _):
+        open_when_serving(page, address)
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer image", state="attached", timeout=300_000)
+        submit_in_browser(page, "A first sentence, so that the model and the page are loaded.")
+        cold = [submit_in_browser(page, sentence) for sentence in sentences]
+        warm = [submit_in_browser(page, sentence) for sentence in sentences]
+        visits: dict[str, list[float]] = {"first": [], "second": []}
+        for visit in visits:
+            for name in APP_PAGES:
+                started = time.perf_counter()
+                page.get_by_role("link", name=name).click()
+                page.wait_for_timeout(50)
+                page.wait_for_function(SETTLED_JS, timeout=300_000, polling=20)
+                visits[visit].append(time.perf_counter() - started)
+                print(f"  {visit} visit of {name}: {visits[visit][-1]:.2f} s")
+    print(f"\nIn Chromium, {len(sentences)} tatoeba_new sentences, the page's default decoding:")
+    print(spread("submit → chart, cold (each sentence's first translation)", cold))
+    print(spread("submit → chart, warm (the same sentence again)", warm))
+    for visit, seconds in visits.items():
+        print(spread(f"{visit} visit of a page (click → run over), over the {len(APP_PAGES)} pages", seconds))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
@@ -256,9 +322,13 @@ def main() -> None:
     parser.add_argument("--skip-browser", action="store_true")
     parser.add_argument("--only-pages", action="store_true", help="only the first visits of the figure pages")
     parser.add_argument("--only-start", action="store_true", help="only the first render after start-up")
+    parser.add_argument("--browser", action="store_true", help="only what a visitor waits for, in Chromium")
     args = parser.parse_args()
     loaded = load_checkpoint(args.checkpoint)
     print(f"checkpoint {loaded.path}")
+    if args.browser:
+        browser_latency(args.checkpoint)
+        return
     if args.only_pages or args.only_start:
         (figure_pages if args.only_pages else first_render)(args.checkpoint)
         return

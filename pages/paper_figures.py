@@ -15,6 +15,8 @@ from transformer.analysis.figures import (
     FIGURES,
     PAPER_LAYER,
     anaphora_heads,
+    best_example,
+    figure_metrics,
     making_heads,
     paper_heads,
     paper_layer,
@@ -110,32 +112,30 @@ if len(points) > 1:
 else:
     point = live
     st.caption(t("fig.no_timeline", file=TIMELINE_FILE))
-metrics = point.metrics
 
 
-def paper_likeness(candidate: TimelinePoint) -> tuple[float, int]:
-    """How well a point matches the paper's Figures 3 and 4 (higher is better): the share of one layer's heads
-    that go from “making” to “more”/“difficult”, plus the sharpest “its” head's weight on “Law”/“application”."""
-    numbers = candidate.metrics
-    making = (numbers.get("making_heads_on_more_difficult") or 0) / num_heads
-    its = max(numbers.get("its_to_law") or 0.0, numbers.get("its_to_application") or 0.0)
-    return making + its, candidate.step
+def drawn_metrics(candidate: TimelinePoint) -> dict:
+    """The figure numbers of exactly the attention the figures draw. A point's stored ``metrics`` were measured in
+    float32 before its attention was stored in float16, so a weight or a near tie can differ from what is drawn."""
+    return figure_metrics(candidate.attention)
+
+
+metrics = drawn_metrics(point)
 
 
 def show_best_example() -> None:
-    best = max(points, key=paper_likeness)
-    numbers = best.metrics
+    """Open the step and layer where the figures show the paper's examples best (the rule: figures.best_example)."""
+    step, layer, found = best_example({candidate.step: drawn_metrics(candidate) for candidate in points})
     if len(points) > 1:
-        st.session_state["fig_step"] = best.step
-    layer = numbers.get("best_layer_its")
-    if layer is None or (numbers.get("making_heads_on_more_difficult") or 0) > num_heads // 2:
-        layer = numbers.get("best_layer_making", layer)
-    if layer is not None:
-        st.session_state["fig_layer"] = int(layer)
+        st.session_state["fig_step"] = step
+    st.session_state["fig_layer"] = layer
+    st.session_state["fig_best_none"] = not found  # said once, under the button
     forget_heads()  # each figure then opens on that layer's best-matching heads
 
 
 st.button(t("fig.best_example"), on_click=show_best_example, help=t("fig.best_example_help"))
+if st.session_state.pop("fig_best_none", False):
+    st.info(t("fig.best_example_none"))
 
 the_paper_layer = paper_layer(num_layers, first == 1)
 url_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
@@ -262,20 +262,25 @@ with left:
         st.info(t("fig.choose_head"))
 with right:
     if "error" not in its:
-        law, application = np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"])
-        st.metric(t("fig.best_law"), f"{its['its_to_law']:.2f}")
-        st.metric(t("fig.best_application"), f"{its['its_to_application']:.2f}")
-        st.caption(t("fig.best_its", layer=its["best_layer_its"] + first, head=its["best_head_its"] + first))
+        # Every number and head named here comes from these two arrays, rounded as the table shows them.
+        law = np.round(np.array(its["its_to_law_per_head"]), 3)
+        application = np.round(np.array(its["its_to_application_per_head"]), 3)
+        strength = np.maximum(np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"]))
+        top_layer, top_head = (int(i) for i in np.unravel_index(np.argmax(strength), strength.shape))
+        st.metric(t("fig.best_law"), f"{law[top_layer, top_head]:.3f}")
+        st.metric(t("fig.best_application"), f"{application[top_layer, top_head]:.3f}")
+        st.caption(t("fig.best_its", layer=top_layer + first, head=top_head + first))
         st.dataframe(
             {
                 t("fig.col_head"): [head + first for head in range(num_heads)],
-                "“its” → “Law”": np.round(law[layer], 3),
-                "“its” → “application”": np.round(application[layer], 3),
+                "“its” → “Law”": law[layer],
+                "“its” → “application”": application[layer],
             },
             hide_index=True,
         )
-        findings = t("fig.findings4", layer=layer + first, law=max(law[layer].max(), 0),
-                     application=application[layer].max())  # fmt: skip
+        sharpest = anaphora_heads(its, layer)[0]  # the head Figure 4 draws in full by default
+        findings = t("fig.findings4", layer=layer + first, head=sharpest + first, law=law[layer, sharpest],
+                     application=application[layer, sharpest])  # fmt: skip
     else:
         findings = t("fig.not_measurable")
     paper_side(4, findings)

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from transformer import checkpoint as ckpt
-from transformer.analysis.input_check import looks_german, not_english_reasons, not_source_reasons
+from transformer.analysis.input_check import (
+    looks_german,
+    not_english_reasons,
+    not_source_reasons,
+    unknown_characters,
+)
 from transformer.tokenizer import Tokenizer
 
 
@@ -27,6 +32,12 @@ def reasons(tokenizer: Tokenizer, text: str) -> list[str]:
         "We met in Zürich, then drove to Málaga.",
         "Die Hard is a film; Der Spiegel is a magazine.",
         "I paid 5 € for 2 coffees 😀",
+        # The issue's sentence: typos, an emoji and symbols the vocabulary lacks. With a third such character (~), a
+        # count of 3 called it "not English" though its words plainly are; so did a few emoji or CJK characters.
+        "Teh weather is realy nice todya 😀 and 2 < 3",
+        "Teh weather is realy nice todya 😀 and 2 < 3 ~ so lets go to teh park",
+        "We had a great time at the beach today 😀😀🎉🌊☀️",
+        "I was there and 我爱北京",
     ],
 )
 def test_english_is_not_flagged(tokenizer, text):
@@ -38,6 +49,7 @@ def test_english_is_not_flagged(tokenizer, text):
     [
         ("Ich möchte heute mit dir ins Kino gehen, aber ich habe keine Zeit.", "German"),
         ("Das ist nicht mein Hund.", "German"),
+        ("Das Wetter ist heute sehr schön 😀 und 2 < 3 ~ also gehen wir in den Park", "German"),
         ("저는 학생입니다. 한국어를 공부해요.", "Latin alphabet"),
         ("我爱北京天安门", "raw bytes"),
         ("😀😀😀 🎉🎉 🚀", "raw bytes"),
@@ -65,3 +77,20 @@ def test_the_checks_follow_the_checkpoints_language_pair():
     assert not_source_reasons(korean, korean.split(), "ko", "en") == []
     assert any("Latin alphabet" in reason for reason in not_source_reasons(korean, korean.split(), "fr", "en"))
     assert not_source_reasons(english, english.split(), "fr", "xx") == []
+
+
+def test_characters_outside_the_vocabulary_are_named(tokenizer):
+    """The calm notice for a few characters the model cannot read: each once, in order, an emoji as one."""
+    sentence = "Teh weather is realy nice todya 😀 and 2 < 3, 😀!"
+    assert unknown_characters(sentence, tokenizer) == ["😀", "<"]
+    assert unknown_characters(sentence, tokenizer.pieces(tokenizer.encode(sentence))) == ["😀", "<"]
+    assert unknown_characters("The cat sat on the mat, and 2 > 1.", tokenizer) == []
+    assert unknown_characters("", tokenizer) == []
+    # Joined emoji and flags are one character each; what the tokenizer drops without a trace is named too.
+    assert unknown_characters("We 👨\u200d👩\u200d👧 went 🇩🇪 there 👍🏽", tokenizer) == [
+        "👨\u200d👩\u200d👧",
+        "🇩🇪",
+        "👍🏽",
+    ]
+    assert unknown_characters("a\ufffdb", tokenizer) == ["\ufffd"]
+    assert unknown_characters("zero\u200bwidth", tokenizer) == []  # invisible: nothing to show

@@ -14,6 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
 from transformer.analysis import precompute, timeline
+from transformer.analysis.attention import making_metrics, word_groups, word_index
+from transformer.analysis.figures import SentenceAttention, figure_metrics
 from transformer.checkpoint import load_checkpoint, read_json, read_metrics, write_json
 from transformer.schedule import learning_rate
 
@@ -250,22 +252,118 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
 
-    # "Show the best example" jumps to the step and layer that match the paper most.
+    # "Show the best example" jumps to the step and layer where Figure 3 draws the most heads going from "making" to
+    # "more"/"difficult", counted on the attention the page draws at each step.
     (best,) = [button for button in app.button if button.label == "Show the best example"]
     best.click().run()
     no_exceptions(app)
-    points = {point.step: point.metrics for point in timeline.load_timeline(folder / timeline.TIMELINE_FILE)}
-    points[loaded_step] = precompute.read(load_checkpoint(folder)).point.metrics
+    points = {point.step: point for point in timeline.load_timeline(folder / timeline.TIMELINE_FILE)}
+    points[loaded_step] = precompute.read(load_checkpoint(folder)).point
+    counts = {
+        step: making_metrics(point.attention[3].weights, point.attention[3].tokens)["heads_on_more_difficult_per_layer"]
+        for step, point in points.items()
+    }
+    chosen, layer = app.select_slider(key="fig_step").value, app.selectbox(key="fig_layer").value
+    most = max(max(per_layer) for per_layer in counts.values())
+    assert counts[chosen][layer] == most == making_count(app)
+    assert any("cannot show the paper's example" in info.value for info in app.info) == (most == 0)
 
-    def likeness(metrics: dict) -> float:
-        return metrics["making_heads_on_more_difficult"] / 4 + max(metrics["its_to_law"], metrics["its_to_application"])
 
-    chosen = app.select_slider(key="fig_step").value
-    assert likeness(points[chosen]) == max(likeness(metrics) for metrics in points.values())
-    assert app.selectbox(key="fig_layer").value in (
-        points[chosen]["best_layer_its"],
-        points[chosen]["best_layer_making"],
-    )
+def findings(app: AppTest, words: str) -> str:
+    """The one "This model:" sentence beside a figure that contains ``words``."""
+    (text,) = [m.value for m in app.markdown if m.value.startswith("**This model:**") and words in m.value]
+    return text
+
+
+def table_with(app: AppTest, column: str):
+    """The one per-head table on the page with this column, indexed by head as shown."""
+    (table,) = [frame.value for frame in app.dataframe if column in frame.value.columns]
+    return table.set_index("head")
+
+
+def making_count(app: AppTest) -> int:
+    """The heads of Figure 3's table whose strongest other word from "making" is "more" or "difficult"."""
+    return int(table_with(app, "strongest other word")["strongest other word"].isin(["more", "difficult"]).sum())
+
+
+LAW, APPLICATION = "“its” → “Law”", "“its” → “application”"
+
+
+def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(checkpoint: Path):
+    """A sentence that states a number or names a head takes it from the table beside it: the same layer, the same
+    head, the same rounding. So do the whole model's best "its" head and its weights."""
+    app = run_page(FIGURES)
+    no_exceptions(app)
+    for layer in range(len(app.selectbox(key="fig_layer").options)):
+        app.selectbox(key="fig_layer").set_value(layer).run()
+        no_exceptions(app)
+        # Figure 3: the heads counted are the table's rows on "more"/"difficult", and so is the metric.
+        stated = re.search(r"(\d+) head\(s\) of layer (\d+)", findings(app, "from “making”"))
+        assert (int(stated[1]), int(stated[2])) == (making_count(app), layer + 1)
+        # Figure 4: the head with the most weight on "Law" or "application" in the table, and its two weights.
+        text = findings(app, "“its” head")
+        table = table_with(app, LAW)
+        strength = table[[LAW, APPLICATION]].max(axis=1)
+        named = re.search(r"head (\d+)\b", text)
+        head = int(named[1]) if named else int(strength.idxmax())
+        weights = re.search(r"puts ([\d.]+) on “Law” and ([\d.]+) on “application”", text)
+        assert f"layer {layer + 1} " in text and strength[head] == strength.max(), text
+        assert (float(weights[1]), float(weights[2])) == (table.loc[head, LAW], table.loc[head, APPLICATION]), text
+        assert named, f"the sentence does not say which head: {text}"
+
+    caption = next(c.value for c in app.caption if c.value.startswith("Best head of the whole model"))
+    best_layer, best_head = (int(n) for n in re.search(r"layer (\d+), head (\d+)", caption).groups())
+    shown = {metric.label: float(metric.value) for metric in app.metric if metric.label.startswith("Best head:")}
+    app.selectbox(key="fig_layer").set_value(best_layer - 1).run()
+    table = table_with(app, LAW)
+    strength = table[[LAW, APPLICATION]].max(axis=1)
+    assert strength[best_head] == strength.max()
+    assert shown == {f"Best head: {LAW}": table.loc[best_head, LAW],
+                     f"Best head: {APPLICATION}": table.loc[best_head, APPLICATION]}  # fmt: skip
+
+
+def test_best_example_opens_a_layer_where_figure_3_shows_the_example(
+    trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """After "Show the best example", Figure 3 shows as many heads completing "making … more difficult" as any step
+    and layer has (counted in the page's own tables), and its sentence says so; when none has one, the page says
+    that. The run's timeline holds an earlier snapshot whose sharpest "its" head sits in the layer where Figure 3
+    has the fewest heads, so the two figures point to different layers."""
+    folder = shutil.copytree(trained_checkpoint, tmp_path / "with-timeline")
+    live = precompute.read(load_checkpoint(folder)).point
+    making = live.attention[3]
+    counts = making_metrics(making.weights, making.tokens)["heads_on_more_difficult_per_layer"]
+    weak = counts.index(min(counts))
+    law = live.attention[4]
+    groups = word_groups(law.tokens)
+    its, target = groups[word_index(law.tokens, "its")], groups[word_index(law.tokens, "Law")]
+    weights = law.weights.copy()
+    weights[weak, 0, its, :] = 0
+    weights[weak, 0, its, target[0]] = 1  # one head of that layer resolves "its" perfectly
+    sharp = SentenceAttention(law.tokens, weights)
+    attention = {3: making, 4: sharp, 5: sharp}
+    early = timeline.TimelinePoint(5, 0.01, "sharp its", attention, figure_metrics(attention), live.scores)
+    timeline.save_timeline([early], folder / timeline.TIMELINE_FILE)
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
+
+    app = run_page(FIGURES)
+    no_exceptions(app)
+    shown = {}
+    for step in (early.step, live.step):
+        app.select_slider(key="fig_step").set_value(step).run()
+        for layer in range(len(counts)):
+            app.selectbox(key="fig_layer").set_value(layer).run()
+            shown[step, layer] = making_count(app)
+    most = max(shown.values())
+    (best,) = [button for button in app.button if button.label == "Show the best example"]
+    best.click().run()
+    no_exceptions(app)
+    chosen = (app.select_slider(key="fig_step").value, app.selectbox(key="fig_layer").value)
+    stated = int(re.search(r"(\d+) head\(s\) of layer", findings(app, "from “making”"))[1])
+    assert stated == making_count(app) == shown[chosen] == most, (chosen, shown)
+    assert any("cannot show the paper's example" in info.value for info in app.info) == (most == 0)
+    # Figure 3 opens on exactly those heads (all of them when there are none).
+    assert len(legend(charts(app)[0])) == (most or len(table_with(app, "strongest other word")))
 
 
 def test_head_discovery_page_scores_every_head(checkpoint: Path):

@@ -10,13 +10,15 @@ argument. For each figure the head(s) of the loaded model that match it best are
   of the same layer (the paper shows two heads).
 - Figure 5 (sentence structure): two sharp heads of the layer whose full patterns differ most.
 
+The figures page's "Show the best example" opens the step and layer that :func:`best_example` picks.
+
 The figures themselves are drawn by :mod:`transformer.plots.paper`, whose command line writes them with
 ``metrics.json``, every number the figures page shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -179,6 +181,33 @@ def making_heads(making: dict[str, object], layer: int) -> list[int]:
     """Figure 3's heads in one layer: those whose strongest non-self word from "making" is "more" or "difficult"."""
     strongest = making["strongest_word_from_making"][layer]
     return [head for head, word in enumerate(strongest) if word in ("more", "difficult")]
+
+
+def best_example(candidates: Mapping[int, dict]) -> tuple[int, int, bool]:
+    """The training step and layer where the figures show the paper's examples best, from the figure numbers of what
+    the page draws at each step (step → :func:`figure_metrics` of that step's attention): the layer where Figure 3
+    has the most heads whose strongest non-self word from "making" is "more" or "difficult"; among equals, the one
+    whose sharpest "its" head (Figure 4) puts most weight on "Law" or "application", then the later step.
+
+    Returns (step, layer, found); ``found`` is False when no layer of any step has such a Figure 3 head, so the
+    choice rests on Figure 4 alone (the layer with the sharpest "its" head)."""
+    ranked = []
+    for step, metrics in candidates.items():
+        making, its = metrics["figure_3"], metrics["figure_4"]
+        counts = making.get("heads_on_more_difficult_per_layer") or []
+        if "error" in its:
+            sharpest = []
+        else:
+            sharpest = np.maximum(np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"]))
+            sharpest = sharpest.max(-1).tolist()
+        for layer in range(len(metrics["figure_5"]["structure_heads_per_layer"])):
+            count = counts[layer] if layer < len(counts) else 0
+            weight = sharpest[layer] if layer < len(sharpest) else 0.0
+            ranked.append((count, weight, step, -layer))  # equal on all: the lower layer
+    if not ranked:
+        raise ValueError("no figure numbers to choose from")
+    count, _, step, layer = max(ranked)
+    return step, -layer, count > 0
 
 
 def figure_metrics(attention: dict[int, SentenceAttention]) -> dict[str, object]:

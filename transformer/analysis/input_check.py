@@ -3,9 +3,11 @@
 The model translates whatever it is given into confident German (its target language); these checks let the app say
 when the input is unlikely to be in the source language, and why, instead of presenting nonsense as a translation.
 They are deliberately simple and explainable (a teacher can check them by eye): pieces the vocabulary only knows as
-raw bytes, letters outside the source language's script, and a word mix that reads like the target language. A new
-language pair needs its languages' frequent words in :data:`COMMON_WORDS` (and, if written in the Latin alphabet,
-an entry in :data:`LATIN_SCRIPT`); without them only the vocabulary check applies.
+raw bytes, letters outside the source language's script, and a word mix that reads like the target language. Each is a
+share of the input, not a count, so a typo, an emoji or a "<" in an otherwise ordinary sentence raises no alarm; those
+characters get a calm notice of their own instead (:func:`unknown_characters`). A new language pair needs its
+languages' frequent words in :data:`COMMON_WORDS` (and, if written in the Latin alphabet, an entry in
+:data:`LATIN_SCRIPT`); without them only the vocabulary and script checks apply.
 """
 
 from __future__ import annotations
@@ -13,8 +15,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from transformer.config import language_name
+
+if TYPE_CHECKING:
+    from transformer.tokenizer import Tokenizer
 
 BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
 WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
@@ -32,17 +38,79 @@ COMMON_WORDS = {"en": ENGLISH_WORDS, "de": GERMAN_WORDS}  # frequent words of ea
 LATIN_SCRIPT = frozenset({"en", "de", "fr", "es", "it", "nl", "pt", "cs", "ro", "tr"})  # written in Latin letters
 
 
-def unknown_characters(pieces: Sequence[str]) -> int:
-    """How many characters reached the model as byte-fallback pieces (``<0x..>``, one to four per character):
-    characters the vocabulary does not contain."""
-    count, run = 0, bytearray()
+BYTE_SHARE = 0.2  # raw-byte characters, as a share of the visible ones, that make an input unreadable
+ZERO_WIDTH_JOINER = "\u200d"
+
+
+def byte_runs(pieces: Sequence[str]) -> list[str]:
+    """The text of each run of byte-fallback pieces (``<0x..>``, one to four per character): characters the vocabulary
+    does not contain, as the model receives them (after the tokenizer's normalisation)."""
+    runs, run = [], bytearray()
     for piece in [*pieces, ""]:
         if BYTE_PIECE.match(piece):
             run.append(int(piece[3:5], 16))
         elif run:
-            count += len(run.decode("utf-8", errors="replace"))
+            runs.append(run.decode("utf-8", errors="replace"))
             run.clear()
-    return count
+    return runs
+
+
+def byte_characters(pieces: Sequence[str]) -> int:
+    """How many characters reached the model as byte-fallback pieces: characters the vocabulary does not contain."""
+    return sum(len(run) for run in byte_runs(pieces))
+
+
+def _is_regional(char: str) -> bool:
+    return "\U0001f1e6" <= char <= "\U0001f1ff"  # the letters of flag emoji (🇩🇪 is two)
+
+
+def _joins(cluster: str, char: str) -> bool:
+    """``char`` belongs on screen to the ``cluster`` before it: a combining mark, variation selector, emoji skin tone,
+    zero-width joiner or what one joins, or the second half of a flag."""
+    last = cluster[-1]
+    if unicodedata.category(char) in ("Mn", "Me") or ZERO_WIDTH_JOINER in (char, last):
+        return True
+    if "\U0001f3fb" <= char <= "\U0001f3ff":  # skin tone
+        return True
+    return _is_regional(char) and _is_regional(last) and sum(map(_is_regional, cluster)) % 2 == 1
+
+
+def _clusters(text: str) -> list[str]:
+    """``text`` split into the characters a reader sees (an emoji with its joiners and modifiers is one)."""
+    clusters: list[str] = []
+    for char in text:
+        if clusters and _joins(clusters[-1], char):
+            clusters[-1] += char
+        else:
+            clusters.append(char)
+    return clusters
+
+
+def _invisible(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char) in ("Cc", "Cf", "Cs")
+
+
+def unknown_characters(text: str, tokenizer: Tokenizer | Sequence[str]) -> list[str]:
+    """The characters of ``text`` the model's vocabulary has no piece for, each once, in order of appearance (an emoji
+    with its joiners and modifiers as one): those it reads as raw bytes (``<0x..>`` pieces, e.g. 😀 or "<" in the
+    shipped English → German vocabulary) and, given the ``tokenizer`` rather than ``text``'s pieces, visible ones
+    its normalisation leaves out altogether (e.g. "▁" or "\ufffd"). [] for ordinary text. The model often
+    translates such characters into something else or nothing, so the app names them."""
+    if isinstance(tokenizer, Sequence):
+        pieces, dropped = list(tokenizer), []
+    else:
+        pieces = tokenizer.pieces(tokenizer.encode(text))
+        singles = {char: tokenizer.pieces(tokenizer.encode(char)) for char in dict.fromkeys(text)}
+        dropped = [char for char, alone in singles.items() if not _invisible(char) and not alone]
+    as_bytes = [cluster for run in byte_runs(pieces) for cluster in _clusters(run)]
+    visible = [cluster for cluster in as_bytes if not all(map(_invisible, cluster))]
+    return sorted(dict.fromkeys([*visible, *dropped]), key=lambda characters: _position(text, characters))
+
+
+def _position(text: str, characters: str) -> int:
+    """Where ``characters`` first appear in ``text`` (its tokenizer may have normalised them: then at the end)."""
+    found = text.find(characters)
+    return found if found >= 0 else len(text)
 
 
 def non_latin_letters(text: str) -> int:
@@ -70,9 +138,12 @@ def not_source_reasons(text: str, pieces: Sequence[str], source: str = "en", tar
     ``source`` language (it translates into ``target``); [] when nothing stands out."""
     source_name, target_name = language_name(source), language_name(target)
     reasons = []
-    unknown = unknown_characters(pieces)
+    unknown = byte_characters(pieces)
     visible = sum(not char.isspace() for char in text)
-    if unknown >= 3 or (visible and unknown / visible >= 0.2):
+    # A share, not a count: "3 of 54" is an emoji and a symbol or two in a sentence, which unknown_characters
+    # names calmly. Nor when its words read as the source language: they reach the model as words, whatever else.
+    reads_as_source = source in COMMON_WORDS and looks_like(text, source, target)
+    if visible and unknown / visible >= BYTE_SHARE and not reads_as_source:
         reasons.append(
             f"{unknown} of its {visible} characters are not in the {source_name} vocabulary and reach the model as "
             "raw bytes (`<0x..>` pieces)"
