@@ -28,7 +28,7 @@ from pages.common import (
     sidebar_figure_format_picker,
     stored_heads,
 )
-from pages.i18n import language, t
+from pages.i18n import decoding_label, language, language_label, t
 from pages.page_slots import called_outside_the_slot, fragment_in_a_slot
 from pages.url_state import Field
 from transformer.analysis import precompute
@@ -40,8 +40,7 @@ from transformer.analysis.attention import (
     without_specials,
 )
 from transformer.analysis.figures import FIGURES
-from transformer.analysis.input_check import not_source_reasons
-from transformer.config import language_name
+from transformer.analysis.input_check import not_source_reasons, unknown_characters
 from transformer.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
@@ -299,7 +298,7 @@ def main(loading=None) -> None:
 
     default_view(loaded)
     config = loaded.config
-    source, target = language_name(config.source_language), language_name(config.target_language)
+    source, target = language_label(config.source_language), language_label(config.target_language)
     st.title(t("explore.title"))
     if not presenting():  # on a projector the first chart needs the room
         st.caption(
@@ -318,7 +317,7 @@ def translation_panel(loaded) -> None:
     panel only, not the sidebar above it (whose controls rerun the whole page)."""
     restore_from_url(PANEL_KEYS)  # a fragment's rerun does not pass through main()
     config = loaded.config
-    source, target = language_name(config.source_language), language_name(config.target_language)
+    source, target = language_label(config.source_language), language_label(config.target_language)
     with st.form("translate", border=False):
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
         sentence.text_area(t("explore.sentence", source=source), key="text", height=68, max_chars=None)
@@ -337,22 +336,27 @@ def translation_panel(loaded) -> None:
     pasted = len(text)
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
-    with st.spinner(t("explore.translating")):
+    with st.spinner(t("explore.translating"), show_time=True):  # the seconds so far, after the first half second
         translation = cached_translation(str(loaded.path), text, decoding_options(), loaded)
     if translation.truncated or pasted > len(text):
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()
         st.warning(t("explore.too_long", pasted=pasted, pieces=MAX_SOURCE_TOKENS - 1, read=len(read), ending=ending))
-    reasons = not_source_reasons(text, translation.maps.source_tokens, config.source_language, config.target_language)
+    reasons = not_source_reasons(text, translation.maps.source_tokens, config.source_language, config.target_language,
+                                 language())  # fmt: skip
     if reasons:
-        reads = language_name(config.source_language)
+        reads = language_label(config.source_language)
         st.warning(t("explore.not_source", reads=reads, reasons="; ".join(reasons)))
+    missing = unknown_characters(translation.read_text, loaded.tokenizer)
+    if missing and not reasons:  # input made mostly of them already has the warning above
+        shown = ", ".join(f"`{character}`" for character in missing[:12]) + (" …" if len(missing) > 12 else "")
+        st.info(t("explore.unknown_characters", characters=shown))
     st.markdown(
         f'<div class="translation" style="font-size:1.45rem;font-weight:600;margin:0.2rem 0">'
         f"{html.escape(translation.translation) or '∅'}</div>",
         unsafe_allow_html=True,
     )
-    decoding = translation.options.describe()
+    decoding = decoding_label(translation.options)
     timing = t("explore.timing", target=target, decoding=decoding, decode=translation.seconds["decode"] * 1000,
                attention=translation.seconds["attention"] * 1000)  # fmt: skip
     others, waited = int(translation.seconds.get("batch", 1)) - 1, translation.seconds.get("waited", 0.0)

@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
-from pages.i18n import language, score_text, t
+from pages.i18n import language, sample_label, score_text, t
 from pages.url_state import Field
 from transformer.analysis.figures import LAW_SENTENCE
 from transformer.analysis.heads import DICTIONARY_FILE, SCORES, head_score_tables
@@ -70,7 +70,7 @@ point = measured_heads(loaded, name).point
 encoder = {key: np.asarray(values) for key, values in tables["encoder"].items()}
 encoder.update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
 cross = {key: np.asarray(values, dtype=float) for key, values in tables.get("cross", {}).items()}
-st.caption(t("heads.measured_over", sample=tables["sample"], words=tables.get("output_words", 0),
+st.caption(t("heads.measured_over", sample=sample_label(tables["sample"]), words=tables.get("output_words", 0),
              partners=tables.get("dictionary_words", 0), dictionary=DICTIONARY_FILE.name))  # fmt: skip
 
 # ------------------------------------------------------------------------------------------------ the paper's heads
@@ -135,5 +135,6 @@ for layer in range(num_layers):
         rows["head"].append(head + first)
 for name in names:
     rows[name] = np.round(scores[name].reshape(-1), 4)
-st.dataframe(rows, hide_index=True, width="stretch")
+labels = {"layer": t("explore.layer_label"), "head": t("explore.head_label"), **score_names}
+st.dataframe(rows, hide_index=True, width="stretch", column_config=labels)
 save_page(FIELDS)

@@ -9,9 +9,15 @@ attention), 위치 인코딩 (positional encoding)).
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, message
+from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, language_name, message
+
+if TYPE_CHECKING:
+    from transformer.decode import DecodingOptions
 
 LANGUAGE_KEY = "lang"
 
@@ -35,6 +41,53 @@ def score_text(key: str, part: str) -> str:
 
     translated = catalogue(language()).get(f"score.{key}.{part}")
     return translated or getattr(SCORES[key], part)
+
+
+def language_label(code: str) -> str:
+    """A language's name in the chosen language ("영어" for "en" in Korean); an unknown code as it is."""
+    return language_name(language(), code)
+
+
+# What DecodingOptions.describe() writes (kept in stored results: importance.json's "decoding").
+DESCRIBED = re.compile(r"(?:greedy|beam (?P<beam>\d+), α = (?P<alpha>[\d.]+)), (?P<precision>\w+) search")
+
+
+def decoding_label(options: DecodingOptions | str) -> str:
+    """How a translation was searched for, in the chosen language: ``DecodingOptions.describe()``'s words ("beam 4,
+    α = 0.6, float32 search"), for options or for such a text read back from a stored result (any other text is
+    shown as it is). The library keeps its English ``describe()`` for the command line."""
+    if isinstance(options, str):
+        described = DESCRIBED.fullmatch(options.strip())
+        if described is None:
+            return options
+        beam, alpha, precision = int(described["beam"] or 1), described["alpha"], described["precision"]
+    else:
+        beam, alpha, precision = options.beam_size, options.alpha, options.precision
+    search = t("decoding.greedy") if beam == 1 else t("decoding.beam", beam=beam, alpha=alpha)
+    return f"{search}, {t('decoding.precision', precision=precision)}"
+
+
+# The library's (English) words for a sample of sentences: what was measured over, in stored results too.
+SAMPLES = {
+    "sample.first_sentences": re.compile(r"(?P<name>\S+) \(first (?P<count>\d+) sentences\)"),
+    "sample.first_pairs": re.compile(r"(?P<name>\S+), first (?P<count>\d+) pairs"),
+    "sample.first_references": re.compile(r"(?P<name>\S+), first (?P<count>\d+) pairs, reference translations"),
+    "sample.pronouns": re.compile(
+        r"the shipped pronoun sentences \((?P<count>\d+); (?P<name>\S+) not found at (?P<path>.+)\)"
+    ),
+    "sample.one_sentence": re.compile(r"one sentence"),
+    "sample.sentences": re.compile(r"(?P<count>\d+) sentences"),
+}
+
+
+def sample_label(described: str) -> str:
+    """A sample's description ("newstest2013 (first 50 sentences)", "newstest2013.en, first 50 pairs") in the chosen
+    language; any other text as it is."""
+    for key, pattern in SAMPLES.items():
+        match = pattern.fullmatch(described.strip())
+        if match is not None:
+            return t(key, **match.groupdict())
+    return described
 
 
 def language_picker() -> None:

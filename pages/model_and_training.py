@@ -18,6 +18,16 @@ from transformer.plots import training as plot_training
 MODEL_CARD = "MODEL_CARD.md"
 
 
+def model_card(checkpoint: Path, language: str) -> Path | None:
+    """The checkpoint's model card in ``language`` (``MODEL_CARD.ko.md``: a shorter summary), else the English one;
+    None when it has neither."""
+    translated = checkpoint / f"{Path(MODEL_CARD).stem}.{language}.md"
+    for card in (translated, checkpoint / MODEL_CARD):
+        if card.is_file():
+            return card
+    return None
+
+
 def trained_schedule(checkpoint: Path, meta: dict) -> dict:
     """The trainer's arguments the checkpoint was trained with: recorded in meta.json by an export or average, or,
     for a checkpoint still in its run folder, in the trainer state saved with it ({} when neither is readable)."""
@@ -138,13 +148,17 @@ show_figure(
 )
 
 st.subheader(t("model.scores"))
-card = loaded.path / MODEL_CARD
+card = model_card(loaded.path, language())
 scores = meta.get("scores")
-if card.is_file():
+if card is not None:
     with st.container(border=True):
         st.markdown(card.read_text(encoding="utf-8", errors="replace"))
+    if card.name != MODEL_CARD:  # a summary: the full card is the English one
+        st.caption(t("model.card_summary", card=MODEL_CARD))
+        with st.expander(t("model.card_full")), st.container(key="english_model_card"):
+            st.markdown((loaded.path / MODEL_CARD).read_text(encoding="utf-8", errors="replace"))
 if scores:
     st.markdown(t("model.recorded"))
     st.json(scores)
-if not card.is_file() and not scores:
+if card is None and not scores:
     st.info(t("model.no_scores", card=MODEL_CARD))

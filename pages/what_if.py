@@ -44,7 +44,7 @@ from pages.explore import (
     matrix_csv,
     sentence_slug,
 )
-from pages.i18n import language, t
+from pages.i18n import decoding_label, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import ablation, precompute, rollout
@@ -210,7 +210,8 @@ def file_name(what: str, extension: str) -> str:
 
 
 def describe(kind: str, layer: int, head: int) -> str:
-    return t("whatif.view", kind=t(f"kind.{kind}"), layer=layer + 1, head=head + 1)
+    """A chart's title: the kind's short name (no English gloss), so that it fits a half-width chart in Korean."""
+    return t("whatif.view", kind=t(f"kind_title.{kind}"), layer=layer + 1, head=head + 1)
 
 
 def comparison_checkpoints(loaded: LoadedCheckpoint) -> list[str]:
@@ -304,23 +305,20 @@ def importance_tab(loaded: LoadedCheckpoint) -> None:
             result = cached_importance(str(loaded.path), sample, with_ablation, loaded)
     else:
         result = stored
-    source = result.get("source", "")
+    source = sample_label(result.get("source", ""))
     st.caption(t("whatif.importance_measured", sentences=result["sentences"], source=source, bleu=result["bleu"],
-                 chrf=result["chrf"], decoding=result.get("decoding", "")))  # fmt: skip
+                 chrf=result["chrf"], decoding=decoding_label(result.get("decoding", ""))))  # fmt: skip
     has_ablation = result.get("ranked_by") == "bleu_drop"
     measures = [m for m in MEASURES if has_ablation or m == "gradient"]
     url_state.ensure("wi_measure", measures[0], measures.__contains__)
     measure_names = {m: t(f"whatif.measure_{m}") for m in measures}
     measure = st.radio(t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get,
                        horizontal=True)  # fmt: skip
-    columns = st.columns(3)
-    for column, kind in zip(columns, KINDS, strict=True):
-        with column:
-            show_figure(plot_attention.score_heatmap(np.asarray(result[measure][kind], dtype=float),
-                                                     f"{t(f'kind.{kind}')}: {measure_names[measure]}",
-                                                     fmt=".2f" if measure != "gradient" else ".1f",
-                                                     language=language()),
-                        key=f"wi_importance_{kind}")  # fmt: skip
+    for kind in KINDS:  # one under another: three across left each head's number unreadably small at 1280 px
+        show_figure(plot_attention.score_heatmap(np.asarray(result[measure][kind], dtype=float),
+                                                 f"{t(f'kind.{kind}')}: {measure_names[measure]}",
+                                                 fmt=".2f" if measure != "gradient" else ".1f", language=language()),
+                    key=f"wi_importance_{kind}")  # fmt: skip
     rows = sorted(
         ({"kind": t(f"kind.{kind}"), "layer": layer + 1, "head": head + 1,
           **{measure_names.get(m, m): result[m][kind][layer][head] for m in measures}}
@@ -329,7 +327,8 @@ def importance_tab(loaded: LoadedCheckpoint) -> None:
         key=lambda row: -row[measure_names[measure]],
     )  # fmt: skip
     with st.expander(t("whatif.table"), expanded=False):
-        st.dataframe(rows, hide_index=True, width="stretch")
+        labels = {"kind": t("whatif.attention"), "layer": t("whatif.layer"), "head": t("whatif.head")}
+        st.dataframe(rows, hide_index=True, width="stretch", column_config=labels)
     total = len(result["ranked"])
     show_figure(plot_whatif.prune_curve(result["prune"], result["bleu"], total, language()), key="wi_prune")
     # From the curve itself (stored files written before this rule hold the largest count within 1 BLEU instead).
@@ -355,7 +354,7 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
                         help=t("whatif.flow_help", most=rollout.MAX_FLOW_TOKENS))  # fmt: skip
     tokens = maps.source_tokens
     st.subheader(t("whatif.encoder_rollout"))
-    columns = st.columns(3 if flow and short else 2)
+    columns = st.columns(2)  # two across, flow below: three across left each map too narrow to read at 1280 px
     with columns[0]:
         heatmap(maps, "encoder", layer, None, t("whatif.raw", layer=layer + 1), "wi_raw_encoder")
     rolled = rollout.attention_rollout(maps.encoder, residual)[layer]
@@ -365,7 +364,7 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
     if flow and short:
         with st.spinner(t("whatif.flowing")):
             flowed = cached_flow(str(loaded.path), text, residual, layer, maps.encoder)
-        with columns[2]:
+        with st.columns(2)[0]:
             title = t("whatif.flow_title", layer=layer + 1)
             show_figure(
                 plot_attention.attention_heatmap(flowed, tokens, tokens, title, language=language()), key="wi_flow_map"
@@ -398,7 +397,7 @@ def rollout_tab(loaded: LoadedCheckpoint, text: str, translation: Translation) -
 
 
 def beam_tab(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> None:
-    st.caption(t("whatif.beam_intro", decoding=options.describe()))
+    st.caption(t("whatif.beam_intro", decoding=decoding_label(options)))
     with st.spinner(t("whatif.searching")):
         tree = cached_beam(str(loaded.path), text, options, loaded)
     finished = tree.finished()
@@ -545,7 +544,7 @@ if not text:
     st.stop()
 options = current_options()
 translation = cached_translation(str(loaded.path), text, options, loaded)
-st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=options.describe()))
+st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))
 
 renders = {
     "ablate": lambda: ablate_tab(loaded, text, translation, options),

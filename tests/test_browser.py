@@ -196,10 +196,10 @@ def offline_context(
 @pytest.fixture(scope="module")
 def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
     """Opens the app in a fresh offline context (of the given viewport) and waits for the default sentence's
-    heatmap."""
+    heatmap (or what ``ready`` selects)."""
     contexts: list[BrowserContext] = []
 
-    def open_visit(viewport: dict[str, int] | None = None, path: str = "/?kind=encoder") -> Visit:
+    def open_visit(viewport: dict[str, int] | None = None, path: str = "/?kind=encoder", ready: str = HEATMAP) -> Visit:
         blocked: list[str] = []
         context = offline_context(browser, server, blocked, viewport)
         contexts.append(context)
@@ -216,7 +216,7 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
         # By default encoder self-attention, so that both heatmap axes show the typed sentence's pieces (the app
         # would otherwise open on the model's clearest head, which may be a cross-attention head).
         page.goto(f"{server}{path}")
-        page.wait_for_selector(HEATMAP, state="attached", timeout=FIRST_RENDER_MS)
+        page.wait_for_selector(ready, state="attached", timeout=FIRST_RENDER_MS)
         return visit
 
     yield open_visit
@@ -670,3 +670,32 @@ def test_presenter_mode_is_readable_from_the_back_of_a_room(open_app: Callable[.
     assert shown["sizes"] and min(shown["sizes"]) >= 20, shown["sizes"]
     assert shown["top"] < 1080 - 250, "the heatmap starts too low for the first screen"
     visit.assert_quiet()
+
+
+CHART_BOXES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].map(plot => {
+    const box = element => { const r = element.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    return {
+        svg: box(plot.querySelector('svg.main-svg')),
+        titles: [...plot.querySelectorAll('.gtitle, .annotation-text')].map(t => [t.textContent, box(t)]),
+        cells: [...plot.querySelectorAll('.heatmaplayer image')].map(image => box(image)[2] - box(image)[0]),
+    };
+})"""
+
+
+@pytest.mark.parametrize("path", [
+    "/step_by_step?steps_tab=scaling", "/what_if?wi_tab=rollout&wi_flow=1", "/what_if?wi_tab=importance",
+])  # fmt: skip
+def test_figures_at_1280_px_keep_their_titles_and_room_to_read(open_app: Callable[..., Visit], path: str):
+    """At 1280 × 800 every chart's titles lie inside the chart (the √d_k panel's was cut to '…against d_'), and
+    every heatmap is at least 200 px wide (rollout, flow and head importance were drawn 80–160 px wide)."""
+    visit = open_app({"width": 1280, "height": 800}, path=path, ready=".js-plotly-plot")
+    page = visit.page
+    robot_visitor().settle(page)
+    charts = page.evaluate(CHART_BOXES_JS)
+    assert charts
+    for chart in charts:
+        left, _, right, _ = chart["svg"]
+        for text, (text_left, _, text_right, _) in chart["titles"]:
+            assert left - 1 <= text_left and text_right <= right + 1, f"cut title {text!r}"
+        assert all(width >= 200 for width in chart["cells"]), chart["cells"]
+    visit.assert_quiet(page_link=path.split("?")[0].strip("/"))

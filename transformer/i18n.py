@@ -35,3 +35,10 @@ def words(language: str, prefix: str) -> dict[str, str]:
     start = f"{prefix}."
     merged = {**catalogue(DEFAULT_LANGUAGE), **catalogue(language)}
     return {key[len(start) :]: text for key, text in merged.items() if key.startswith(start)}
+
+
+def language_name(language: str, code: str) -> str:
+    """The name of the language ``code`` in ``language``'s words ("영어" for "en" in Korean, "English" in English);
+    a code no catalogue names is shown as it is."""
+    key = f"language.{code}"
+    return catalogue(language).get(key) or catalogue(DEFAULT_LANGUAGE).get(key) or code

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from transformer.config import language_name
+from transformer.i18n import DEFAULT_LANGUAGE, language_name, message
 
 if TYPE_CHECKING:
     from transformer.tokenizer import Tokenizer
@@ -133,10 +133,13 @@ def looks_german(text: str) -> bool:
     return looks_like(text, "de", "en")
 
 
-def not_source_reasons(text: str, pieces: Sequence[str], source: str = "en", target: str = "de") -> list[str]:
+def not_source_reasons(
+    text: str, pieces: Sequence[str], source: str = "en", target: str = "de", language: str = DEFAULT_LANGUAGE
+) -> list[str]:
     """Why ``text`` (split into ``pieces`` by the model's tokenizer) looks like something other than the model's
-    ``source`` language (it translates into ``target``); [] when nothing stands out."""
-    source_name, target_name = language_name(source), language_name(target)
+    ``source`` language (it translates into ``target``), in the words of ``language`` (the app's interface
+    language); [] when nothing stands out."""
+    source_name, target_name = language_name(language, source), language_name(language, target)
     reasons = []
     unknown = byte_characters(pieces)
     visible = sum(not char.isspace() for char in text)
@@ -144,16 +147,13 @@ def not_source_reasons(text: str, pieces: Sequence[str], source: str = "en", tar
     # names calmly. Nor when its words read as the source language: they reach the model as words, whatever else.
     reads_as_source = source in COMMON_WORDS and looks_like(text, source, target)
     if visible and unknown / visible >= BYTE_SHARE and not reads_as_source:
-        reasons.append(
-            f"{unknown} of its {visible} characters are not in the {source_name} vocabulary and reach the model as "
-            "raw bytes (`<0x..>` pieces)"
-        )
+        reasons.append(message(language, "input.bytes", unknown=unknown, visible=visible, source=source_name))
     letters = sum(char.isalpha() for char in text)
     foreign = non_latin_letters(text) if source in LATIN_SCRIPT else 0
     if letters and foreign / letters >= 0.3:
-        reasons.append(f"{foreign} of its {letters} letters are not in the Latin alphabet")
+        reasons.append(message(language, "input.script", foreign=foreign, letters=letters))
     if source in COMMON_WORDS and target in COMMON_WORDS and looks_like(text, target, source):
-        reasons.append(f"it reads like {target_name} (the model translates {source_name} into {target_name})")
+        reasons.append(message(language, "input.reads_like", source=source_name, target=target_name))
     return reasons
 
 

@@ -261,7 +261,7 @@ def model_view_grid(
             "zmin": 0.0,
             "zmax": _finite_max(canvas) if fitted else 1.0,
             "hoverongaps": False,
-            "hovertemplate": "%{y}<br>%{x}<br>weight: %{z:.3f}<extra></extra>",
+            "hovertemplate": f"%{{y}}<br>%{{x}}<br>{text['weight']}: %{{z:.3f}}<extra></extra>",
             "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
             "name": "attention",
         }

@@ -158,7 +158,7 @@ def offset_linearity(pe: np.ndarray, offset: int, language: str = DEFAULT_LANGUA
             y=fitted_residual,
             mode="markers",
             name=text["fitted"],
-            hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
+            hovertemplate=f"pos %{{x}}<br>{text['relative_residual']} %{{y:.2e}}<extra></extra>",
         )
     )
     fig.add_trace(
@@ -167,7 +167,7 @@ def offset_linearity(pe: np.ndarray, offset: int, language: str = DEFAULT_LANGUA
             y=rotation_residual,
             mode="lines",
             name=text["rotation"],
-            hovertemplate="pos %{x}<br>residual %{y:.2e}<extra></extra>",
+            hovertemplate=f"pos %{{x}}<br>{text['relative_residual']} %{{y:.2e}}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text=text["position_pos"])
