@@ -442,30 +442,38 @@ class Robot:
 
 
 def walk(
-    origin: str, actions: int, seed: int, pages: list[str], log: Path | None, start: str = "/", verbose: bool = False
-) -> Journey:
-    """One seeded journey of ``actions`` actions against the app at ``origin``; returns what it found."""
-    from playwright.sync_api import sync_playwright
+    origin: str, actions: int, seed: int, pages: list[str], log: Path | None, start: str = "/", verbose: bool = False,
+    browser=None,
+) -> Journey:  # fmt: skip
+    """One seeded journey of ``actions`` actions against the app at ``origin``; returns what it found. ``browser``:
+    a playwright Chromium already running (the tests'), else one is started."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
 
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                return walk(origin, actions, seed, pages, log, start, verbose, chromium)
+            finally:
+                chromium.close()
     journey = Journey(seed, origin, log, set(pages))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            robot = Robot(browser, journey, verbose)
-            robot.note(f"open {start}")
-            robot.open(origin + start)
-            robot.check(returning=False)
-            while journey.count < actions:
-                try:
-                    robot.act()
-                except TimeoutError as error:  # the app never finished: a violation, then carry on from the start
-                    robot.violation("stuck", str(error))
-                    robot.open(origin + start)
-                except Exception as error:  # a control that moved away under the robot: not the app's fault
-                    robot.note(f"(could not act: {type(error).__name__}: {str(error).splitlines()[0][:120]})")
-                    settle(robot.page)
-        finally:
-            browser.close()
+    journey.log_offset = log.stat().st_size if log is not None and log.is_file() else 0  # this journey's lines only
+    robot = Robot(browser, journey, verbose)
+    try:
+        robot.note(f"open {start}")
+        robot.open(origin + start)
+        robot.check(returning=False)
+        while journey.count < actions:
+            try:
+                robot.act()
+            except TimeoutError as error:  # the app never finished: a violation, then carry on from the start
+                robot.violation("stuck", str(error))
+                robot.open(origin + start)
+            except Exception as error:  # a control that moved away under the robot: not the app's fault
+                robot.note(f"(could not act: {type(error).__name__}: {str(error).splitlines()[0][:120]})")
+                settle(robot.page)
+    finally:
+        robot.context.close()
     return journey
 
 

@@ -627,12 +627,13 @@ def test_a_link_keeps_a_sentence_with_invisible_and_right_to_left_characters(ope
     visit.assert_quiet(page_link="head_discovery")
 
 
-def test_a_robot_visitor_meets_no_error_and_loses_no_choice(server: str, server_log: Path):
+def test_a_robot_visitor_meets_no_error_and_loses_no_choice(browser: Browser, server: str, server_log: Path):
     """A seeded random journey of 150 actions over every page, tab and control (benchmarks/robot_visitor.py, as
     CI's short journey): no error shown, no traceback in the server's log, no choice lost on coming back, and every
     link it opens in a fresh browser reproduces the view."""
     robot = robot_visitor()
-    journey = robot.walk(server, actions=150, seed=11, pages=sorted(set(robot.PAGES.values())), log=server_log)
+    pages = sorted(set(robot.PAGES.values()))
+    journey = robot.walk(server, actions=150, seed=11, pages=pages, log=server_log, browser=browser)
     assert journey.count == 150
     report = [f"{v.what} after action {v.action}: {v.detail}\n  " + "\n  ".join(v.trail) for v in journey.violations]
     assert journey.violations == [], "\n".join(report)
