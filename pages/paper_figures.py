@@ -108,7 +108,8 @@ if len(points) > 1:
     )
     point = by_step[chosen]
     hours = t("fig.hours", hours=point.train_hours) if point.train_hours is not None else ""
-    st.caption(t("fig.showing", step=point.step, hours=hours) + ("" if point is live else t("fig.snapshot")))
+    earlier = t("fig.rerun") if point.label == "rerun" else t("fig.snapshot")
+    st.caption(t("fig.showing", step=point.step, hours=hours) + ("" if point is live else earlier))
 else:
     point = live
     st.caption(t("fig.no_timeline", file=TIMELINE_FILE))

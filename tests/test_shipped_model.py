@@ -69,3 +69,17 @@ def test_the_model_card_and_readme_report_the_recorded_scores(shipped: Path):
             assert f"{score['bleu']:.2f} | {score['chrf']:.2f}" in text, f"{document}: {test_set} score out of date"
         assert score["bleu_signature"] in card
     assert f"{meta['step']:,} steps" in card and f"{meta['step']:,} steps" in readme
+
+
+def test_heads_over_training_work_on_a_fresh_install(shipped: Path):
+    """The shipped model carries a timeline, so the Paper figures page's training-step slider has steps to show:
+    early snapshots of a run of the same recipe (labelled as such), then the shipped model itself."""
+    from transformer.analysis.timeline import TIMELINE_FILE, load_timeline
+
+    points = load_timeline(shipped / TIMELINE_FILE)
+    step = int(ckpt.read_json(shipped / ckpt.META_FILE)["step"])
+    earlier = [point for point in points if point.step < step]
+    assert len(earlier) >= 3 and all(point.label == "rerun" for point in earlier)
+    assert [point.step for point in points] == sorted(point.step for point in points)
+    assert points[-1].step == step and points[-1].label == "averaged"
+    assert (shipped / TIMELINE_FILE).stat().st_size < 10e6

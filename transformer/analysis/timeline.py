@@ -111,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
     parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
+    parser.add_argument("--label", default="snapshot",
+                        help="what the snapshots are: 'snapshot' (of the run that made the checkpoint) or 'rerun' "
+                             "(of another run of the same recipe, when that run kept none)")  # fmt: skip
     args = parser.parse_args(argv)
     points = []
     for folder in args.checkpoints:
@@ -119,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except CheckpointError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else "snapshot"
+        label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else args.label
         point = measure(loaded, label)
         print(f"step {point.step}: making heads {point.metrics['making_heads_on_more_difficult']}, "
               f"its→Law {point.metrics['its_to_law']}", file=sys.stderr)  # fmt: skip
