@@ -64,6 +64,7 @@ VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
 BERTVIZ_VIEWS = ("head view", "model view")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
+    "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
     "beam": Field(4, url_state.integer(1, 8)),
     "alpha": Field(0.6, url_state.number(0.0, 2.0)),
     "precision": Field(default_precision(), url_state.choice(PRECISIONS)),

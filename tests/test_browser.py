@@ -700,3 +700,21 @@ def test_figures_at_1280_px_keep_their_titles_and_room_to_read(open_app: Callabl
             assert left - 1 <= text_left and text_right <= right + 1, f"cut title {text!r}"
         assert all(width >= 200 for width in chart["cells"]), chart["cells"]
     visit.assert_quiet(page_link=path.split("?")[0].strip("/"))
+
+
+def test_switching_the_language_keeps_every_choice_shown(open_app: Callable[..., Visit]):
+    """After the sidebar's language changes to Korean, every radio still shows its choice (the search radio, kept
+    outside the page's declared controls, showed none: its widget is redrawn with new labels)."""
+    visit = open_app()
+    page = visit.page
+    before = controls(page)
+    box = page.locator(".st-key-lang input[role=combobox]")
+    box.click()
+    box.fill("한국")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=번역하고 살펴보기")
+    after = controls(page)
+    assert after["lang"] == "한국어"
+    radios = [key for key, value in before.items() if key in after and isinstance(value, str) and value]
+    assert radios and all(after[key] for key in radios), {key: after[key] for key in radios}
+    visit.assert_quiet()
