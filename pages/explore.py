@@ -466,7 +466,7 @@ def focus_view(maps: AttentionMaps) -> None:
     query_names = {i: t("explore.all_tokens") if i is None else f"{i + 1}: {queries[i]}" for i in options}
     query = right.selectbox(t("explore.query"), options, key="focus_query", format_func=query_names.get)
     url_state.ensure("focus_heads", list(range(maps.num_heads)),
-                      lambda heads: all(0 <= h < maps.num_heads for h in heads))  # fmt: skip
+                      url_state.indices_below(maps.num_heads))  # fmt: skip
     head_names = {h: t("explore.head", head=h + 1) for h in range(maps.num_heads)}
     heads = st.multiselect(t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get,
                            key="focus_heads")  # fmt: skip

@@ -156,7 +156,7 @@ layer = st.selectbox(
 def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
     """The heads the figure ``name`` draws: kept while the layer stays, the best-matching ones otherwise."""
     url_state.ensure(
-        name, default, lambda heads: all(0 <= h < num_heads for h in heads) and (most is None or len(heads) <= most)
+        name, default, lambda heads: url_state.indices_below(num_heads)(heads) and (most is None or len(heads) <= most)
     )
 
 

@@ -58,7 +58,7 @@ st.caption(t("pe.table_caption"))
 show_figure(plot_positional.positional_encoding_heatmap(pe, language()), key="pe_heatmap")
 
 st.subheader(t("pe.sinusoids"))
-url_state.ensure("pe_dimensions", default_dimensions(d_model), lambda chosen: all(0 <= i < d_model for i in chosen))
+url_state.ensure("pe_dimensions", default_dimensions(d_model), url_state.indices_below(d_model))
 dimensions = st.multiselect(t("pe.dimensions"), list(range(d_model)), key="pe_dimensions")
 show_figure(plot_positional.sinusoid_curves(pe, dimensions, language()), key="pe_sinusoids")
 

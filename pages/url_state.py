@@ -180,6 +180,16 @@ def tabs(state_key: str, labels: dict[str, str], widget_key: str | None = None) 
     return dict(zip(names, st.tabs(list(labels.values()), key=widget_key, on_change=chosen), strict=True))
 
 
+def indices_below(count: int) -> Callable[[Any], bool]:
+    """For :func:`ensure`: a multiselect's value of distinct whole numbers in [0, count). Anything else is invalid,
+    including text: a multiselect whose options changed under it (another d_model, another model) can hand back its
+    old choices as their labels."""
+    return lambda chosen: (
+        isinstance(chosen, list)
+        and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < count for i in chosen)
+    )
+
+
 def forget(*keys: str) -> None:
     """Drop controls' values on purpose (their defaults then apply again), unlike Streamlit dropping a widget's."""
     remembered = kept()

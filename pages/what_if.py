@@ -250,7 +250,7 @@ def ablate_tab(loaded: LoadedCheckpoint, text: str, translation: Translation, op
     columns = st.columns(3)
     for column, kind in zip(columns, KINDS, strict=True):
         count = layers_of(loaded, kind) * config.num_heads
-        url_state.ensure(f"wi_off_{kind}", [], lambda chosen, count=count: all(0 <= i < count for i in chosen))
+        url_state.ensure(f"wi_off_{kind}", [], url_state.indices_below(count))
         column.multiselect(t("whatif.off", kind=t(f"kind.{kind}")), list(range(count)), key=f"wi_off_{kind}",
                            format_func=lambda i, kind=kind: names[(kind, i)],
                            placeholder=t("whatif.none_off"))  # fmt: skip

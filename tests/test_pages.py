@@ -550,3 +550,14 @@ def test_presenter_mode_enlarges_figures_and_hides_the_sidebar(checkpoint: Path)
     assert charts(app)[0]["figure"]["layout"]["font"]["size"] == 12
     assert not any("stSidebar" in element.proto.body for element in app.get("html"))
     assert app.query_params["present"] == "0"
+
+
+def test_a_multiselect_handing_back_its_labels_falls_back_to_the_default(checkpoint: Path):
+    """The robot visitor's 2,000-action journey: after d_model went down and back up, the sinusoid multiselect
+    handed back its choices as text, and the page failed with "'<=' not supported between 'int' and 'str'"."""
+    app = run_page(POSITIONAL)
+    defaults = app.multiselect(key="pe_dimensions").value
+    app.session_state["pe_dimensions"] = ["1", "513"]
+    app.run()
+    no_exceptions(app)
+    assert app.multiselect(key="pe_dimensions").value == defaults
