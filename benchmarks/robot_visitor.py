@@ -360,6 +360,16 @@ class Robot:
         self.check(returning=page_of(page.url) != before)
 
     # ----------------------------------------------------------------------------------------- controls
+    def click_any(self, choices, what: str) -> bool:
+        """Click one of ``choices`` (a locator) at random, noting ``what`` and its text; False when there are none."""
+        count = choices.count()
+        if not count:
+            return False
+        choice = choices.nth(self.random.randrange(count))
+        self.note(f"{what} {choice.inner_text().strip()[:40]!r}")
+        choice.click()
+        return True
+
     def pick_option(self, opener, what: str) -> bool:
         """Open a list (``opener``), click one of its options at random; False when no list opened."""
         opener.click()
@@ -369,20 +379,13 @@ class Robot:
         except Exception:
             self.page.keyboard.press("Escape")
             return False
-        option = options.nth(self.random.randrange(options.count()))
-        self.note(f"{what} {option.inner_text().strip()[:40]!r}")
-        option.click()
-        return True
+        return self.click_any(options, what)
 
     def set_selectbox(self, container, key: str) -> bool:
         return self.pick_option(container.locator('button[aria-haspopup="listbox"]').first, f"select {key} =")
 
     def set_radio(self, container, key: str) -> bool:
-        labels = container.locator('[data-testid="stRadioOption"]')
-        label = labels.nth(self.random.randrange(labels.count()))
-        self.note(f"radio {key} = {label.inner_text().strip()[:40]!r}")
-        label.click()
-        return True
+        return self.click_any(container.locator('[data-testid="stRadioOption"]'), f"radio {key} =")
 
     def set_checkbox(self, container, key: str) -> bool:
         self.note(f"toggle {key}")
@@ -396,8 +399,7 @@ class Robot:
         handle.focus()
         for _ in range(abs(steps)):
             handle.press("ArrowRight" if steps > 0 else "ArrowLeft")
-        page = self.page
-        page.wait_for_timeout(300)  # the slider sends its value when the keys stop
+        self.page.wait_for_timeout(300)  # the slider sends its value when the keys stop
         return True
 
     set_selectslider = set_slider
@@ -405,9 +407,7 @@ class Robot:
     def set_multiselect(self, container, key: str) -> bool:
         tags = container.locator("[data-tag] button")
         if tags.count() and self.random.random() < 0.5:
-            self.note(f"multiselect {key}: remove one")
-            tags.nth(self.random.randrange(tags.count())).click()
-            return True
+            return self.click_any(tags, f"multiselect {key}: remove")
         opener = container.locator('button[aria-haspopup="listbox"], input[role="combobox"]').first
         if not self.pick_option(opener, f"multiselect {key}: add"):
             return False
@@ -415,13 +415,7 @@ class Robot:
         return True
 
     def set_buttongroup(self, container, key: str) -> bool:
-        buttons = container.locator("button:enabled")
-        if not buttons.count():
-            return False
-        button = buttons.nth(self.random.randrange(buttons.count()))
-        self.note(f"choose {key} = {button.inner_text().strip()[:30]!r}")
-        button.click()
-        return True
+        return self.click_any(container.locator("button:enabled"), f"choose {key} =")
 
     def set_numberinput(self, container, key: str) -> bool:
         box = container.locator("input")
