@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import torch
 
@@ -262,8 +263,11 @@ SUBMITTED_JS = """sentence => {
 }"""
 SETTLED_JS = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
     === 'notRunning' && !document.querySelector('[data-testid="stSkeleton"]')"""
-APP_PAGES = ("Attention, step by step", "Paper figures", "Head discovery", "What if", "Positional encoding",
-             "Model and training", "Translate and explore")  # fmt: skip
+APP_PAGES = {  # sidebar name → URL path
+    "Attention, step by step": "step_by_step", "Paper figures": "paper_figures", "Head discovery": "head_discovery",
+    "What if": "what_if", "Positional encoding": "positional_encoding", "Model and training": "model_and_training",
+    "Translate and explore": "",
+}  # fmt: skip
 
 
 def spread(name: str, seconds: list[float]) -> str:
@@ -301,10 +305,11 @@ def browser_latency(checkpoint: str | None, count: int = 25) -> None:
         warm = [submit_in_browser(page, sentence) for sentence in sentences]
         visits: dict[str, list[float]] = {"first": [], "second": []}
         for visit in visits:
-            for name in APP_PAGES:
+            for name, path in APP_PAGES.items():
                 started = time.perf_counter()
                 page.get_by_role("link", name=name).click()
-                page.wait_for_timeout(50)
+                # The page is on its way once the address names it; then its run must be over.
+                page.wait_for_url(lambda url, path=path: urlsplit(url).path.strip("/") == path, timeout=300_000)
                 page.wait_for_function(SETTLED_JS, timeout=300_000, polling=20)
                 visits[visit].append(time.perf_counter() - started)
                 print(f"  {visit} visit of {name}: {visits[visit][-1]:.2f} s")
