@@ -11,6 +11,7 @@ what to do about it, and the page stops, rather than a traceback.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -211,13 +212,18 @@ def presenter_controls() -> None:
         )
 
 
-def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
+def show_figure(
+    fig: go.Figure, key: str, filename: str | None = None, on_select: Callable[[], None] | None = None
+) -> None:
     """Show a plotly figure across the page with a download button in both formats, without server-side rendering.
 
     Plotly draws images in the browser (plotly.js ``toImage``), so no image library such as kaleido is needed; but
     its modebar has a single camera button, and the configuration reaches the browser as JSON, so a second,
     scripted SVG button cannot be added. The camera button therefore downloads the format chosen with
     :func:`sidebar_figure_format_picker` (PNG by default), named ``filename`` (default: ``key``).
+
+    ``on_select``: called when the visitor clicks a point of the figure (its selection is then in
+    ``st.session_state[key].selection``); dragging still zooms.
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     if presenting():
@@ -228,10 +234,13 @@ def show_figure(fig: go.Figure, key: str, filename: str | None = None) -> None:
         title, margin = fig.layout.title.to_plotly_json(), fig.layout.margin.to_plotly_json()
         fig.layout.title = {**title, "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 36}}
         fig.layout.margin = {**margin, "t": margin.get("t", 80) + 30}
+    if on_select is not None:
+        fig.layout.dragmode = "zoom"  # Streamlit would make it "pan" for a chart whose points can be clicked
     st.plotly_chart(
         fig,
         width="stretch",
         key=key,
+        **({"on_select": on_select, "selection_mode": "points"} if on_select else {}),
         config={
             "displaylogo": False,
             "toImageButtonOptions": {

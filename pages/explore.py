@@ -434,18 +434,32 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     )  # fmt: skip
 
 
+def open_clicked_head(chart_key: str) -> None:
+    """The grid's click handler: open the clicked tile's head (its marker carries [layer, head], 1-based)."""
+    points = st.session_state[chart_key].selection.points
+    if points and len(points[0].get("customdata") or ()) == 2:
+        layer, head = points[0]["customdata"]
+        st.session_state["grid_layer"], st.session_state["grid_head"] = str(int(layer)), str(int(head))
+
+
 def grid_view(maps: AttentionMaps) -> None:
     kind = st.radio(t("explore.attention"), KINDS, key="grid_kind", format_func=kind_labels().get, horizontal=True)
     queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
     fitted = st.session_state["scale"] == "fitted"
     title = t("explore.grid_title", kind=t(f"kind.{kind}"))
-    show_figure(
-        plot_attention.model_view_grid(maps.weights(kind), queries, keys, title, causal=kind == "decoder",
-                                       fitted=fitted, language=language()),
-        key="grid", filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
-    )  # fmt: skip
+    grid = st.container()
     st.caption(t("explore.grid_caption"))
     layer, head = layer_head_pickers(maps, prefix="grid_")
+    # A chart keeps its last click: keyed by the open head, a click on the tile that was open before another
+    # choice is a new click.
+    chart_key = f"grid_{kind}_{layer}_{head}"
+    with grid:
+        show_figure(
+            plot_attention.model_view_grid(maps.weights(kind), queries, keys, title, causal=kind == "decoder",
+                                           fitted=fitted, language=language(), opened=(layer, head)),
+            key=chart_key, filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
+            on_select=lambda: open_clicked_head(chart_key),
+        )  # fmt: skip
     show_figure(
         plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
                               causal=kind == "decoder", fitted=fitted, language=language()),

@@ -29,7 +29,8 @@ def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict
 
 
 SOURCES = ("dev sample", "one sentence")
-KINDS = ("encoder self-attention", "cross-attention")
+KINDS = ("encoder self-attention", "decoder self-attention", "cross-attention")
+TABLES = dict(zip(KINDS, ("encoder", "decoder", "cross"), strict=True))  # each kind's tables of head_score_tables
 FIELDS = {
     "heads_first": Field(1, url_state.choice((1, 0))),
     "heads_source": Field(SOURCES[0], url_state.choice(SOURCES)),
@@ -67,9 +68,9 @@ else:
         tables = sentence_tables(loaded, name, sentence)
 
 point = measured_heads(loaded, name).point
-encoder = {key: np.asarray(values) for key, values in tables["encoder"].items()}
-encoder.update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
-cross = {key: np.asarray(values, dtype=float) for key, values in tables.get("cross", {}).items()}
+by_kind = {kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
+           for kind in KINDS}  # fmt: skip
+by_kind[KINDS[0]].update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
 st.caption(t("heads.measured_over", sample=sample_label(tables["sample"]), words=tables.get("output_words", 0),
              partners=tables.get("dictionary_words", 0), dictionary=DICTIONARY_FILE.name))  # fmt: skip
 
@@ -99,10 +100,10 @@ st.caption(t("heads.paper_page"))
 
 # ------------------------------------------------------------------------------------------------ heatmaps
 st.header(t("heads.over_layers"))
-kind = st.radio(
-    t("heads.attention"), KINDS, horizontal=True, key="heads_kind", format_func=kind_names.get, disabled=not cross,
-)  # fmt: skip
-scores = encoder if kind == "encoder self-attention" or not cross else cross
+measured_kinds = [kind for kind in KINDS if by_kind[kind]]
+url_state.ensure("heads_kind", measured_kinds[0], measured_kinds.__contains__)
+kind = st.radio(t("heads.attention"), measured_kinds, horizontal=True, key="heads_kind", format_func=kind_names.get)
+scores = by_kind[kind]
 names = [key for key in SCORES if key in scores]
 url_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
 score_names = {key: score_text(key, "name") for key in names}

@@ -718,3 +718,46 @@ def test_switching_the_language_keeps_every_choice_shown(open_app: Callable[...,
     radios = [key for key, value in before.items() if key in after and isinstance(value, str) and value]
     assert radios and all(after[key] for key in radios), {key: after[key] for key in radios}
     visit.assert_quiet()
+
+
+GRID_TICK_JS = """([chart, tick]) => {
+    const plot = document.querySelectorAll('.js-plotly-plot')[chart];
+    const label = [...plot.querySelectorAll('.xtick text, .ytick text')].find(t => t.textContent === tick);
+    label.scrollIntoView({block: 'center', inline: 'center'});
+    const box = label.getBoundingClientRect();
+    return [box.x + box.width / 2, box.y + box.height / 2];
+}"""
+
+
+def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: Callable[..., Visit]):
+    """Model view: a click on the tile of layer 3, head 4 (off its centre) opens that head below, names it in the
+    URL and outlines it; after another head is picked, a click on the first tile opens it again. The grid used to
+    be a picture only (plotly reports no clicks on a heatmap)."""
+    visit = open_app(path="/?view=Model+view&grid_kind=encoder&grid_layer=1&grid_head=1", ready=HEATMAP)
+    page = visit.page
+    robot = robot_visitor()
+
+    def click_tile(layer: int, head: int) -> None:
+        x, _ = page.evaluate(GRID_TICK_JS, [0, f"H{head}"])  # (scrolling up and down leaves x as it is)
+        _, y = page.evaluate(GRID_TICK_JS, [0, f"L{layer}"])
+        page.mouse.click(x + 12, y - 15)  # inside the tile, not on its centre
+        page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("grid_layer") == [str(layer)]
+                          and parse_qs(urlsplit(url).query).get("grid_head") == [str(head)])  # fmt: skip
+        robot.settle(page)
+
+    click_tile(3, 4)
+    shown = controls(page)
+    assert (shown["grid_layer"], shown["grid_head"]) == ("3", "4")
+    title = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[1].querySelector('.gtitle').textContent")
+    assert "layer 3, head 4" in title
+    outlines = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0]"
+                             ".querySelectorAll('.shapelayer path').length")  # fmt: skip
+    assert outlines == 1
+    opener = page.locator(".st-key-grid_head button[aria-haspopup=listbox]")
+    opener.scroll_into_view_if_needed()  # a list opened while the page still scrolls closes again
+    opener.click()
+    page.get_by_role("option", name="2", exact=True).click()
+    robot.settle(page)
+    click_tile(3, 4)
+    assert (controls(page)["grid_layer"], controls(page)["grid_head"]) == ("3", "4")
+    visit.assert_quiet()

@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import needs_browser, uniform_encoder_copy
 from transformer.analysis import figures, timeline
+from transformer.analysis.attention import attention_for
 from transformer.analysis.heads import (
     SCORES,
     HeadScore,
@@ -21,6 +22,7 @@ from transformer.analysis.heads import (
     word_alignment_hits,
 )
 from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
+from transformer.decode import GREEDY, translate_ids
 from transformer.plots import paper
 
 PRONOUN_TOKENS = [
@@ -125,6 +127,8 @@ def test_head_score_tables_cover_every_head(loaded):
     for name in ("alignment_dictionary", "alignment_consensus"):
         values = np.asarray(tables["cross"][name], dtype=float)
         assert values.shape == (loaded.config.decoder_layers, loaded.config.num_heads)
+    for name in ("mean_distance", "entropy", "previous_token", "self_mass", "delimiter_mass"):
+        assert np.asarray(tables["decoder"][name]).shape == (loaded.config.decoder_layers, loaded.config.num_heads)
     assert tables["sentences"] == 6 and tables["output_words"] > 0
     entropy = np.asarray(tables["encoder"]["entropy"])
     assert (entropy >= 0).all() and (entropy <= np.log2(loaded.config.max_positions)).all()
@@ -227,7 +231,7 @@ def test_head_statistics_on_heads_with_known_answers():
 def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Path, monkeypatch):
     """Adding a head score is one registry entry: the tables (and so the Head discovery page, the figures CLI and
     the stored measurements) pick it up with its description."""
-    first_key = HeadScore("first_key", "Weight on the first token", "encoder", "attention on position 0",
+    first_key = HeadScore("first_key", "Weight on the first token", ("encoder",), "attention on position 0",
                           lambda rows: rows.weights[..., 0], per_query=True)  # fmt: skip
     monkeypatch.setitem(SCORES, first_key.key, first_key)
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."], cross=False)
@@ -240,10 +244,30 @@ def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Pa
 
 def test_the_registry_describes_every_score_it_measures(trained_checkpoint: Path):
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."])
-    measured = {*tables["encoder"], *tables["cross"]}
+    measured = {*tables["encoder"], *tables["decoder"], *tables["cross"]}
     assert measured == set(SCORES)
     for key, score in SCORES.items():
-        assert key in tables[score.kind] and score.name and score.description
-        values = np.asarray(tables[score.kind][key], dtype=float)
-        if score.share:  # drawn on a fixed 0–1 scale: a value outside it would be clipped
-            assert np.nanmin(values) >= 0 and np.nanmax(values) <= 1 + 1e-9
+        assert score.name and score.description
+        for kind in score.kinds:
+            values = np.asarray(tables[kind][key], dtype=float)
+            if score.share:  # drawn on a fixed 0–1 scale: a value outside it would be clipped
+                assert np.nanmin(values) >= 0 and np.nanmax(values) <= 1 + 1e-9
+
+
+def test_decoder_heads_are_scored_on_the_models_own_translations(trained_checkpoint: Path):
+    """The decoder's masked self-attention is scored like the encoder's, on the teacher-forced pass over each greedy
+    translation: its weight on itself is the mean of each map's diagonal, and it never looks ahead (no next-token
+    score, which the mask fixes at 0)."""
+    loaded = load_checkpoint(trained_checkpoint)
+    sentences = ["the cat sat.", "the small dog sees the big cat."]
+    tables = head_score_tables(loaded, sentences=sentences)
+    assert "next_token" in tables["encoder"] and "next_token" not in tables["decoder"]
+    sources, outputs = translate_ids(loaded.model, loaded.tokenizer, sentences, GREEDY)
+    diagonals = []
+    for source, output in zip(sources, outputs, strict=True):
+        maps = attention_for(loaded.model, loaded.tokenizer, source, output)
+        assert maps.decoder.shape[-1] == len(output) + 1  # <s> and the output
+        diagonals.append(np.diagonal(maps.decoder, axis1=-2, axis2=-1).mean(-1))
+    np.testing.assert_allclose(tables["decoder"]["self_mass"], np.mean(diagonals, axis=0), atol=2e-4)
+    mean_distance = np.asarray(tables["decoder"]["mean_distance"])
+    assert (mean_distance >= 0).all() and (mean_distance > 0).any()

@@ -382,6 +382,15 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
     # Shares are drawn on a fixed 0–1 scale, so a model whose heads all score near 0 looks near 0.
     assert (charts(app)[0]["figure"]["data"][0]["zmin"], charts(app)[0]["figure"]["data"][0]["zmax"]) == (0, 1)
 
+    # The decoder's masked self-attention heads are scored too, without the score its mask fixes at 0.
+    app.radio(key="heads_kind").set_value("decoder self-attention").run()
+    no_exceptions(app)
+    assert "decoder self-attention" in titles(app)[0]
+    assert array(charts(app)[0]["figure"]["data"][0]["z"]).shape == (2, 4)
+    assert "Weight on the previous token" in app.selectbox(key="heads_score").options
+    assert "Weight on the next token" not in app.selectbox(key="heads_score").options
+    assert len(app.dataframe[0].value) == 2 * 4
+
     app.radio(key="heads_source").set_value("one sentence").run()
     no_exceptions(app)
     assert any("one sentence" in caption.value for caption in app.caption)

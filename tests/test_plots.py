@@ -95,7 +95,7 @@ def test_heatmap_colour_scale_is_0_to_1_unless_fitted():
     assert (fixed.zmin, fixed.zmax) == (0.0, 1.0)
     assert fitted.zmax == pytest.approx(0.30)
     grid = plot_attention.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
-    assert grid.data[-1].zmax == 1.0
+    assert heatmaps(grid)[-1].zmax == 1.0
 
 
 def test_nearly_uniform_maps_say_so_and_sharp_ones_do_not():
@@ -125,8 +125,9 @@ def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     assert np.isnan(z[4]).all() and np.isnan(z[:, 4]).all()  # the gaps stay empty
     # The grey layer covers exactly the masked future cells.
     assert np.array_equal(~np.isnan(np.asarray(mask.z, dtype=float)[5:9, 10:14]), np.triu(np.ones((4, 4)), k=1) > 0)
-    assert "weight" in canvas.hovertemplate
-    # Hover labels name layer, head and the (escaped) token, and keep repeated tokens apart.
+    (tiles,) = [trace for trace in fig.data if trace.type == "scatter"]
+    assert "click to open" in tiles.hovertemplate and "%{customdata[0]}" in tiles.hovertemplate
+    # Row and column categories name layer, head and the (escaped) token, and keep repeated tokens apart.
     assert list(canvas.y)[5:9] == [
         "layer 2 · query &lt;s&gt; (0)", "layer 2 · query the (1)", f"layer 2 · query {HOSTILE_SHOWN} (2)",
         "layer 2 · query the (3)",
@@ -333,7 +334,9 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
         lambda: plot_attention.model_view_grid(
             row_normalised((2, 3, 5, 5), causal=True), TOKENS, TOKENS, "g", causal=True
         ),
-        lambda: plot_attention.model_view_grid(row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", fitted=True),
+        lambda: plot_attention.model_view_grid(
+            row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", fitted=True, opened=(1, 2)
+        ),
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, heads=[0, 2], title="t"),
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2),
         lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
@@ -354,3 +357,55 @@ def test_figures_built_without_checks_are_valid_plotly(build):
     blues = plot_style._resolved("Blues")
     assert all(getattr(trace, "colorscale", None) is None or plot_style._resolved(trace.colorscale) != blues
                for trace in projected.data)  # fmt: skip
+
+
+def test_a_long_wide_beam_tree_keeps_every_label_apart():
+    """A 40-step search with 8 beams (16 hypotheses a step), whose pieces are long words: drawn left to right, the
+    labels of neighbouring steps ran into each other. Steps run down the page, each at least a line of text apart,
+    and each label fits the width of its column."""
+    from transformer.analysis.beam import BeamTree
+    from transformer.decode import BeamNode, DecodingOptions
+    from transformer.plots import whatif as plot_whatif
+
+    nodes, beams = [BeamNode(0, None, 0, 1, 0.0, 0.0, "root")], [0]
+    for step in range(1, 41):
+        children = []
+        for parent in beams:
+            for _ in range(2):
+                node = BeamNode(len(nodes), parent, step, 5, -step - len(children) * 0.1, -1.0, "kept")
+                nodes.append(node)
+                children.append(node.id)
+        for pruned in children[8:]:
+            nodes[pruned].status = "pruned"
+        beams = children[:8]
+    tree = BeamTree(nodes, DecodingOptions(beam_size=8), [5, 2])
+    pieces = ["<s>"] + ["▁Donaudampfschifffahrtsgesellschaft"] * (len(nodes) - 1)
+    fig = plot_whatif.beam_tree(tree, pieces, chosen=nodes[-1].id)
+    labelled = [trace for trace in fig.data if trace.mode == "markers+text"]
+    columns = max(max(trace.x) for trace in labelled) + 1
+    column_px = plot_whatif.TREE_WIDTH / columns
+    assert all(len(label) * 7 <= column_px for trace in labelled for label in trace.text)
+    assert all(label.endswith("…") for trace in labelled for label in trace.text if label != "<s>")
+    assert {trace.customdata[0][0] for trace in labelled} >= {"▁Donaudampfschifffahrtsgesellschaft"}  # on hover
+    steps_px = (fig.layout.height - fig.layout.margin.t - fig.layout.margin.b) / (tree.steps() + 1)
+    assert steps_px >= 20
+    assert all(trace.y is not None and max(trace.y) <= tree.steps() for trace in labelled)
+
+
+def test_every_tile_of_the_grid_answers_a_click_with_its_own_head():
+    """One clickable point per head, on the centre of its tile (where its layer's and head's ticks are), carrying
+    [layer, head] 1-based; the open head is outlined exactly round its tile; no hover cut-off, so a click anywhere
+    reaches the nearest centre."""
+    fig = plot_attention.model_view_grid(row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", opened=(1, 2))
+    (points,) = [trace for trace in fig.data if trace.type == "scatter"]
+    tiles = {(layer, head): (x, y) for (layer, head), x, y in zip(points.customdata, points.x, points.y, strict=True)}
+    assert set(tiles) == {(layer, head) for layer in (1, 2) for head in (1, 2, 3)}
+    assert all(x == fig.layout.xaxis.tickvals[head - 1] and y == fig.layout.yaxis.tickvals[layer - 1]
+               for (layer, head), (x, y) in tiles.items())  # fmt: skip
+    assert fig.layout.hoverdistance == -1
+    (outline,) = fig.layout.shapes
+    columns, rows = list(heatmaps(fig)[0].x), list(heatmaps(fig)[0].y)
+    inside_columns = [name for i, name in enumerate(columns) if outline.x0 < i < outline.x1]
+    inside_rows = [name for i, name in enumerate(rows) if outline.y0 < i < outline.y1]
+    assert len(inside_columns) == 4 and all(name.startswith("head 3 ·") for name in inside_columns)
+    assert len(inside_rows) == 5 and all(name.startswith("layer 2 ·") for name in inside_rows)

@@ -30,6 +30,7 @@ def test_stored_measurements_round_trip_and_follow_the_weights(trained_checkpoin
     np.testing.assert_equal(stored.point.metrics, measured.point.metrics)
     for number in (3, 4):
         assert np.allclose(stored.point.attention[number].weights, measured.point.attention[number].weights, atol=1e-3)
+    assert set(stored.tables) >= {"encoder", "decoder", "cross"}
     # Other weights in the same folder: the stored numbers are not theirs.
     weights = load_file(str(folder / "model.safetensors"))
     name = next(iter(weights))
@@ -39,6 +40,19 @@ def test_stored_measurements_round_trip_and_follow_the_weights(trained_checkpoin
     # A damaged file is ignored, not raised.
     (folder / precompute.PRECOMPUTED_FILE).write_bytes(b"\x00" * 64)
     assert precompute.read(load_checkpoint(folder)) is None
+
+
+def test_measurements_stored_in_an_older_format_are_measured_again(trained_checkpoint: Path, tmp_path: Path,
+                                                                  monkeypatch):  # fmt: skip
+    """A file from before the decoder's head scores (format 1) would open Head discovery without them."""
+    folder = shutil.copytree(trained_checkpoint, tmp_path / "model")
+    loaded = load_checkpoint(folder)
+    measured = precompute.measure_all(loaded, sample=3)
+    monkeypatch.setattr(precompute, "FORMAT", "1")
+    precompute.write(loaded, measured)
+    assert precompute.read(loaded) is not None
+    monkeypatch.undo()
+    assert precompute.read(loaded) is None
 
 
 def test_default_head_prefers_a_well_aligned_cross_head_then_the_sharpest_encoder_head():

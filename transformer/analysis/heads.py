@@ -1,17 +1,23 @@
 """Find attention heads by what they do: one registry of head scores, and their [layers, heads] tables over a sample.
 
-Every score is one :class:`HeadScore` in :data:`SCORES`: its key, the name people see, the attention kind it is
-measured on, what it measures, whether its notable heads are the lowest, whether it is a share in [0, 1], and the
-function that computes it. Adding a score is adding one entry (and, for a new kind of measurement, its function);
-the Head discovery page, the paper-figures CLI and the stored measurements list whatever the registry holds.
+Every score is one :class:`HeadScore` in :data:`SCORES`: its key, the name people see, the attention kinds it is
+measured on (encoder self-attention, decoder self-attention, cross-attention), what it measures, whether its
+notable heads are the lowest, whether it is a share in [0, 1], and the function that computes it. Adding a score is
+adding one entry (and, for a new kind of measurement, its function); the Head discovery page, the paper-figures CLI
+and the stored measurements list whatever the registry holds.
 
 Two kinds of function:
 
-- **per query** (``per_query=True``): ``function(rows)`` maps one sentence's encoder self-attention
-  (:class:`Rows`) to a value per head and query position [L, H, S]; :func:`head_statistics` averages it over the
-  queries that are not padding, and the tables average that over the sample's sentences.
-- **per sample**: ``function(loaded, sentences)`` returns {key: [L, H]} for its own and its siblings' keys (one pass
-  serves them all): the anaphora scores over the shipped pronoun → antecedent sentences
+- **per query** (``per_query=True``): ``function(rows)`` maps one sentence's self-attention (:class:`Rows`) to a
+  value per head and query position [L, H, S]; :func:`head_statistics` averages it over the queries that are not
+  padding, and the tables average that over the sample's sentences. They are measured on the encoder's
+  self-attention over the source sentences and on the decoder's masked self-attention over the model's greedy
+  translations of them (teacher-forced: ``<s>`` and the output; the ``<s>`` query, which can only see itself,
+  is one of the queries). A score that cannot vary under the decoder's mask (the weight on the next token, always
+  0) is measured on the encoder only.
+- **per sample**: ``function(loaded, sample)`` returns {key: [L, H]} for its own and its siblings' keys (one pass
+  serves them all; the :class:`Sample` decodes its sentences once for every score that needs the translations):
+  the anaphora scores over the shipped pronoun → antecedent sentences
   (``resources/anaphora.tsv``; word level: summed over the antecedent's pieces, averaged over the pronoun's), and the
   cross-attention alignment scores over the model's greedy translations of the sample. ``alignment_dictionary``
   asks, for each output word with a translation partner in its source sentence according to a bilingual dictionary,
@@ -29,6 +35,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +44,7 @@ import torch
 from transformer.analysis.attention import (
     PUNCTUATION,
     SPECIAL_PIECES,
+    AttentionMaps,
     attention_for,
     encoder_attention,
     entropy_bits,
@@ -75,7 +83,7 @@ class Rows:
 
     weights: np.ndarray
     distance: np.ndarray  # [S, S]: |query − key| in positions
-    delimiter: np.ndarray  # [S]: keys that are </s> or punctuation
+    delimiter: np.ndarray  # [S]: keys that are <s>, </s> or punctuation
     far: int  # positions beyond which a key counts as far
 
     @classmethod
@@ -85,7 +93,9 @@ class Rows:
         if len(tokens) != length or weights.shape[-2] != length:
             raise ValueError(f"self-attention of shape {weights.shape} does not match {len(tokens)} tokens")
         positions = np.arange(length)
-        delimiter = [token == "</s>" or (token != "▁" and token.lstrip("▁") in PUNCTUATION) for token in tokens]
+        delimiter = [
+            token in ("<s>", "</s>") or (token != "▁" and token.lstrip("▁") in PUNCTUATION) for token in tokens
+        ]
         return cls(weights, np.abs(positions[:, None] - positions[None, :]), np.array(delimiter), far)
 
     def diagonal(self, offset: int) -> np.ndarray:
@@ -103,7 +113,7 @@ def head_statistics(weights: np.ndarray, tokens: Sequence[str], far: int = 5) ->
     return {score.key: score.function(rows)[..., queries].mean(-1) for score in SCORES.values() if score.per_query}
 
 
-Attention = tuple[list[str], np.ndarray]  # one sentence's pieces and encoder self-attention [L, H, S, S]
+Attention = tuple[list[str], np.ndarray]  # one sentence's pieces and self-attention over them [L, H, S, S]
 
 
 def encoder_attentions(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> list[Attention]:
@@ -145,9 +155,9 @@ def mean_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, in
     return {"anaphora": weight_sum / used, "anaphora_hits": hits / used}
 
 
-def anaphora_scores(loaded: LoadedCheckpoint, sentences: Sequence[str] = (), examples=None) -> dict[str, np.ndarray]:
+def anaphora_scores(loaded: LoadedCheckpoint, sample: Sample | None = None, examples=None) -> dict[str, np.ndarray]:
     """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones).
-    The sample ``sentences`` are not used: these scores need sentences with a marked pronoun and antecedent."""
+    The ``sample`` is not used: these scores need sentences with a marked pronoun and antecedent."""
     examples = load_anaphora_examples() if examples is None else examples
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
     return mean_anaphora(attention, examples, (loaded.config.encoder_layers, loaded.config.num_heads))
@@ -229,20 +239,16 @@ def sentence_alignment_hits(
     )
 
 
-@torch.no_grad()
 def cross_scores(
-    loaded: LoadedCheckpoint, sentences: Sequence[str], dictionary: dict[str, set[str]] | None = None
+    loaded: LoadedCheckpoint, sample: Sample, dictionary: dict[str, set[str]] | None = None
 ) -> dict[str, np.ndarray | int]:
     """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
     dictionary = load_dictionary() if dictionary is None else dictionary
-    model, tokenizer = loaded.model, loaded.tokenizer
-    encoded, outputs = translate_ids(model, tokenizer, sentences, GREEDY, batch_size=16)
     shape = (loaded.config.decoder_layers, loaded.config.num_heads)
     dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
     dictionary_words = counted = 0
-    for source_ids, output in zip(encoded, outputs, strict=True):
-        cross = attention_for(model, tokenizer, source_ids, output).cross
-        hits = sentence_alignment_hits(tokenizer, source_ids, output, cross, dictionary)
+    for source_ids, output, maps in sample.decoded:
+        hits = sentence_alignment_hits(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
         dictionary_hits += hits[0]
         dictionary_words += hits[1]
         consensus_hits += hits[2]
@@ -255,14 +261,39 @@ def cross_scores(
     }
 
 
+# ------------------------------------------------------------------------------------------------ the sample
+@dataclass
+class Sample:
+    """The sentences scores are measured over, and (made on first use, once for every score that needs them) the
+    model's greedy translations of them, each as (source ids, output ids, attention over both)."""
+
+    loaded: LoadedCheckpoint
+    sentences: Sequence[str]
+
+    @cached_property
+    @torch.no_grad()
+    def decoded(self) -> list[tuple[list[int], list[int], AttentionMaps]]:
+        model, tokenizer = self.loaded.model, self.loaded.tokenizer
+        encoded, outputs = translate_ids(model, tokenizer, self.sentences, GREEDY, batch_size=16)
+        return [(list(source_ids), list(output), attention_for(model, tokenizer, source_ids, output))
+                for source_ids, output in zip(encoded, outputs, strict=True)]  # fmt: skip
+
+    def decoder_attention(self) -> list[Attention]:
+        """Each translation's decoder self-attention with its query tokens (``<s>`` and the output)."""
+        return [(maps.target_tokens, maps.decoder) for _, _, maps in self.decoded]
+
+
 # ------------------------------------------------------------------------------------------------ the registry
+SELF = ("encoder", "decoder")  # the per-query scores' kinds: both self-attentions
+
+
 @dataclass(frozen=True)
 class HeadScore:
     """One head score: see the module docstring for the two kinds of ``function``."""
 
     key: str
     name: str  # what the app's menus, tables and figure titles show
-    kind: str  # the attention it is measured on: "encoder" (self-attention) or "cross"
+    kinds: tuple[str, ...]  # the attention it is measured on: "encoder", "decoder" (self-attention), "cross"
     description: str
     function: Callable
     per_query: bool = False
@@ -277,73 +308,85 @@ class HeadScore:
 SCORES: dict[str, HeadScore] = {
     score.key: score
     for score in (
-        HeadScore("mean_distance", "Mean distance looked (tokens)", "encoder",
+        HeadScore("mean_distance", "Mean distance looked (tokens)", SELF,
                   "mean |query − key| position distance, weighted by attention",
                   lambda rows: (rows.weights * rows.distance).sum(-1), per_query=True, share=False),
-        HeadScore("long_range_mass", "Weight on far tokens", "encoder",
+        HeadScore("long_range_mass", "Weight on far tokens", SELF,
                   "attention mass on keys more than 5 positions away",
                   lambda rows: (rows.weights * (rows.distance > rows.far)).sum(-1), per_query=True),
-        HeadScore("previous_token", "Weight on the previous token", "encoder",
+        HeadScore("previous_token", "Weight on the previous token", SELF,
                   "attention on the token just before the query", lambda rows: rows.diagonal(-1), per_query=True),
-        HeadScore("next_token", "Weight on the next token", "encoder",
+        HeadScore("next_token", "Weight on the next token", ("encoder",),
                   "attention on the token just after the query", lambda rows: rows.diagonal(1), per_query=True),
-        HeadScore("delimiter_mass", "Weight on </s> and punctuation", "encoder",
-                  "attention mass on </s> and punctuation",
+        HeadScore("delimiter_mass", "Weight on <s>, </s> and punctuation", SELF,
+                  "attention mass on <s>, </s> and punctuation",
                   lambda rows: rows.weights[..., rows.delimiter].sum(-1), per_query=True),
-        HeadScore("self_mass", "Weight on itself", "encoder", "attention on the query's own position",
+        HeadScore("self_mass", "Weight on itself", SELF, "attention on the query's own position",
                   lambda rows: rows.diagonal(0), per_query=True),
-        HeadScore("entropy", "Entropy (bits; low = sharp)", "encoder",
+        HeadScore("entropy", "Entropy (bits; low = sharp)", SELF,
                   "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
                   lambda rows: entropy_bits(rows.weights), per_query=True, low_is_notable=True, share=False),
-        HeadScore("anaphora", "Pronoun → antecedent weight", "encoder",
+        HeadScore("anaphora", "Pronoun → antecedent weight", ("encoder",),
                   "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
                   anaphora_scores),
-        HeadScore("anaphora_hits", "Pronouns resolved", "encoder",
+        HeadScore("anaphora_hits", "Pronouns resolved", ("encoder",),
                   "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
                   anaphora_scores),
-        HeadScore("alignment_dictionary", "Alignment with dictionary translations", "cross",
+        HeadScore("alignment_dictionary", "Alignment with dictionary translations", ("cross",),
                   "cross-attention: share of output words whose most attended source word is a dictionary "
                   "translation of it (words with a dictionary partner in the source only)", cross_scores),
-        HeadScore("alignment_consensus", "Agreement with the other cross heads", "cross",
+        HeadScore("alignment_consensus", "Agreement with the other cross heads", ("cross",),
                   "cross-attention: share of output words whose most attended source word is the one all other "
                   "cross-attention heads together attend to most", cross_scores),
     )
 }  # fmt: skip
 
 
+KINDS = ("encoder", "decoder", "cross")
+
+
 def score_keys(kind: str) -> tuple[str, ...]:
     """The registry's keys measured on one attention kind, in registry order."""
-    return tuple(key for key, score in SCORES.items() if score.kind == kind)
+    return tuple(key for key, score in SCORES.items() if kind in score.kinds)
 
 
 def head_score_tables(
     loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True, sentences: Sequence[str] | None = None
 ) -> dict:
-    """Every score of :data:`SCORES` as nested lists [layer][head] by attention kind, with what the sample was
-    (JSON-ready): over the first ``sample`` dev sentences, or over ``sentences`` when given (the anaphora scores are
-    always over the pronoun sentences). ``cross=False`` leaves out the cross-attention scores (no decoding)."""
+    """Every score of :data:`SCORES` as nested lists [layer][head] by attention kind (``encoder``, ``decoder``,
+    ``cross``), with what the sample was (JSON-ready): over the first ``sample`` dev sentences, or over
+    ``sentences`` when given (the anaphora scores are always over the pronoun sentences). ``cross=False`` leaves out
+    what needs the model's translations (the decoder's and the cross-attention's scores): no decoding."""
     if sentences is None:
         description, sentences = dev_sample(sample)
     else:
         description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
-    kinds = ("encoder", "cross") if cross else ("encoder",)
-    wanted = [score for score in SCORES.values() if score.kind in kinds]
-    tables: dict[str, np.ndarray] = {}
+    kinds = KINDS if cross else ("encoder",)
+    measured = Sample(loaded, sentences)
+    tables: dict[str, dict[str, np.ndarray]] = {kind: {} for kind in kinds}
     counts: dict[str, int] = {}
-    if any(score.per_query for score in wanted):
-        tables.update(mean_statistics(encoder_attentions(loaded, sentences)))
-    for function in dict.fromkeys(score.function for score in wanted if not score.per_query):
-        for key, value in function(loaded, sentences).items():
-            (tables if key in SCORES else counts)[key] = value
+    per_query = {kind for score in SCORES.values() if score.per_query for kind in score.kinds}
+    if "encoder" in per_query:
+        tables["encoder"].update(mean_statistics(encoder_attentions(loaded, sentences)))
+    if "decoder" in per_query and "decoder" in kinds:
+        tables["decoder"].update(mean_statistics(measured.decoder_attention()))
+    wanted = [score for score in SCORES.values() if not score.per_query and set(score.kinds) & set(kinds)]
+    for function in dict.fromkeys(score.function for score in wanted):
+        for key, value in function(loaded, measured).items():
+            if key in SCORES:
+                for kind in SCORES[key].kinds:
+                    tables[kind][key] = value
+            else:
+                counts[key] = value
     result: dict = {
         "sample": description,
         "sentences": len(sentences),
         "anaphora_sentences": len(load_anaphora_examples()),
-        "descriptions": {score.key: score.description for score in wanted},
+        "descriptions": {key: SCORES[key].description for kind in kinds for key in score_keys(kind)},
         **counts,
     }
     for kind in kinds:
-        result[kind] = {key: np.round(tables[key], 4).tolist() for key in score_keys(kind)}
+        result[kind] = {key: np.round(tables[kind][key], 4).tolist() for key in score_keys(kind)}
     return result
 
 

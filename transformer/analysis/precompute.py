@@ -6,7 +6,8 @@ over the first 50 dev sentences (which means translating them). Measured on firs
 stored in the checkpoint folder as ``measured.safetensors``, a visit after a server start is as fast as a later one.
 
 The file records a fingerprint of the weights it was measured on and is ignored when they change (a retrained or
-replaced model), so it can never show another model's heads. Write it when exporting a model::
+replaced model), so it can never show another model's heads; it is measured again, too, when it was written in an
+older :data:`FORMAT` (one that lacks a score the pages now show). Write it when exporting a model::
 
     python -m transformer.analysis.precompute checkpoints/en-de-small
 
@@ -36,6 +37,7 @@ from transformer.decode import translate
 
 PRECOMPUTED_FILE = "measured.safetensors"
 SAMPLE = 50  # dev sentences Head discovery opens on
+FORMAT = "2"  # 2: head scores of the decoder's self-attention too
 
 
 @dataclass
@@ -75,6 +77,7 @@ def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None
     path = path or loaded.path / PRECOMPUTED_FILE
     extra = {
         "fingerprint": fingerprint(loaded.path),
+        "format": FORMAT,
         "translations": json.dumps({str(k): v for k, v in measured.translations.items()}, ensure_ascii=False),
         "tables": json.dumps(measured.tables, ensure_ascii=False),
         "sample": str(measured.sample),
@@ -84,14 +87,15 @@ def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None
 
 
 def read(loaded: LoadedCheckpoint) -> Measured | None:
-    """The stored measurements of exactly these weights; None when missing, unreadable or of other weights."""
+    """The stored measurements of exactly these weights; None when missing, unreadable, of other weights or in an
+    older format."""
     path = loaded.path / PRECOMPUTED_FILE
     if not path.is_file():
         return None
     try:
         with safe_open(str(path), framework="pt") as handle:
             metadata = handle.metadata() or {}
-        if metadata.get("fingerprint") != fingerprint(loaded.path):
+        if metadata.get("format") != FORMAT or metadata.get("fingerprint") != fingerprint(loaded.path):
             return None
         (point,) = load_timeline(path)
         translations = {int(k): v for k, v in json.loads(metadata["translations"]).items()}

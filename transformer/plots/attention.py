@@ -19,6 +19,7 @@ from transformer.plots.style import FONT, colour_scale, figure, safe_label
 
 ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
+OPENED_OUTLINE = "#d62728"  # the grid's tile that is open below it
 MASK_HATCH = "#8c8c8c"
 HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
 OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
@@ -200,15 +201,21 @@ def model_view_grid(
     causal: bool = False,
     fitted: bool = False,
     language: str = DEFAULT_LANGUAGE,
+    opened: tuple[int, int] | None = None,
 ) -> go.Figure:
     """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale (0 to 1, or
-    to the largest weight with ``fitted``).
+    to the largest weight with ``fitted``), each tile a target to click.
 
     ``weights`` is [L, H, queries, keys]. The tiles are drawn as one heatmap on a shared canvas, separated by empty
     rows and columns: a single trace builds and draws in a few milliseconds where L × H subplots take hundreds.
-    Rows and columns are categories labelled "layer l · query (position)" and "head h · key (position)", so hover
-    names layer, head, query, key and weight while each label is sent once, not once per cell. With ``causal``
-    the future cells are empty and a grey layer behind them shows through.
+    Rows and columns are categories ("layer l · query (position)", "head h · key (position)"). With ``causal`` the
+    future cells are empty and a grey layer behind them shows through.
+
+    Plotly reports no clicks on a heatmap, so an invisible marker sits on each tile's centre, carrying
+    ``customdata`` [layer, head] (1-based): with no hover cut-off, a click anywhere selects the marker nearest to
+    the pointer (the centre of the tile it is on), which the page reads as "open this head"; hovering a tile names
+    it and says so (a tile's single weights are read on the large heatmap of the head
+    it opens). ``opened`` (0-based layer, head) outlines the tile that is open.
     """
     text = words(language, "plot_attention")
     weights = np.asarray(weights, dtype=float)
@@ -260,29 +267,56 @@ def model_view_grid(
             "colorscale": colour_scale(ATTENTION_COLOURS),
             "zmin": 0.0,
             "zmax": _finite_max(canvas) if fitted else 1.0,
-            "hoverongaps": False,
-            "hovertemplate": f"%{{y}}<br>%{{x}}<br>{text['weight']}: %{{z:.3f}}<extra></extra>",
+            "hoverinfo": "skip",  # the tiles' markers answer the pointer (below)
             "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
             "name": "attention",
         }
     )
+    head_centres = [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)]
+    layer_centres = [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)]
+    plot_height = int(min(1600, max(400, 130 * num_layers + 120)))
+    traces.append(
+        {
+            "type": "scatter", "mode": "markers", "name": "heads",
+            "x": [head_centres[head] for layer in range(num_layers) for head in range(num_heads)],
+            "y": [layer_centres[layer] for layer in range(num_layers) for head in range(num_heads)],
+            "customdata": [[layer + 1, head + 1] for layer in range(num_layers) for head in range(num_heads)],
+            "marker": {"size": 4, "opacity": 0},
+            "selected": {"marker": {"opacity": 0}}, "unselected": {"marker": {"opacity": 0}},
+            "hovertemplate": text["open_head"].replace("{layer}", "%{customdata[0]}")
+            .replace("{head}", "%{customdata[1]}") + "<extra></extra>",
+            "showlegend": False,
+        }
+    )  # fmt: skip
+    shapes = []
+    if opened is not None and opened[0] is not None and opened[1] is not None:
+        layer, head = opened
+        first_row, first_column = layer * (num_queries + 1), head * (num_keys + 1)
+        shapes.append({
+            "type": "rect", "xref": "x", "yref": "y", "line": {"color": OPENED_OUTLINE, "width": 3},
+            "x0": first_column - 0.5, "x1": first_column + num_keys - 0.5,
+            "y0": first_row - 0.5, "y1": first_row + num_queries - 0.5,
+        })  # fmt: skip
     layout = {
         "xaxis": {
             "type": "category", "side": "top", "showgrid": False, "zeroline": False, "tickangle": 0,
-            "tickvals": [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)],
-            "ticktext": [f"H{head + 1}" for head in range(num_heads)],
+            "tickvals": head_centres, "ticktext": [f"H{head + 1}" for head in range(num_heads)],
+            "range": [-0.5, width - 0.5],  # fixed: autorange would leave room around the tiles' large markers
         },
         "yaxis": {
-            "type": "category", "showgrid": False, "zeroline": False, "autorange": "reversed",
-            "tickvals": [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)],
-            "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
+            "type": "category", "showgrid": False, "zeroline": False, "range": [height - 0.5, -0.5],  # L1 on top
+            "tickvals": layer_centres, "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
         },
+        "hovermode": "closest",
+        "hoverdistance": -1,  # the pointer always answers to the nearest tile centre: the tile it is on
         "title": {"text": safe_label(title) + (text["grey_masked"] if causal else "")},
-        "height": int(min(1600, max(400, 130 * num_layers + 120))),
+        "height": plot_height,
         "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
         "font": FONT,
         "plot_bgcolor": "white",
     }  # fmt: skip
+    if shapes:
+        layout["shapes"] = shapes
     return figure(traces, layout)
 
 

@@ -17,34 +17,49 @@ STATUS_COLOURS = {"root": "#444444", "kept": "#1f77b4", "finished": "#2ca02c", "
 CHOSEN = "#d62728"
 
 
-def _tree_rows(tree: BeamTree) -> dict[int, float]:
-    """A row for each node: children sit in their parents' order, better hypotheses first, so branches do not
+def _tree_columns(tree: BeamTree) -> dict[int, int]:
+    """A column for each node: children sit in their parents' order, better hypotheses first, so branches do not
     cross."""
-    rows: dict[int, float] = {0: 0.0}
+    columns: dict[int, int] = {0: 0}
     for step in range(1, tree.steps() + 1):
         nodes = [node for node in tree.nodes if node.step == step]
-        nodes.sort(key=lambda node: (rows[node.parent], -node.log_prob))
+        nodes.sort(key=lambda node: (columns[node.parent], -node.log_prob))
         for index, node in enumerate(nodes):
-            rows[node.id] = float(index)
-    return rows
+            columns[node.id] = index
+    return columns
+
+
+TREE_WIDTH = 800  # px of plotting area the tree's labels are fitted to (a 1280 px window's main column)
+STEP_HEIGHT = 24  # px between output steps: one line of label text
+
+
+def _fitted(label: str, characters: int) -> str:
+    return label if len(label) <= characters else label[: max(1, characters - 1)] + "…"
 
 
 def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
               language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
-    """The search tree: one column per output step, every hypothesis the search weighed as a node labelled with
-    its piece (``pieces[node.id]``), joined to the hypothesis it extends; kept, finished and pruned (grey) nodes
-    in their own colours, the path to ``chosen`` drawn in red. Hover: log-probability and normalised score."""
+    """The search tree, read top to bottom: one row per output step, every hypothesis the search weighed as a node
+    labelled with its piece (``pieces[node.id]``), joined to the hypothesis it extends; kept, finished and pruned
+    (grey) nodes in their own colours, the path to ``chosen`` drawn in red. Hover: the whole piece, log-probability
+    and normalised score.
+
+    Steps run down the page and the hypotheses of a step across it, so a long translation makes the tree taller,
+    not its labels narrower: a step holds at most twice the beam, and each label is shortened (with "…") to the
+    width of its column."""
     text = words(language, "plot_whatif")
-    rows = _tree_rows(tree)
+    columns = _tree_columns(tree)
     on_path = {node.id for node in tree.path(chosen)} | {0} if chosen is not None else set()
+    width = max(columns.values()) + 1
+    characters = max(3, int(TREE_WIDTH / width / 7.5) - 2)  # ~7.5 px per character at the figure's font size
     fig = go.Figure()
     for highlighted in (False, True):
         xs: list[float | None] = []
         ys: list[float | None] = []
         for node in tree.nodes[1:]:
             if (node.id in on_path) == highlighted:
-                xs += [tree.nodes[node.parent].step, node.step, None]
-                ys += [rows[node.parent], rows[node.id], None]
+                xs += [columns[node.parent], columns[node.id], None]
+                ys += [tree.nodes[node.parent].step, node.step, None]
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                  line={"color": CHOSEN if highlighted else "#bbbbbb",
                                        "width": 3 if highlighted else 1}))  # fmt: skip
@@ -53,8 +68,8 @@ def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
         if not nodes:
             continue
         fig.add_trace(go.Scatter(
-            x=[node.step for node in nodes], y=[rows[node.id] for node in nodes], mode="markers+text",
-            name=text[f"status_{status}"], text=[safe_label(pieces[node.id]) for node in nodes],
+            x=[columns[node.id] for node in nodes], y=[node.step for node in nodes], mode="markers+text",
+            name=text[f"status_{status}"], text=[_fitted(safe_label(pieces[node.id]), characters) for node in nodes],
             textposition="middle right", textfont={"color": "#999999" if status == "pruned" else "#222222"},
             marker={"color": STATUS_COLOURS[status], "size": 9, "symbol": "diamond" if status == "finished" else
                     "circle", "line": {"color": [CHOSEN if node.id in on_path else "white" for node in nodes],
@@ -63,12 +78,14 @@ def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
             hovertemplate=f"%{{customdata[0]}}<br>{text['log_prob']}: %{{customdata[1]:.3f}}<br>"
                           f"{text['score']}: %{{customdata[2]:.3f}}<extra>#%{{customdata[3]}}</extra>",
         ))  # fmt: skip
-    height = int(min(1200, max(320, 26 * (max(rows.values()) + 1) + 140)))
-    fig.update_xaxes(title_text=text["step"], dtick=1, showgrid=False, zeroline=False)
-    fig.update_yaxes(visible=False, autorange="reversed")
-    legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
-    fig.update_layout(title={"text": text["tree_title"]}, height=height, font=FONT, plot_bgcolor="white",
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, legend=legend)  # fmt: skip
+    steps = tree.steps()
+    fig.update_yaxes(title_text=text["step"], dtick=1 if steps <= 40 else 5, showgrid=False, zeroline=False,
+                     range=[steps + 0.6, -0.6], fixedrange=True)  # fmt: skip
+    # Each column is as wide as the space its label was shortened to; the last label needs that space too.
+    fig.update_xaxes(visible=False, range=[-0.3, width], fixedrange=True)
+    legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}
+    fig.update_layout(title={"text": text["tree_title"]}, height=STEP_HEIGHT * (steps + 1) + 150, font=FONT,
+                      plot_bgcolor="white", margin={"l": 10, "r": 10, "t": 70, "b": 10}, legend=legend)  # fmt: skip
     return fig
 
 
