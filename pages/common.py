@@ -2,7 +2,7 @@
 
 The loaded model is an ``st.cache_resource`` shared by all sessions and pages, keyed by the checkpoint's name or
 path; translations go through one batching queue per checkpoint, and work that changes a model (ablations,
-head importance) uses a private copy (:mod:`transformer.serving`), so that sessions never see each other's
+head importance) uses a private copy (:mod:`transformer.serving.translator`), so that sessions never see each other's
 switched-off heads. The choice of checkpoint lives in ``st.session_state["checkpoint"]``. A broken or missing
 checkpoint becomes an ``st.error`` with the one-line :class:`~transformer.checkpoint.CheckpointError` message and
 what to do about it, and the page stops, rather than a traceback.
@@ -34,7 +34,7 @@ from transformer.plots.style import for_projector
 
 if TYPE_CHECKING:
     from transformer.analysis.precompute import Measured
-    from transformer.serving import Translator
+    from transformer.serving.translator import Translator
 
 CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
@@ -81,10 +81,10 @@ def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translator:
     """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process. Its
-    searches run in a child process with its own copy of the model (``transformer/translation_process.py``), so that
+    searches run in a child process with its own copy of the model (``transformer/serving/process.py``), so that
     pages render while a search runs; ``TRANSFORMER_TRANSLATION_PROCESS=0`` keeps them in the server's process."""
     from pages.page_slots import cores, page_slots
-    from transformer.serving import Translator
+    from transformer.serving.translator import Translator
 
     separate = os.environ.get(TRANSLATION_PROCESS_VARIABLE, "1").strip() not in ("0", "false", "no", "off")
     slots = page_slots()

@@ -135,8 +135,9 @@ def use_sentence(sentence: str) -> None:
 @st.cache_data(max_entries=64, show_spinner=False)
 def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
     """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
-    sessions submit at once are searched together (:class:`~transformer.serving.Translator`). The page leaves its
-    slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the batch."""
+    sessions submit at once are searched together (:class:`~transformer.serving.translator.Translator`). The page
+    leaves its slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the
+    batch."""
     return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 

@@ -2,9 +2,9 @@
 
 More threads would only take turns at Python's interpreter lock in an order left to chance: under load some
 visitors waited many times longer than others (``benchmarks/load.py``). ``app.py`` runs every page inside
-``page_slots().run()``. A run that waits for the shared model (:class:`transformer.serving.Translator`) leaves its
-slot meanwhile (``paused()``), so that the sessions behind it can reach the model's queue too and their sentences
-are searched in the same batch instead of one or two at a time.
+``page_slots().run()``. A run that waits for the shared model (:class:`transformer.serving.translator.Translator`)
+leaves its slot meanwhile (``paused()``), so that the sessions behind it can reach the model's queue too and their
+sentences are searched in the same batch instead of one or two at a time.
 
 A batch itself runs with every slot taken (``exclusive()``): a search is thousands of short PyTorch calls, and each
 must take the interpreter lock back from whatever Python runs beside it. With one other thread busy in Python a

@@ -57,7 +57,7 @@ from transformer.data import DATA_ROOT, read_parallel
 from transformer.decode import DecodingOptions
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
-from transformer.serving import scratch_model
+from transformer.serving.translator import scratch_model
 
 st.set_page_config(page_title=t("whatif.page_title"), page_icon="🧪", layout="wide")
 

@@ -19,9 +19,9 @@ from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
 from transformer import checkpoint as ckpt
-from transformer import train
 from transformer.analysis import precompute
 from transformer.checkpoint import read_json, write_json
+from transformer.cli import train
 from transformer.tokenizer import Tokenizer, train_tokenizer
 
 # The machines this runs on have two cores; OMP_NUM_THREADS=1 leaves one to a training run going on beside the tests.

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer import importance as importance_cli
 from transformer.analysis import ablation
 from transformer.analysis.ablation import head_importance, head_mask, prune_curve, translate_ablated
 from transformer.analysis.attention import translate_with_attention
 from transformer.checkpoint import load_checkpoint
+from transformer.cli import importance as importance_cli
 from transformer.data import read_parallel
 from transformer.decode import GREEDY, DecodingOptions, translate
 

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from transformer import checkpoint as ckpt
+from transformer.cli import checkpoint as checkpoint_cli
+from transformer.cli.evaluate import record_scores
 from transformer.config import preset
-from transformer.evaluate import record_scores
 from transformer.model import Transformer
 
 
@@ -97,7 +98,7 @@ def test_truncated_weights_give_a_one_line_error(saved, capsys):
     (path / ckpt.MODEL_FILE).write_bytes(data[: len(data) // 2])
     with pytest.raises(ckpt.CheckpointError, match=r"model\.safetensors: not a readable safetensors file"):
         ckpt.load_checkpoint(path)
-    assert ckpt.main(["info", str(path)]) == 1
+    assert checkpoint_cli.main(["info", str(path)]) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "model.safetensors" in error and "Traceback" not in error
 
@@ -158,12 +159,12 @@ def test_an_interrupted_save_leaves_the_previous_checkpoint_intact(saved, tokeni
 def test_sharded_export_loads_as_the_same_model(saved, tmp_path: Path, capsys):
     path, _ = saved
     out = tmp_path / "sharded"
-    assert ckpt.main(["average", str(path), "--out", str(out), "--fp16", "--shard-mb", "0.03"]) == 0
+    assert checkpoint_cli.main(["average", str(path), "--out", str(out), "--fp16", "--shard-mb", "0.03"]) == 0
     shards = sorted(p.name for p in out.glob("model-*.safetensors"))
     assert len(shards) > 1 and not (out / ckpt.MODEL_FILE).exists()
     assert all((out / name).stat().st_size <= 0.03 * 2**20 + 2**13 for name in shards)  # tensors + header
     whole = tmp_path / "whole"
-    assert ckpt.main(["average", str(path), "--out", str(whole), "--fp16"]) == 0
+    assert checkpoint_cli.main(["average", str(path), "--out", str(whole), "--fp16"]) == 0
     assert torch.equal(outputs(ckpt.load_checkpoint(out).model), outputs(ckpt.load_checkpoint(whole).model))
     (out / shards[1]).unlink()
     with pytest.raises(ckpt.CheckpointError, match=shards[1]):

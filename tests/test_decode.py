@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer.cli.training.validation import sequence_losses
 from transformer.config import preset
 from transformer.data import pad
 from transformer.decode import (
@@ -20,7 +21,6 @@ from transformer.decode import (
 from transformer.model import Transformer
 from transformer.schedule import learning_rate
 from transformer.tokenizer import BOS_ID, EOS_ID
-from transformer.training.validation import sequence_losses
 
 SYMBOLS = range(4, 24)
 

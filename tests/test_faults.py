@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
-from transformer import train
+from transformer.cli import train
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STEPS = 24

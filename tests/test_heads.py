@@ -22,8 +22,10 @@ from transformer.analysis.heads import (
     word_alignment_hits,
 )
 from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
+from transformer.cli import dictionary as dictionary_cli
+from transformer.cli import paper_figures as figures_cli
+from transformer.cli import timeline as timeline_cli
 from transformer.decode import GREEDY, translate_ids
-from transformer.plots import paper
 
 PRONOUN_TOKENS = [
     "▁The", "▁committee", "▁rejected", "▁the", "▁pro", "posal", "▁because", "▁it", "▁was", "▁expensive", ".", "</s>",
@@ -136,7 +138,9 @@ def test_head_score_tables_cover_every_head(loaded):
 
 def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tmp_path: Path, capsys):
     out = tmp_path / "figures"
-    assert paper.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--no-png", "--sample", "4"]) == 0
+    assert (
+        figures_cli.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--no-png", "--sample", "4"]) == 0
+    )
     for number in (3, 4, 5):
         page = (out / f"figure_{number}.html").read_text(encoding="utf-8")
         assert figures.FIGURES[number].caption.split(".")[0] in page
@@ -157,14 +161,14 @@ def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tm
 
 
 def test_figures_cli_explains_a_missing_checkpoint(tmp_path: Path, capsys):
-    assert paper.main(["--checkpoint", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 1
+    assert figures_cli.main(["--checkpoint", str(tmp_path / "nothing"), "--out", str(tmp_path / "out")]) == 1
     assert "error:" in capsys.readouterr().err
 
 
 @needs_browser
 def test_figures_cli_renders_pngs_with_chromium(trained_checkpoint: Path, tmp_path: Path):
     out = tmp_path / "figures"
-    assert paper.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--sample", "0"]) == 0
+    assert figures_cli.main(["--checkpoint", str(trained_checkpoint), "--out", str(out), "--sample", "0"]) == 0
     for number in (3, 4, 5):
         data = (out / f"figure_{number}.png").read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a drawn figure, not a blank page
@@ -173,7 +177,7 @@ def test_figures_cli_renders_pngs_with_chromium(trained_checkpoint: Path, tmp_pa
 def test_timeline_keeps_each_snapshots_attention_and_scores(trained_checkpoint: Path, tmp_path: Path):
     early = uniform_encoder_copy(trained_checkpoint, tmp_path / "early", step=5)
     path = tmp_path / "timeline.safetensors"
-    assert timeline.main([str(trained_checkpoint), str(early), "--out", str(path)]) == 0
+    assert timeline_cli.main([str(trained_checkpoint), str(early), "--out", str(path)]) == 0
     points = timeline.load_timeline(path)
     assert [point.step for point in points] == [5, read_json(trained_checkpoint / "meta.json")["step"]]
     first = points[0].attention[3]
@@ -194,12 +198,14 @@ def test_a_damaged_timeline_is_a_clear_error(tmp_path: Path):
 
 
 def test_dictionary_cli_pairs_words_that_occur_together(tmp_path: Path):
-    from transformer.analysis import heads
 
     (tmp_path / "toy.en").write_text("the cat sleeps\nthe dog sleeps\na cat runs\n" * 3, encoding="utf-8")
     (tmp_path / "toy.de").write_text("die katze schläft\nder hund schläft\neine katze rennt\n" * 3, encoding="utf-8")
     out = tmp_path / "dictionary.tsv"
-    assert heads.main(["dictionary", "--train", str(tmp_path / "toy"), "--out", str(out), "--min-count", "2"]) == 0
+    assert (
+        dictionary_cli.main(["dictionary", "--train", str(tmp_path / "toy"), "--out", str(out), "--min-count", "2"])
+        == 0
+    )
     pairs = {tuple(line.split("\t")[:2]) for line in out.read_text(encoding="utf-8").splitlines()[1:]}
     assert {("cat", "katze"), ("sleeps", "schläft"), ("dog", "hund")} <= pairs
     assert ("cat", "hund") not in pairs

@@ -1,11 +1,16 @@
-"""The floor plan holds: each wing imports only the ones below it, and the library runs without the app's packages.
+"""The floor plan holds: each layer imports only the ones below it, and the library runs without the app's packages.
 
-transformer/ (config, tokenizer, model, data, decode, schedule, checkpoint)   the model and its files
-transformer/analysis/                                                          what the heads do, measured
-transformer/ (train, training/, translate, evaluate, importance, whatif,   the command-line tools and
-              serving, translation_process)                                    the app's model sharing
-transformer/plots/                                                             figures
-pages/, app.py                                                                 the Streamlit app
+A module's layer is the folder it sits in:
+
+transformer/*.py       the core: configuration, tokenizer, model, data, decoding, schedule, checkpoints, messages
+transformer/analysis/  what the heads do, measured
+transformer/serving/   the app's model sharing: the translation queue and its child process
+transformer/plots/     figures
+transformer/cli/       every command line (training with its parts in training/)
+pages/, app.py         the Streamlit app
+
+A module's ``if __name__ == "__main__":`` block may hand over to its command line in transformer/cli (so that
+``python -m transformer.checkpoint`` and the other documented commands keep working): imports there do not count.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ from pathlib import Path
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-CORE = {"config", "tokenizer", "model", "data", "decode", "schedule", "checkpoint", "i18n"}
-TOOLS = {"train", "training", "translate", "evaluate", "importance", "whatif", "serving", "translation_process"}
 APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
+FOLDERS = ("analysis", "serving", "plots", "cli")
+ORDER = ["core", "analysis", "serving", "plots", "cli", "app"]
 
 
 def wing(module: str) -> str:
@@ -29,18 +34,19 @@ def wing(module: str) -> str:
         return "app"
     if parts[0] != "transformer":
         return "outside"
-    if len(parts) > 1 and parts[1] in ("analysis", "plots"):
-        return parts[1]
-    return "tools" if len(parts) > 1 and parts[1] in TOOLS else "core"
+    return parts[1] if len(parts) > 1 and parts[1] in FOLDERS else "core"
 
 
-ORDER = ["core", "analysis", "tools", "plots", "app"]
+def runs_as_a_command(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and ast.unparse(node.test).replace("'", '"') == '__name__ == "__main__"'
 
 
 def imports(path: Path) -> set[str]:
-    """Every module a file imports, at the top or inside functions."""
+    """Every module a file imports, at the top or inside functions (not in its ``__main__`` block)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree.body = [node for node in tree.body if not runs_as_a_command(node)]
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -77,7 +83,7 @@ class Blocker(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocker())
-import transformer.train, transformer.translate, transformer.evaluate, transformer.checkpoint
+import transformer.cli.train, transformer.cli.translate, transformer.cli.evaluate, transformer.checkpoint
 import transformer.analysis.attention, transformer.analysis.heads, transformer.analysis.figures
 import transformer.analysis.timeline, transformer.analysis.precompute, transformer.analysis.health
 import transformer.analysis.input_check

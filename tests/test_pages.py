@@ -17,6 +17,7 @@ from transformer.analysis import precompute, timeline
 from transformer.analysis.attention import making_metrics, word_groups, word_index
 from transformer.analysis.figures import SentenceAttention, figure_metrics
 from transformer.checkpoint import load_checkpoint, read_json, read_metrics, write_json
+from transformer.cli import timeline as timeline_cli
 from transformer.schedule import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -231,7 +232,7 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
 def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_path: Path, monkeypatch):
     folder = shutil.copytree(trained_checkpoint, tmp_path / "with-timeline")
     early = uniform_encoder_copy(trained_checkpoint, tmp_path / "early", step=5)
-    assert timeline.main([str(early), str(folder), "--out", str(folder / timeline.TIMELINE_FILE)]) == 0
+    assert timeline_cli.main([str(early), str(folder), "--out", str(folder / timeline.TIMELINE_FILE)]) == 0
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
     app = run_page(FIGURES)
     no_exceptions(app)

@@ -1,6 +1,6 @@
-"""Many sessions on one model (transformer.serving): batched translations equal one-at-a-time ones, a session's
-switched-off heads (on its private copy) never reach another's translation, and a failing batch fails only its own
-callers."""
+"""Many sessions on one model (transformer.serving.translator): batched translations equal one-at-a-time ones, a
+session's switched-off heads (on its private copy) never reach another's translation, and a failing batch fails only
+its own callers."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer import serving
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
 from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
 from transformer.decode import DecodingOptions
+from transformer.serving import translator as serving
 
 SENTENCES = ["the small cat sees the big dog.", "the dog sees the cat.", "the big cat sees the small dog.",
              "the cat sees the dog.", "the small dog sees the cat.", "the big dog sees the small cat."]  # fmt: skip

@@ -18,11 +18,12 @@ import torch
 
 from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
-from transformer import evaluate, train
-from transformer import translate as translate_cli
+from transformer.cli import checkpoint as checkpoint_cli
+from transformer.cli import evaluate, train
+from transformer.cli import translate as translate_cli
+from transformer.cli.training.runtime import prefetch
+from transformer.cli.training.validation import sequence_losses
 from transformer.schedule import learning_rate
-from transformer.training.runtime import prefetch
-from transformer.training.validation import sequence_losses
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -116,7 +117,7 @@ def test_checkpoints_rotate_and_snapshots_stay(corpus, spm_path, tmp_path: Path)
     assert snapshots == ["step-0000001", "step-0000004"]
     assert ckpt.load_checkpoint(run / "snapshots" / "step-0000004").model.embedding.weight.dtype.is_floating_point
     averaged = tmp_path / "averaged"
-    assert ckpt.main(["average", str(run), "--last", "3", "--out", str(averaged), "--fp16"]) == 0
+    assert checkpoint_cli.main(["average", str(run), "--last", "3", "--out", str(averaged), "--fp16"]) == 0
     meta = json.loads((averaged / ckpt.META_FILE).read_text())
     assert meta["averaged_checkpoints"] == ["step-0000006", "step-0000008", "step-0000010"]
     assert meta["training_args"]["keep_last"] == 3 and meta["weights_dtype"] == "float16"

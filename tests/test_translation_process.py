@@ -1,4 +1,4 @@
-"""Translations searched in a child process (transformer.translation_process): the same translations and attention
+"""Translations searched in a child process (transformer.serving.process): the same translations and attention
 as in the server's own process, for any text; a child that fails, ends or loaded other weights is noticed, and the
 server's translator goes on in its own process and starts a new child."""
 
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import serving
 from transformer.analysis.attention import KINDS, translate_many_with_attention
 from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
 from transformer.decode import DecodingOptions
-from transformer.translation_process import (
+from transformer.serving import translator as serving
+from transformer.serving.process import (
     ANSWER,
     HEADER,
     TranslationProcess,
@@ -134,7 +134,8 @@ def test_the_translator_uses_the_child_and_carries_on_when_it_fails(loaded: Load
 SERVER_ENDS_WHILE_STARTING = """
 import sys, threading, time
 import torch
-from transformer import serving, translation_process
+from transformer.serving import process as translation_process
+from transformer.serving import translator as serving
 from transformer.checkpoint import load_checkpoint
 
 loaded = load_checkpoint(sys.argv[1])

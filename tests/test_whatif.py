@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer import whatif
 from transformer.analysis.ablation import expand_heads, parse_heads, word_diff
 from transformer.analysis.attention import translate_with_attention
 from transformer.analysis.beam import explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import force
 from transformer.checkpoint import load_checkpoint
+from transformer.cli import whatif
 from transformer.data import read_parallel
 from transformer.decode import DecodingOptions, length_penalty
 

@@ -20,11 +20,9 @@ what a checkpoint holds.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
-import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -65,8 +63,8 @@ class LoadedCheckpoint:
     tokenizer: Tokenizer
     config: ModelConfig
     meta: dict[str, Any] = field(default_factory=dict)
-    # For threads that share ``model`` (a server's sessions), see transformer.serving: ``lock`` is held while a
-    # translation batch runs on it; ``scratch`` is a private copy for work that changes a model, lent under
+    # For threads that share ``model`` (a server's sessions), see transformer.serving.translator: ``lock`` is held
+    # while a translation batch runs on it; ``scratch`` is a private copy for work that changes a model, lent under
     # ``scratch_lock``.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     scratch: Transformer | None = field(default=None, repr=False, compare=False)
@@ -485,43 +483,7 @@ def log_up_to(path: Path, step: int | None, portable_paths: bool = False) -> byt
     return "".join(f"{line}\n" for line in kept).encode("utf-8")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.checkpoint", description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    average = commands.add_parser("average", help="average checkpoints (§6.1) into one shippable checkpoint")
-    average.add_argument("inputs", nargs="+", type=Path, help="a training run folder, or checkpoint folders")
-    average.add_argument("--last", type=int, default=5, help="with a run folder: average its last K checkpoints")
-    average.add_argument("--out", type=Path, required=True)
-    average.add_argument("--fp16", action="store_true", help="store the averaged weights as float16")
-    average.add_argument("--shard-mb", type=float, default=None, help="split the weights into files of at most N MB")
-    exporter = commands.add_parser("export", help="copy a checkpoint without optimizer state, as fp16 by default")
-    exporter.add_argument("checkpoint", type=Path)
-    exporter.add_argument("--out", type=Path, required=True)
-    exporter.add_argument("--fp32", action="store_true", help="keep float32 weights")
-    info = commands.add_parser("info", help="print a checkpoint's configuration and metadata")
-    info.add_argument("checkpoint")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "average":
-            run = args.inputs[0] if len(args.inputs) == 1 and (args.inputs[0] / "checkpoints").is_dir() else None
-            paths = run_checkpoints(run)[-args.last :] if run else list(args.inputs)
-            if not paths:
-                raise CheckpointError(f"{args.inputs[0]}: no checkpoints found")
-            shard_bytes = int(args.shard_mb * 2**20) if args.shard_mb else None
-            written = export(paths[-1], args.out, paths, fp16=args.fp16, shard_bytes=shard_bytes)
-            print(f"averaged {len(paths)} checkpoints ({paths[0].name} … {paths[-1].name}) into {written}")
-        elif args.command == "export":
-            print(f"wrote {export(args.checkpoint, args.out, fp16=not args.fp32)}")
-        else:
-            loaded = load_checkpoint(args.checkpoint)
-            print(f"{loaded.path}: {loaded.model.num_parameters():,} parameters")
-            print(loaded.config.to_json(), end="")
-            print(json.dumps(loaded.meta, indent=2, sort_keys=True))
-    except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+if __name__ == "__main__":  # the command line lives in transformer.cli
+    from transformer.cli.checkpoint import main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

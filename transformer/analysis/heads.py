@@ -29,9 +29,7 @@ Two kinds of function:
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -57,7 +55,7 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DATA_ROOT, CorpusSpec, read_corpus
+from transformer.data import DATA_ROOT
 from transformer.decode import GREEDY, translate_ids
 from transformer.tokenizer import EOS_ID
 
@@ -428,27 +426,7 @@ def build_dictionary(
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.heads")
-    commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("dictionary", help="rebuild the English→German dictionary for alignment scores")
-    build.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")
-    build.add_argument("--out", type=Path, default=DICTIONARY_FILE)
-    build.add_argument("--min-count", type=int, default=5)
-    build.add_argument("--min-dice", type=float, default=0.15)
-    args = parser.parse_args(argv)
-    pairs = (pair for prefix in args.train for pair in read_corpus(CorpusSpec(prefix)))
-    rows = build_dictionary(pairs, args.min_count, args.min_dice)
-    header = (
-        "# English word <TAB> German word <TAB> Dice coefficient over sentence pairs of "
-        + ", ".join(prefix.name for prefix in args.train)
-        + f" (co-occurrence ≥ {args.min_count}, Dice ≥ {args.min_dice}, top 3 per English word)\n"
-    )
-    args.out.write_text(header + "".join(f"{e}\t{g}\t{d}\n" for e, g, d in rows), encoding="utf-8")
-    words = len({row[0] for row in rows})
-    print(f"wrote {len(rows)} pairs for {words} English words to {args.out}", file=sys.stderr)
-    return 0
+if __name__ == "__main__":  # the command line lives in transformer.cli
+    from transformer.cli.dictionary import main
 
-
-if __name__ == "__main__":
     raise SystemExit(main())

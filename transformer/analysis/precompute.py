@@ -16,13 +16,9 @@ and the app writes it itself the first time it measures a checkpoint whose folde
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
-import sys
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +28,7 @@ from safetensors import safe_open
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.heads import head_score_tables
 from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
-from transformer.checkpoint import MODEL_FILE, CheckpointError, LoadedCheckpoint, load_checkpoint, shards_of
+from transformer.checkpoint import MODEL_FILE, LoadedCheckpoint, shards_of
 from transformer.decode import translate
 
 PRECOMPUTED_FILE = "measured.safetensors"
@@ -131,26 +127,7 @@ def default_head(tables: dict) -> tuple[str, int, int]:
     return "encoder", int(layer), int(head)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m transformer.analysis.precompute", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
-    args = parser.parse_args(argv)
-    for folder in args.checkpoints:
-        try:
-            loaded = load_checkpoint(folder)
-        except CheckpointError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        started = time.perf_counter()
-        measured = measure_all(loaded)
-        path = write(loaded, measured)
-        kind, layer, head = default_head(measured.tables)
-        print(f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
-              f"layer {layer + 1}, head {head + 1}")  # fmt: skip
-    return 0
+if __name__ == "__main__":  # the command line lives in transformer.cli
+    from transformer.cli.precompute import main
 
-
-if __name__ == "__main__":
     raise SystemExit(main())

@@ -12,9 +12,7 @@ sits in the checkpoint folder:
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +24,7 @@ from safetensors.torch import load_file, save
 
 from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
 from transformer.analysis.heads import pronoun_sentence_scores
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, write_atomically
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint, write_atomically
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
@@ -105,32 +103,7 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
     return points
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m transformer.analysis.timeline", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
-    parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
-    parser.add_argument("--label", default="snapshot",
-                        help="what the snapshots are: 'snapshot' (of the run that made the checkpoint) or 'rerun' "
-                             "(of another run of the same recipe, when that run kept none)")  # fmt: skip
-    args = parser.parse_args(argv)
-    points = []
-    for folder in args.checkpoints:
-        try:
-            loaded = load_checkpoint(folder)
-        except CheckpointError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
-        label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else args.label
-        point = measure(loaded, label)
-        print(f"step {point.step}: making heads {point.metrics['making_heads_on_more_difficult']}, "
-              f"its→Law {point.metrics['its_to_law']}", file=sys.stderr)  # fmt: skip
-        points.append(point)
-    save_timeline(points, args.out)
-    print(f"wrote {len(points)} points to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
-    return 0
+if __name__ == "__main__":  # the command line lives in transformer.cli
+    from transformer.cli.timeline import main
 
-
-if __name__ == "__main__":
     raise SystemExit(main())

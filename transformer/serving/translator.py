@@ -30,7 +30,7 @@ from transformer.analysis.attention import Translation, translate_many_with_atte
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.model import Transformer
-from transformer.translation_process import TranslationProcess, TranslationProcessError
+from transformer.serving.process import TranslationProcess, TranslationProcessError
 
 RESTART_SECONDS = 30.0  # a child process that failed is started again at most this often
 MAX_BATCH = 16  # sentences in one search; more would only make the first of them wait for the longest
@@ -84,7 +84,7 @@ class Translator:
     without end).
 
     With ``separate_process`` the batches are searched in a child process with its own copy of the model
-    (:class:`~transformer.translation_process.TranslationProcess`, started in the background at once), so that the
+    (:class:`~transformer.serving.process.TranslationProcess`, started in the background at once), so that the
     callers' threads run Python meanwhile instead of taking turns with the search; ``around_batch`` and the lock
     are then not needed and not taken. Until the child is ready, and whenever it fails (it is then started again,
     at most every :data:`RESTART_SECONDS`), batches run in this process as without it. ``process_threads`` is the

@@ -18,9 +18,9 @@ import torch
 from torch import Tensor, nn
 
 from transformer import checkpoint as ckpt
+from transformer.cli.training.options import TrainingConfig
 from transformer.config import ModelConfig
 from transformer.tokenizer import Tokenizer
-from transformer.training.options import TrainingConfig
 
 
 @dataclass

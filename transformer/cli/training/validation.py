@@ -12,11 +12,11 @@ from torch import Tensor, nn
 
 from transformer.analysis.figures import LAW_SENTENCE, MAKING_SENTENCE
 from transformer.analysis.health import format_health, model_health
+from transformer.cli.training.runtime import autocast
 from transformer.data import Batch, collate, encode_pairs
 from transformer.decode import GREEDY, translate
 from transformer.model import Transformer, label_smoothed_losses
 from transformer.tokenizer import PAD_ID, Tokenizer
-from transformer.training.runtime import autocast
 
 SAMPLE_SENTENCES = [
     "I would like a cup of coffee.",

@@ -3,9 +3,9 @@
 In one process they take turns: Python runs one thread at a time, and a search is thousands of short PyTorch calls,
 each of which must take the interpreter back from the thread that renders a page or writes to a browser. With a
 class at once, one core then sat idle while the other alternated between the two. :class:`TranslationProcess` starts
-``python -m transformer.translation_process CHECKPOINT`` with its own copy of the model and sends it batches of
-sentences; :class:`transformer.serving.Translator` uses one when asked to (the app does) and searches in its own
-process until the child is ready, or whenever it has failed.
+``python -m transformer.serving.process CHECKPOINT`` with its own copy of the model and sends it batches of
+sentences; :class:`transformer.serving.translator.Translator` uses one when asked to (the app does) and searches in
+its own process until the child is ready, or whenever it has failed.
 
 The two talk over the child's standard input and output in frames: a 1-byte kind, an 8-byte length and the bytes.
 A request is JSON (the sentences, the decoding options, the token limit); an answer is JSON followed by the
@@ -136,7 +136,7 @@ class TranslationProcess:
     def __init__(self, path: str | Path, model: Transformer, threads: int | None = None,
                  start_timeout: float = 120.0, answer_timeout: float = 600.0) -> None:  # fmt: skip
         self.answer_timeout = answer_timeout
-        command = [sys.executable, "-m", "transformer.translation_process", str(path)]
+        command = [sys.executable, "-m", "transformer.serving.process", str(path)]
         if threads is not None:
             command += ["--threads", str(threads)]
         repository = str(Path(__file__).resolve().parent.parent)

@@ -1,0 +1,112 @@
+"""sacreBLEU BLEU and chrF of a checkpoint on a test set.
+
+    python -m transformer.evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
+
+Prints both scores with their sacreBLEU signatures and the model's health (:mod:`transformer.analysis.health`), or with
+``--json`` one JSON object (keys ``bleu``, ``chrf``, ``sentences``, the signatures, the decoding settings, the time
+taken, and the health measures: ``encoder_position_cosine`` and ``<kind>_entropy_normalised`` as lists per layer,
+``cross_alignment_best`` and its head); ``--no-health`` skips the health measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import sacrebleu
+
+from transformer.analysis.health import format_health, model_health
+from transformer.checkpoint import META_FILE, folder_lock, read_json, write_json
+from transformer.cli.translate import add_decoding_arguments, start
+from transformer.data import read_parallel
+from transformer.decode import translate
+
+
+def record_scores(checkpoint: Path, result: dict) -> None:
+    """Keep the scores in the checkpoint's meta.json under "scores", keyed by test set, limit and decoding."""
+    meta_path = checkpoint / META_FILE
+    stem = Path(result["src"]).name.removesuffix(".gz").rsplit(".", 1)[0]
+    key = f"{stem}" + ("" if result["limit"] is None else f"[:{result['limit']}]") + f" beam{result['beam']}"
+    if result.get("precision", "float32") != "float32":
+        key += f" {result['precision']}"
+    scores = {name: result[name] for name in ("bleu", "chrf", "sentences", "alpha", "bleu_signature", "chrf_signature")}
+    with folder_lock(checkpoint):  # another evaluation of the same checkpoint may be recording at the same moment
+        meta = read_json(meta_path) if meta_path.is_file() else {}
+        meta.setdefault("scores", {})[key] = scores
+        write_json(meta_path, meta)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n\n")[0])
+    add_decoding_arguments(parser)
+    parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line (plain or .gz)")
+    parser.add_argument("--ref", type=Path, required=True, help="reference translations, line-aligned with --src")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences")
+    parser.add_argument("--output", type=Path, default=None, help="also write the translations to this file")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--record", action="store_true", help="also store the scores in the checkpoint's meta.json (key 'scores')"
+    )
+    parser.add_argument(
+        "--no-health",
+        dest="health",
+        action="store_false",
+        help="skip the model-health measures (encoder position cosines, attention entropies, cross alignment)",
+    )
+    started = start(parser, argv)
+    if started is None:
+        return 1
+    args, options, loaded = started
+    try:
+        pairs = read_parallel(args.src, args.ref)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.limit is not None:
+        pairs = pairs[: args.limit]
+    started = time.time()
+    hypotheses = translate(loaded.model, loaded.tokenizer, [s for s, _ in pairs], options, args.batch_size)
+    seconds = time.time() - started
+    references = [[t for _, t in pairs]]
+    bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
+    bleu = bleu_metric.corpus_score(hypotheses, references)
+    chrf = chrf_metric.corpus_score(hypotheses, references)
+    if args.output:
+        args.output.write_text("".join(f"{h}\n" for h in hypotheses), encoding="utf-8")
+    result = {
+        "checkpoint": str(loaded.path),
+        "language_pair": f"{loaded.config.source_language}-{loaded.config.target_language}",
+        "src": str(args.src),
+        "ref": str(args.ref),
+        "sentences": len(pairs),
+        "limit": args.limit,
+        "beam": args.beam,
+        "alpha": args.alpha,
+        "precision": args.precision,
+        "bleu": round(bleu.score, 2),
+        "chrf": round(chrf.score, 2),
+        "bleu_signature": str(bleu_metric.get_signature()),
+        "chrf_signature": str(chrf_metric.get_signature()),
+        "seconds": round(seconds, 1),
+    }
+    if args.health:
+        result.update(model_health(loaded.model, loaded.tokenizer))
+    if args.record:
+        record_scores(loaded.path, result)
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(f"BLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
+        print(f"chrF {result['chrf']:.2f}  ({result['chrf_signature']})")
+        print(f"{len(pairs)} sentences, beam {args.beam}, {args.precision} search, {seconds:.1f}s")
+        if args.health:
+            print(f"model health on {result['health_sample']}:\n{format_health(result)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

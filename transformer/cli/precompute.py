@@ -1,0 +1,35 @@
+"""``python -m transformer.analysis.precompute CHECKPOINT …``: measure what the figure pages show and store it beside
+each checkpoint (:mod:`transformer.analysis.precompute`)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from transformer.analysis.precompute import default_head, measure_all, write
+from transformer.cli import load_or_report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.analysis.precompute", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
+    args = parser.parse_args(argv)
+    for folder in args.checkpoints:
+        loaded = load_or_report(folder)
+        if loaded is None:
+            return 1
+        started = time.perf_counter()
+        measured = measure_all(loaded)
+        path = write(loaded, measured)
+        kind, layer, head = default_head(measured.tables)
+        print(f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
+              f"layer {layer + 1}, head {head + 1}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,91 @@
+"""Translate standard input to standard output, one sentence per line.
+
+    echo "The children are playing in the park." | python -m transformer.translate [--checkpoint DIR] [--beam 4]
+
+Empty lines stay empty; lines longer than the model's reach are cut, with a warning on standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import torch
+
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.cli import load_or_report
+from transformer.decode import (
+    EXTRA_OUTPUT_TOKENS,
+    PRECISIONS,
+    DecodingOptions,
+    encode_source,
+    max_source_tokens,
+    translate,
+)
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
+    parser.add_argument("--beam", type=int, default=4, help="beam size; 1 is greedy decoding")
+    parser.add_argument("--alpha", type=float, default=0.6, help="length penalty α")
+    parser.add_argument(
+        "--max-extra-tokens", type=int, default=EXTRA_OUTPUT_TOKENS, help="outputs end at input length + this many"
+    )
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="float32",
+        help="search with float32 weights, or a bfloat16 copy (faster on CPUs with AVX512-BF16 or AMX; the "
+        "shipped models' multi30k BLEU moved by at most 0.1, and most translations are identical)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+
+
+def decoding_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> DecodingOptions:
+    """The --beam, --alpha, --max-extra-tokens and --precision arguments as one object (a usage error if invalid)."""
+    try:
+        return DecodingOptions(args.beam, args.alpha, args.max_extra_tokens, args.precision)
+    except ValueError as error:
+        parser.error(str(error))
+
+
+def start(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> tuple[argparse.Namespace, DecodingOptions, LoadedCheckpoint] | None:
+    """The decoding commands' start: parse the command line (with :func:`add_decoding_arguments`), set the threads
+    and load the checkpoint; None, after a message on standard error, when the checkpoint cannot be loaded."""
+    args = parser.parse_args(argv)
+    options = decoding_options(parser, args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    loaded = load_or_report(args.checkpoint, device=args.device)
+    return None if loaded is None else (args, options, loaded)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
+    add_decoding_arguments(parser)
+    started = start(parser, argv)
+    if started is None:
+        return 1
+    args, options, loaded = started
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    limit = max_source_tokens(loaded.model)
+    for number, line in enumerate(lines, start=1):
+        if line.strip() and encode_source(loaded.tokenizer, line, limit).truncated:
+            print(f"warning: line {number} is longer than {limit} tokens and was cut", file=sys.stderr)
+    indices = [i for i, line in enumerate(lines) if line.strip()]
+    outputs = translate(loaded.model, loaded.tokenizer, [lines[i] for i in indices], options, args.batch_size)
+    results = [""] * len(lines)
+    for index, output in zip(indices, outputs, strict=True):
+        results[index] = output
+    for result in results:
+        print(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
