@@ -10,7 +10,10 @@ what to do about it, and the page stops, rather than a traceback.
 
 from __future__ import annotations
 
+import csv
+import io
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +23,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.i18n import LANGUAGE_KEY, language_picker, t
+from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.checkpoint import (
     DEFAULT_CHECKPOINT_NAME,
@@ -29,10 +33,14 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from transformer.plots.style import for_projector
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from transformer.analysis.attention import Translation
     from transformer.analysis.precompute import Measured
     from transformer.serving.translator import Translator
 
@@ -290,3 +298,51 @@ def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> Loaded
 def save_page(fields: dict[str, Field]) -> None:
     """Write a page's controls (and the checkpoint) to the URL once they are drawn: a copied link opens this view."""
     url_state.save({**COMMON_FIELDS, **fields})
+
+
+# ------------------------------------------------------------------------------------------------ the translation
+# The pages that show one sentence's translation (the main page, the step page, What if) share it: the same cache,
+# the same decoding choices, the same download formats.
+DEFAULT_SENTENCE = "The children are playing in the park."
+MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
+
+
+@called_outside_the_slot
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
+    """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
+    sessions submit at once are searched together (:class:`~transformer.serving.translator.Translator`). The page
+    leaves its slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the
+    batch."""
+    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
+
+
+def decoding_options() -> DecodingOptions:
+    """The sidebar's decoding choices as one object."""
+    state = st.session_state
+    return DecodingOptions(int(state["beam"]), float(state["alpha"]), precision=state["precision"])
+
+
+def current_options() -> DecodingOptions:
+    """The main page's decoding choices when it has been visited in this session, else the paper's (for the
+    pages that show the same translation)."""
+    try:
+        return decoding_options()
+    except (KeyError, ValueError):
+        return DEFAULT_DECODING
+
+
+def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> str:
+    """A matrix with query tokens as the first column and key tokens as the header (CSV-quoted)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["query \\ key", *key_tokens])
+    for token, row in zip(query_tokens, matrix, strict=True):
+        writer.writerow([token, *(f"{value:.6f}" for value in row)])
+    return buffer.getvalue()
+
+
+def sentence_slug(text: str) -> str:
+    """The first six words of a sentence as a file name's start ("the-children-are-playing-in-the")."""
+    words = re.findall(r"[a-z0-9]+", text.replace("▁", " ").lower())
+    return "-".join(words[:6]) or "sentence"

@@ -8,28 +8,27 @@ reproduces the view.
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-import re
 
-import numpy as np
 import streamlit as st
 
 from pages import url_state
 from pages.common import (
     COMMON_FIELDS,
+    DEFAULT_SENTENCE,
+    MAX_SOURCE_TOKENS,
+    cached_translation,
+    decoding_options,
     presenter_controls,
     presenting,
     selected_checkpoint,
-    shared_translator,
-    show_figure,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
     stored_heads,
 )
+from pages.explore_views import BERTVIZ_VIEWS, bertviz_panel, focus_view, grid_view, heads_view
 from pages.i18n import decoding_label, language, language_label, t
-from pages.page_slots import called_outside_the_slot, fragment_in_a_slot
+from pages.page_slots import fragment_in_a_slot
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import (
@@ -41,11 +40,8 @@ from transformer.analysis.attention import (
 )
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_source_reasons, unknown_characters
-from transformer.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
-from transformer.plots import attention as plot_attention
-from transformer.plots import bertviz as bertviz_view
+from transformer.decode import PRECISIONS, default_precision
 
-DEFAULT_SENTENCE = "The children are playing in the park."
 # The paper's two attention-figure sentences (newstest2013), one click away.
 PAPER_SENTENCES = {  # message key of the button → sentence
     "explore.paper_making": FIGURES[3].sentence,
@@ -53,7 +49,6 @@ PAPER_SENTENCES = {  # message key of the button → sentence
 }
 FALLBACK_VIEW = ("encoder", 4, 0)  # kind, 0-based layer and head: without stored head scores, the paper's layer 5
 MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model reads fewer pieces than this anyway)
-MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
 
 # ------------------------------------------------------------------------------------------------ URL state
 # Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
@@ -61,7 +56,6 @@ VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
 VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
-BERTVIZ_VIEWS = ("head view", "model view")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
@@ -130,32 +124,6 @@ def use_sentence(sentence: str) -> None:
     st.session_state["text"] = sentence
 
 
-# ------------------------------------------------------------------------------------------------ translation
-@called_outside_the_slot
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
-    """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
-    sessions submit at once are searched together (:class:`~transformer.serving.translator.Translator`). The page
-    leaves its slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the
-    batch."""
-    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
-
-
-def decoding_options() -> DecodingOptions:
-    """The sidebar's decoding choices as one object."""
-    state = st.session_state
-    return DecodingOptions(int(state["beam"]), float(state["alpha"]), precision=state["precision"])
-
-
-def current_options() -> DecodingOptions:
-    """The main page's decoding choices when it has been visited in this session, else the paper's (for the
-    pages that show the same translation)."""
-    try:
-        return decoding_options()
-    except (KeyError, ValueError):
-        return DEFAULT_DECODING
-
-
 def token_strip(label: str, tokens: list[str]) -> None:
     """Tokens as the model sees them, each in its own box; escaped so any input shows as text."""
     boxes = "".join(
@@ -164,91 +132,6 @@ def token_strip(label: str, tokens: list[str]) -> None:
         for token in tokens
     )
     st.markdown(f"**{html.escape(label)}** ({len(tokens)})<br>{boxes}", unsafe_allow_html=True)
-
-
-def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> str:
-    """A matrix with query tokens as the first column and key tokens as the header (CSV-quoted)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["query \\ key", *key_tokens])
-    for token, row in zip(query_tokens, matrix, strict=True):
-        writer.writerow([token, *(f"{value:.6f}" for value in row)])
-    return buffer.getvalue()
-
-
-def maps_npz(maps: AttentionMaps, translation: Translation) -> bytes:
-    buffer = io.BytesIO()
-    np.savez_compressed(
-        buffer,
-        encoder=maps.encoder,
-        decoder=maps.decoder,
-        cross=maps.cross,
-        source_tokens=np.array(maps.source_tokens),
-        target_tokens=np.array(maps.target_tokens),
-        predicted_tokens=np.array(maps.predicted_tokens),
-        source_text=np.array(translation.source_text),
-        translation=np.array(translation.translation),
-    )
-    return buffer.getvalue()
-
-
-def choice_index(value: str, count: int) -> int | None:
-    """'avg' → None (average), else a 1-based number clamped into range → 0-based index."""
-    if value == "avg":
-        return None
-    try:
-        return min(max(int(value), 1), count) - 1
-    except ValueError:
-        return 0
-
-
-def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> tuple[int | None, int | None]:
-    """Layer and head selectboxes (keys ``{prefix}layer``/``{prefix}head``, values "1"… or "avg") → 0-based indices,
-    None for an average. Averaging "head N" over layers would mix heads that only share a number, so the average
-    over layers is always over all heads."""
-    layer_options = ["avg", *map(str, range(1, maps.num_layers + 1))]
-    head_options = ["avg", *map(str, range(1, maps.num_heads + 1))]
-    for key, options in ((f"{prefix}layer", layer_options), (f"{prefix}head", head_options)):
-        if st.session_state.get(key) not in options:
-            st.session_state[key] = options[min(1, len(options) - 1)]
-    every_layer = st.session_state[f"{prefix}layer"] == "avg"
-    if every_layer:
-        st.session_state[f"{prefix}head"] = "avg"
-    left, right = columns or st.columns(2)
-    average = t("explore.average")
-    names = {value: average if value == "avg" else value for value in {*layer_options, *head_options}}
-    left.selectbox(t("explore.layer_label"), layer_options, key=f"{prefix}layer", format_func=names.get)
-    right.selectbox(
-        t("explore.head_label"), head_options, key=f"{prefix}head", format_func=names.get,
-        disabled=every_layer, help=t("explore.heads_averaged") if every_layer else None,
-    )  # fmt: skip
-    return (
-        choice_index(st.session_state[f"{prefix}layer"], maps.num_layers),
-        choice_index(st.session_state[f"{prefix}head"], maps.num_heads),
-    )
-
-
-def sentence_slug(text: str) -> str:
-    """The first six words of a sentence as a file name's start ("the-children-are-playing-in-the")."""
-    words = re.findall(r"[a-z0-9]+", text.replace("▁", " ").lower())
-    return "-".join(words[:6]) or "sentence"
-
-
-def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | None) -> str:
-    """A download's name after what it shows: sentence, attention kind, layer and head."""
-    sentence = sentence_slug("".join(maps.source_tokens))
-    return f"{sentence}-{kind}-layer{'avg' if layer is None else layer + 1}-head{'avg' if head is None else head + 1}"
-
-
-def kind_labels() -> dict[str, str]:
-    """The attention kinds' short names in the chosen language (looked up now, not inside a format function)."""
-    return {kind: t(f"explore.kind_{kind}") for kind in KINDS}
-
-
-def describe(kind: str, layer: int | None, head: int | None) -> str:
-    where = t("explore.all_layers") if layer is None else t("explore.layer", layer=layer + 1)
-    which = t("explore.all_heads") if head is None else t("explore.head", head=head + 1)
-    return f"{t(f'kind.{kind}')}, {where}, {which}"
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -398,117 +281,3 @@ def views_panel(maps: AttentionMaps, translation: Translation) -> None:
             with tab:
                 views[view]()
     save_to_url()
-
-
-def query_labels(maps: AttentionMaps, kind: str) -> list[str]:
-    queries, _ = maps.tokens(kind)
-    if kind != "encoder" and st.session_state.get("predicted"):
-        return [f"→{token}" for token in maps.predicted_tokens]
-    return queries
-
-
-def heads_view(maps: AttentionMaps, translation: Translation) -> None:
-    kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind_column.radio(t("explore.attention"), KINDS, key="kind", format_func=kind_labels().get, horizontal=True)
-    kind = st.session_state["kind"]
-    layer, head = layer_head_pickers(maps, columns=(layer_column, head_column))
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
-    matrix = maps.matrix(kind, layer, head)
-    name = figure_name(maps, kind, layer, head)
-    chart, guide = st.columns([3, 1])
-    with chart:
-        show_figure(plot_attention.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
-                                          causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted",
-                                          language=language()),
-                    key="heatmap", filename=name)  # fmt: skip
-    if kind != "encoder":
-        chart.caption(t("explore.rows_predicted" if st.session_state.get("predicted") else "explore.rows_read"))
-    with guide, st.expander(t("explore.how_to_read"), expanded=True):
-        st.markdown(t("explore.how_to_read_text"))
-    downloads = st.container(horizontal=True)
-    # The files are made when the button is pressed (a callable), not at every run of the page.
-    downloads.download_button(t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys),
-                              file_name=f"{name}.csv", mime="text/csv")  # fmt: skip
-    downloads.download_button(
-        t("explore.download_npz"), lambda: maps_npz(maps, translation),
-        file_name=f"{name.split('-' + kind)[0]}.npz", mime="application/octet-stream",
-    )  # fmt: skip
-
-
-def open_clicked_head(chart_key: str) -> None:
-    """The grid's click handler: open the clicked tile's head (its marker carries [layer, head], 1-based)."""
-    points = st.session_state[chart_key].selection.points
-    if points and len(points[0].get("customdata") or ()) == 2:
-        layer, head = points[0]["customdata"]
-        st.session_state["grid_layer"], st.session_state["grid_head"] = str(int(layer)), str(int(head))
-
-
-def grid_view(maps: AttentionMaps) -> None:
-    kind = st.radio(t("explore.attention"), KINDS, key="grid_kind", format_func=kind_labels().get, horizontal=True)
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
-    fitted = st.session_state["scale"] == "fitted"
-    title = t("explore.grid_title", kind=t(f"kind.{kind}"))
-    grid = st.container()
-    st.caption(t("explore.grid_caption"))
-    layer, head = layer_head_pickers(maps, prefix="grid_")
-    # A chart keeps its last click: keyed by the open head, a click on the tile that was open before another
-    # choice is a new click.
-    chart_key = f"grid_{kind}_{layer}_{head}"
-    with grid:
-        show_figure(
-            plot_attention.model_view_grid(maps.weights(kind), queries, keys, title, causal=kind == "decoder",
-                                           fitted=fitted, language=language(), opened=(layer, head)),
-            key=chart_key, filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
-            on_select=lambda: open_clicked_head(chart_key),
-        )  # fmt: skip
-    show_figure(
-        plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
-                              causal=kind == "decoder", fitted=fitted, language=language()),
-        key="grid_cell", filename=figure_name(maps, kind, layer, head),
-    )  # fmt: skip
-
-
-def focus_view(maps: AttentionMaps) -> None:
-    kind = st.radio(t("explore.attention"), KINDS, key="focus_kind", format_func=kind_labels().get, horizontal=True)
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
-    left, right = st.columns(2)
-    url_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
-    layer = left.selectbox(
-        t("explore.layer_label"), range(maps.num_layers), key="focus_layer", format_func=lambda i: str(i + 1)
-    )
-    options = [None, *range(len(queries))]
-    url_state.ensure("focus_query", None, options.__contains__)
-    query_names = {i: t("explore.all_tokens") if i is None else f"{i + 1}: {queries[i]}" for i in options}
-    query = right.selectbox(t("explore.query"), options, key="focus_query", format_func=query_names.get)
-    url_state.ensure("focus_heads", list(range(maps.num_heads)),
-                      url_state.indices_below(maps.num_heads))  # fmt: skip
-    head_names = {h: t("explore.head", head=h + 1) for h in range(maps.num_heads)}
-    heads = st.multiselect(t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get,
-                           key="focus_heads")  # fmt: skip
-    title = f"{t(f'kind.{kind}')}, {t('explore.layer', layer=layer + 1)}" + (
-        "" if query is None else t("explore.attention_of", token=queries[query])
-    )
-    lines = plot_attention.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None,
-                                       query_index=query, title=title, language=language())  # fmt: skip
-    show_figure(lines, key="focus",
-                filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))  # fmt: skip
-
-
-def bertviz_panel(maps: AttentionMaps) -> None:
-    left, right = st.columns(2)
-    bertviz_names = {"head view": t("explore.bertviz_head_view"), "model view": t("explore.bertviz_model_view")}
-    view = left.radio(t("explore.bertviz_view"), BERTVIZ_VIEWS, key="bertviz_view", horizontal=True,
-                      format_func=bertviz_names.get)  # fmt: skip
-    kinds = {"all": t("explore.all_three"), **kind_labels()}
-    kind = right.selectbox(t("explore.attention"), ["all", *KINDS], key="bertviz_kind", format_func=kinds.get)
-    selected = None if kind == "all" else kind
-    if view == "head view":
-        document = bertviz_view.head_view_html(maps, selected)
-    else:
-        document = bertviz_view.model_view_html(maps, selected)
-    st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
-    st.download_button(
-        t("explore.download_html"), lambda: document,
-        file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
-    )  # fmt: skip
-    st.caption(t("explore.bertviz_credit"))

@@ -14,8 +14,15 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, presenting, save_page, show_figure
-from pages.explore import DEFAULT_SENTENCE, cached_translation, current_options
+from pages.common import (
+    DEFAULT_SENTENCE,
+    cached_translation,
+    current_options,
+    page_checkpoint,
+    presenting,
+    save_page,
+    show_figure,
+)
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS

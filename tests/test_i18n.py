@@ -70,7 +70,7 @@ def test_every_language_has_every_message_with_the_same_fields():
 
 def test_every_message_the_code_asks_for_exists():
     english = catalogue("en")
-    sources = [*REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"]
+    sources = [*REPOSITORY.glob("pages/**/*.py"), REPOSITORY / "app.py"]
     asked = {key for path in sources for key in re.findall(r"""\bt\(\s*f?["']([\w.]+)["']""", path.read_text())}
     assert asked and not asked - set(english), sorted(asked - set(english))
     # Figures read their words as text["key"] / _say(text, "key") under their prefix, or message(language, "key").

@@ -59,7 +59,7 @@ def module_name(path: Path) -> str:
     return ".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__")
 
 
-SOURCES = sorted([*REPOSITORY.glob("transformer/**/*.py"), *REPOSITORY.glob("pages/*.py"), REPOSITORY / "app.py"])
+SOURCES = sorted([*REPOSITORY.glob("transformer/**/*.py"), *REPOSITORY.glob("pages/**/*.py"), REPOSITORY / "app.py"])
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda path: str(path.relative_to(REPOSITORY)))

@@ -147,11 +147,11 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
     directly), so the What if page's ablations and simultaneous sessions are serialised and batched."""
     import streamlit as st
 
-    from pages import common, explore
+    from pages import common
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    result = explore.cached_translation(str(loaded.path), SENTENCES[1], DecodingOptions(), loaded)
+    result = common.cached_translation(str(loaded.path), SENTENCES[1], DecodingOptions(), loaded)
     queue = common.shared_translator(loaded)
     assert list(queue.batches) == [1] and result.seconds["batch"] == 1
     assert common.shared_translator(loaded) is queue
@@ -163,7 +163,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
     their slots too, or the first could never take a slot back to finish and the server would hang."""
     import streamlit as st
 
-    from pages import explore
+    from pages import common
     from pages.page_slots import page_slots
 
     class SlowTranslator:
@@ -172,7 +172,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
             return f"translated: {text}"
 
     st.cache_data.clear()
-    monkeypatch.setattr(explore, "shared_translator", lambda _loaded: SlowTranslator())
+    monkeypatch.setattr(common, "shared_translator", lambda _loaded: SlowTranslator())
     slots = page_slots()
     pages = slots.count + 1
     start, results = threading.Barrier(pages), []
@@ -180,7 +180,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
     def page() -> None:
         start.wait(10)
         with slots.run():
-            results.append(explore.cached_translation(str(loaded.path), SENTENCES[0], DecodingOptions(), loaded))
+            results.append(common.cached_translation(str(loaded.path), SENTENCES[0], DecodingOptions(), loaded))
 
     threads = [threading.Thread(target=page, daemon=True) for _ in range(pages)]
     for thread in threads:

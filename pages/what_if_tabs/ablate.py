@@ -1,0 +1,86 @@
+"""*Switch heads off*: any set of heads (output zeroed before Wᴼ, Michel et al. 2019) → the new translation beside
+the original with the differences marked, and one head's attention with and without them
+(:mod:`transformer.analysis.ablation`)."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from pages import url_state
+from pages.common import (
+    MAX_SOURCE_TOKENS,
+)
+from pages.i18n import t
+from pages.what_if_tabs.shared import (
+    describe,
+    download_json,
+    head_pickers,
+    heads_off,
+    heatmap,
+    layers_of,
+    set_heads_off,
+    translation_line,
+)
+from transformer.analysis import ablation
+from transformer.analysis.attention import KINDS, Translation
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.decode import DecodingOptions
+from transformer.plots import whatif as plot_whatif
+from transformer.serving.translator import scratch_model
+
+
+# ------------------------------------------------------------------------------------------------ cached work
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_ablation(checkpoint: str, text: str, off: tuple, options: DecodingOptions, _loaded) -> Translation:
+    with scratch_model(_loaded) as model:  # switching heads off changes a model: never the one all sessions share
+        return ablation.translate_ablated(model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
+
+
+# ------------------------------------------------------------------------------------------------ tabs
+def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+    st.caption(t("whatif.ablate_intro"))
+    config = loaded.config
+    names = {}
+    for kind in KINDS:
+        for layer in range(layers_of(loaded, kind)):
+            for head in range(config.num_heads):
+                names[(kind, layer * config.num_heads + head)] = t("whatif.head_name", layer=layer + 1, head=head + 1)
+    columns = st.columns(3)
+    for column, kind in zip(columns, KINDS, strict=True):
+        count = layers_of(loaded, kind) * config.num_heads
+        url_state.ensure(f"wi_off_{kind}", [], url_state.indices_below(count))
+        column.multiselect(t("whatif.off", kind=t(f"kind.{kind}")), list(range(count)), key=f"wi_off_{kind}",
+                           format_func=lambda i, kind=kind: names[(kind, i)],
+                           placeholder=t("whatif.none_off"))  # fmt: skip
+        every = [(kind, layer, head) for layer in range(layers_of(loaded, kind)) for head in range(config.num_heads)]
+        column.button(t("whatif.all_off", kind=t(f"kind.{kind}")), key=f"wi_all_{kind}",
+                      on_click=set_heads_off, args=([*[h for h in heads_off(loaded) if h[0] != kind], *every],
+                                                    config.num_heads))  # fmt: skip
+    off = heads_off(loaded)
+    st.button(t("whatif.clear"), on_click=set_heads_off, args=([], config.num_heads), disabled=not off)
+    with st.spinner(t("whatif.translating")):
+        ablated = cached_ablation(str(loaded.path), text, tuple(off), options, loaded)
+    left, right = st.columns(2)
+    with left:
+        translation_line(t("whatif.original"), translation.translation)
+    with right:
+        st.markdown(f"**{html.escape(t('whatif.ablated', count=len(off)))}**")
+        titles = {"removed": t("whatif.diff_removed"), "added": t("whatif.diff_added")}
+        segments = ablation.word_diff(translation.translation, ablated.translation)
+        st.markdown(plot_whatif.diff_html(segments, titles), unsafe_allow_html=True)
+    if off and ablated.translation == translation.translation:
+        st.caption(t("whatif.unchanged"))
+    kind, layer, head = head_pickers(loaded)
+    state = t("whatif.this_head_off") if (kind, layer, head) in off else ""
+    left, right = st.columns(2)
+    with left:
+        heatmap(translation.maps, kind, layer, head, describe(kind, layer, head), "wi_ablate_before")
+    with right:
+        heatmap(ablated.maps, kind, layer, head, f"{describe(kind, layer, head)} {state}".strip(), "wi_ablate_after")
+    st.caption(t("whatif.ablate_note"))
+    download_json("wi_ablation", {
+        "sentence": text, "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
+        "translation": translation.translation, "ablated": ablated.translation,
+        "diff": ablation.word_diff(translation.translation, ablated.translation)})  # fmt: skip

@@ -1,0 +1,86 @@
+"""*Side by side*: two checkpoints (a training-step snapshot is a checkpoint folder too) on one sentence, or two
+sentences on one checkpoint, the same view on both sides and their difference where the shapes match."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from pages import url_state
+from pages.common import (
+    cached_translation,
+    get_checkpoint,
+    matrix_csv,
+    show_figure,
+)
+from pages.i18n import language, t
+from pages.what_if_tabs.shared import (
+    comparison_checkpoints,
+    describe,
+    file_name,
+    head_pickers,
+    heatmap,
+    layers_of,
+    translation_line,
+)
+from transformer.analysis.attention import Translation
+from transformer.analysis.compare import difference, same_tokens
+from transformer.checkpoint import CheckpointError, LoadedCheckpoint
+from transformer.decode import DecodingOptions
+from transformer.plots import whatif as plot_whatif
+
+MODES = ("checkpoints", "sentences")
+
+
+def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+    st.caption(t("whatif.compare_intro"))
+    mode_names = {mode: t(f"whatif.mode_{mode}") for mode in MODES}
+    mode = st.radio(t("whatif.compare"), MODES, key="wi_mode", format_func=mode_names.get, horizontal=True)
+    if mode == "checkpoints":
+        choices = comparison_checkpoints(loaded)
+        url_state.ensure("wi_other", choices[0], choices.__contains__)
+        left, right = st.columns(2)
+        chosen = left.selectbox(t("whatif.other_checkpoint"), choices, key="wi_other",
+                                help=t("whatif.other_help"))  # fmt: skip
+        typed = right.text_input(t("whatif.other_folder"), key="wi_other_path", max_chars=1000,
+                                 help=t("whatif.other_folder_help")).strip()  # fmt: skip
+        other_name = typed or chosen
+        try:
+            other = get_checkpoint(other_name)
+        except CheckpointError as error:
+            st.error(t("whatif.other_failed", name=other_name, message=str(error).splitlines()[0]))
+            return
+        second = cached_translation(str(other.path), text, options, other)
+        sides = ((loaded.path.name, translation), (other.path.name, second))
+        compared = other
+    else:
+        other_text = st.text_input(t("whatif.other_sentence"), key="wi_other_text", max_chars=2000).strip()
+        if not other_text:
+            st.info(t("whatif.type_other"))
+            return
+        second = cached_translation(str(loaded.path), other_text, options, loaded)
+        sides = ((text, translation), (other_text, second))
+        compared = loaded
+    kind, layer, head = head_pickers(loaded, "wi_compare_")
+    if layer >= layers_of(compared, kind) or head >= compared.config.num_heads:
+        st.warning(t("whatif.no_such_head"))
+        return
+    columns = st.columns(2)
+    for index, (column, (name, side)) in enumerate(zip(columns, sides, strict=True)):
+        with column:
+            translation_line(name, side.translation)
+            heatmap(side.maps, kind, layer, head, describe(kind, layer, head), f"wi_compare_{index}")
+    delta = difference(translation.maps, second.maps, kind, layer, head)
+    if delta is None:
+        st.info(t("whatif.shapes_differ"))
+        return
+    queries, keys = translation.maps.tokens(kind)
+    if not same_tokens(translation.maps, second.maps, kind):
+        queries, keys = [str(i) for i in range(delta.shape[0])], [str(i) for i in range(delta.shape[1])]
+        st.caption(t("whatif.positions_only"))
+    show_figure(plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
+                key="wi_difference")  # fmt: skip
+    st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
+    st.download_button(t("whatif.download_csv"), lambda: matrix_csv(delta, queries, keys),
+                       file_name=file_name("difference", "csv"), mime="text/csv",
+                       key="wi_difference_download")  # fmt: skip

@@ -1,0 +1,66 @@
+"""*Forced decoding*: a given German sentence scored teacher-forced beside the model's own
+(:mod:`transformer.analysis.forced`)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import (
+    show_figure,
+)
+from pages.i18n import language, t
+from pages.what_if_tabs.shared import describe, download_json, head_pickers, heatmap
+from transformer.analysis.attention import Translation
+from transformer.analysis.forced import ForcedDecoding, force, reference_for
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.decode import DecodingOptions
+from transformer.plots import whatif as plot_whatif
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_force(checkpoint: str, text: str, given: str, options: DecodingOptions, _translation, _loaded):
+    return force(_loaded.model, _loaded.tokenizer, _translation, given)
+
+
+# Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
+
+
+def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+    st.caption(t("whatif.forced_intro"))
+    reference = reference_for(text)
+    if reference is not None:
+        st.button(t("whatif.use_reference", name=reference[0]), on_click=st.session_state.__setitem__,
+                  args=("wi_given", reference[1]))  # fmt: skip
+    given = st.text_area(t("whatif.given"), key="wi_given", height=68, max_chars=2000).strip()
+    if not given:
+        st.info(t("whatif.type_given"))
+        return
+    with st.spinner(t("whatif.scoring")):
+        forced: ForcedDecoding = cached_force(str(loaded.path), text, given, options, translation, loaded)
+    if forced.given.truncated:
+        st.warning(t("whatif.given_truncated", tokens=len(forced.given.output_ids)))
+    a, b, c, d = st.columns(4)
+    a.metric(t("whatif.bleu_against"), f"{forced.bleu:.1f}")
+    b.metric(t("whatif.chrf_against"), f"{forced.chrf:.1f}")
+    c.metric(t("whatif.given_log_prob"), f"{forced.given.log_prob:.2f}",
+             help=t("whatif.mean_per_token", mean=forced.given.mean_log_prob))  # fmt: skip
+    d.metric(t("whatif.model_log_prob"), f"{forced.model.log_prob:.2f}",
+             help=t("whatif.mean_per_token", mean=forced.model.mean_log_prob))  # fmt: skip
+    series = {t("whatif.given_series"): forced.given.tokens, t("whatif.model_series"): forced.model.tokens}
+    left, right = st.columns(2)
+    for column, (name, tokens) in zip((left, right), series.items(), strict=True):
+        with column:
+            show_figure(plot_whatif.token_probabilities({name: tokens}, name, language()), key=f"wi_forced_{name}")
+    download_json("wi_forced", {
+        "sentence": text, "given": given, "translation": translation.translation, "bleu": forced.bleu,
+        "chrf": forced.chrf, **{name: [{"piece": p.piece, "probability": p.probability, "rank": p.rank,
+                                        "top": p.top} for p in scored.tokens]
+                                for name, scored in (("given", forced.given), ("model", forced.model))}})  # fmt: skip
+    kind, layer, head = head_pickers(loaded, "wi_forced_")
+    left, right = st.columns(2)
+    with left:
+        heatmap(forced.given.maps, kind, layer, head, f"{describe(kind, layer, head)} — {t('whatif.given_series')}",
+                "wi_forced_given_map")  # fmt: skip
+    with right:
+        heatmap(forced.model.maps, kind, layer, head, f"{describe(kind, layer, head)} — {t('whatif.model_series')}",
+                "wi_forced_model_map")  # fmt: skip

@@ -1,0 +1,91 @@
+"""*Head importance*: BLEU/chrF lost when each head alone is off, Michel et al.'s gradient proxy, and BLEU as the k
+least important heads go together; stored beside the checkpoint by ``python -m transformer.importance --save``,
+or measured here on a few dev sentences."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from pages import url_state
+from pages.common import (
+    show_figure,
+)
+from pages.i18n import decoding_label, language, sample_label, t
+from pages.page_slots import called_outside_the_slot
+from pages.what_if_tabs.shared import download_json, set_heads_off
+from transformer.analysis import ablation
+from transformer.analysis.attention import KINDS
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.data import DATA_ROOT, read_parallel
+from transformer.plots import attention as plot_attention
+from transformer.plots import whatif as plot_whatif
+from transformer.serving.translator import scratch_model
+
+MEASURES = ("bleu_drop", "chrf_drop", "gradient")
+IMPORTANCE_SAMPLE = (5, 50)  # dev sentences the page may measure on (every head: one search of them each)
+DEV = DATA_ROOT / "dev" / "newstest2013"
+
+
+# Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
+@called_outside_the_slot
+@st.cache_data(max_entries=8, show_spinner=False)
+def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded) -> dict:
+    pairs = read_parallel(f"{DEV}.en", f"{DEV}.de")[:sample]
+    with scratch_model(_loaded) as model:
+        result = ablation.measure_importance(model, _loaded.tokenizer, pairs, ablation=with_ablation)
+    return {**result, "source": f"{DEV.name}, first {sample} pairs"}
+
+
+def render(loaded: LoadedCheckpoint) -> None:
+    st.caption(t("whatif.importance_intro"))
+    stored = ablation.read_importance(loaded)
+    if stored is None:
+        st.info(t("whatif.no_stored_importance", folder=loaded.path.name))
+        left, right = st.columns([2, 1], vertical_alignment="bottom")
+        sample = left.slider(t("whatif.sample"), *IMPORTANCE_SAMPLE, key="wi_sample")
+        measure_all = right.button(t("whatif.measure"), help=t("whatif.measure_help"))
+        if not DEV.with_suffix(".en").is_file():
+            st.warning(t("whatif.no_dev", path=str(DEV)))
+            return
+        with_ablation = measure_all or st.session_state.get(f"_wi_measured_{sample}", False)
+        if measure_all:
+            st.session_state[f"_wi_measured_{sample}"] = True
+            st.session_state["wi_measure"] = "bleu_drop"  # what was just measured
+        with st.spinner(t("whatif.measuring")):
+            result = cached_importance(str(loaded.path), sample, with_ablation, loaded)
+    else:
+        result = stored
+    source = sample_label(result.get("source", ""))
+    st.caption(t("whatif.importance_measured", sentences=result["sentences"], source=source, bleu=result["bleu"],
+                 chrf=result["chrf"], decoding=decoding_label(result.get("decoding", ""))))  # fmt: skip
+    has_ablation = result.get("ranked_by") == "bleu_drop"
+    measures = [m for m in MEASURES if has_ablation or m == "gradient"]
+    url_state.ensure("wi_measure", measures[0], measures.__contains__)
+    measure_names = {m: t(f"whatif.measure_{m}") for m in measures}
+    measure = st.radio(t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get,
+                       horizontal=True)  # fmt: skip
+    for kind in KINDS:  # one under another: three across left each head's number unreadably small at 1280 px
+        show_figure(plot_attention.score_heatmap(np.asarray(result[measure][kind], dtype=float),
+                                                 f"{t(f'kind.{kind}')}: {measure_names[measure]}",
+                                                 fmt=".2f" if measure != "gradient" else ".1f", language=language()),
+                    key=f"wi_importance_{kind}")  # fmt: skip
+    rows = sorted(
+        ({"kind": t(f"kind.{kind}"), "layer": layer + 1, "head": head + 1,
+          **{measure_names.get(m, m): result[m][kind][layer][head] for m in measures}}
+         for kind in KINDS for layer in range(len(result[measure][kind]))
+         for head in range(len(result[measure][kind][layer]))),
+        key=lambda row: -row[measure_names[measure]],
+    )  # fmt: skip
+    with st.expander(t("whatif.table"), expanded=False):
+        labels = {"kind": t("whatif.attention"), "layer": t("whatif.layer"), "head": t("whatif.head")}
+        st.dataframe(rows, hide_index=True, width="stretch", column_config=labels)
+    total = len(result["ranked"])
+    show_figure(plot_whatif.prune_curve(result["prune"], result["bleu"], total, language()), key="wi_prune")
+    # From the curve itself (stored files written before this rule hold the largest count within 1 BLEU instead).
+    st.caption(t("whatif.within", count=ablation.heads_off_within(result["prune"], result["bleu"]), total=total))
+    k = st.slider(t("whatif.k"), 0, total, key="wi_k")
+    chosen = [tuple(head) for head in result["ranked"][:k]]
+    st.button(t("whatif.switch_k", k=k), on_click=set_heads_off, args=(chosen, loaded.config.num_heads),
+              disabled=k == 0, help=t("whatif.switch_k_help"))  # fmt: skip
+    download_json("wi_importance", {key: value for key, value in result.items() if key != "fingerprint"})

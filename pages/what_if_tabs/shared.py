@@ -1,0 +1,132 @@
+"""What the What if tabs share: the view pickers, headings, downloads and the heads switched off."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import streamlit as st
+
+import transformer.checkpoint
+from pages import url_state
+from pages.common import (
+    available_checkpoints,
+    sentence_slug,
+    show_figure,
+    stored_heads,
+)
+from pages.i18n import language, t
+from transformer.analysis import ablation, precompute
+from transformer.analysis.attention import KINDS, AttentionMaps
+from transformer.analysis.forced import Scored, score_output
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.plots import attention as plot_attention
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def cached_score(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded) -> Scored:
+    """One hypothesis's attention and per-token probabilities, from one teacher-forced pass."""
+    return score_output(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids), "")
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def kind_names() -> dict[str, str]:
+    return {kind: t(f"kind.{kind}") for kind in KINDS}
+
+
+def layers_of(loaded: LoadedCheckpoint, kind: str) -> int:
+    return loaded.config.encoder_layers if kind == "encoder" else loaded.config.decoder_layers
+
+
+def heads_off(loaded: LoadedCheckpoint) -> list[ablation.Head]:
+    """The heads chosen on the ablation tab, as (kind, layer, head), 0-based."""
+    heads = loaded.config.num_heads
+    return [(kind, index // heads, index % heads) for kind in KINDS for index in st.session_state[f"wi_off_{kind}"]]
+
+
+def set_heads_off(heads: list[ablation.Head], num_heads: int) -> None:
+    for kind in KINDS:
+        st.session_state[f"wi_off_{kind}"] = sorted(layer * num_heads + head for k, layer, head in heads if k == kind)
+    st.session_state["wi_tab"] = "ablate"
+
+
+def translation_line(label: str, text: str) -> None:
+    st.markdown(f"**{html.escape(label)}**", unsafe_allow_html=True)
+    st.markdown(f'<div style="font-size:1.25rem;font-weight:600">{html.escape(text) or "∅"}</div>',
+                unsafe_allow_html=True)  # fmt: skip
+
+
+def opening_head(loaded: LoadedCheckpoint) -> tuple[str, int, int]:
+    """The loaded model's clearest head (as the main page opens on), else cross-attention layer 1, head 1."""
+    stored = stored_heads(loaded)
+    return ("cross", 0, 0) if stored is None else precompute.default_head(stored.tables)
+
+
+def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, int, int]:
+    """Kind, layer and head of the view shown on both sides (0-based layer and head); they open on the model's
+    clearest head."""
+    if f"{prefix}kind" not in st.session_state:
+        kind, layer, head = opening_head(loaded)
+        st.session_state[f"{prefix}kind"] = kind
+        st.session_state.setdefault(f"{prefix}layer", layer + 1)
+        st.session_state.setdefault(f"{prefix}head", head + 1)
+    kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
+    kind = kind_column.radio(t("whatif.attention"), KINDS, key=f"{prefix}kind", format_func=kind_names().get,
+                             horizontal=True)  # fmt: skip
+    layers, heads = layers_of(loaded, kind), loaded.config.num_heads
+    url_state.ensure(f"{prefix}layer", 1, lambda value: 1 <= int(value) <= layers)
+    url_state.ensure(f"{prefix}head", 1, lambda value: 1 <= int(value) <= heads)
+    layer = layer_column.selectbox(t("whatif.layer"), range(1, layers + 1), key=f"{prefix}layer")
+    head = head_column.selectbox(t("whatif.head"), range(1, heads + 1), key=f"{prefix}head")
+    return kind, layer - 1, head - 1
+
+
+def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None, title: str, key: str) -> None:
+    queries, keys = maps.tokens(kind)
+    show_figure(plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, title,
+                                                 causal=kind == "decoder", language=language()), key=key)  # fmt: skip
+
+
+def download_json(name: str, value: dict) -> None:
+    """The tab's numbers as a JSON download (the figures download with their camera button)."""
+
+    def document() -> str:  # made when the button is pressed, not at every run of the page
+        return json.dumps(value, ensure_ascii=False, indent=1, default=float)
+
+    st.download_button(t("whatif.download_json"), document, file_name=file_name(name.removeprefix("wi_"), "json"),
+                       mime="application/json", key=f"{name}_download")  # fmt: skip
+
+
+def file_name(what: str, extension: str) -> str:
+    """A download's name after the page's sentence and what the file holds ("the-children-are-…-rollout.npz")."""
+    return f"{sentence_slug(st.session_state.get('wi_text') or '')}-{what}.{extension}"
+
+
+def describe(kind: str, layer: int, head: int) -> str:
+    """A chart's title: the kind's short name (no English gloss), so that it fits a half-width chart in Korean."""
+    return t("whatif.view", kind=t(f"kind_title.{kind}"), layer=layer + 1, head=head + 1)
+
+
+def comparison_checkpoints(loaded: LoadedCheckpoint) -> list[str]:
+    """What the side-by-side tab offers beside the loaded checkpoint: the app's checkpoints (the loaded one last)
+    and, when the loaded checkpoint lies in a training run's folder, that run's kept checkpoints and snapshots."""
+    names = [name for name in available_checkpoints() if name not in (loaded.path.name, str(loaded.path))]
+    if loaded.path.parent.name in ("checkpoints", "snapshots"):
+        run = loaded.path.parent.parent
+        steps = [*sorted((run / "snapshots").glob("step-*")), *sorted((run / "checkpoints").glob("step-*"))]
+        names += [shown_path(path) for path in steps if path != loaded.path and (path / "config.json").is_file()]
+    return [*names, shown_path(loaded.path)]
+
+
+def shown_path(path: Path) -> str:
+    """How a checkpoint folder is named in the choice and the page's link: by name when it is one of the app's
+    checkpoints, else relative to the server's folder where it lies below it; never the server's absolute folders
+    when it can be helped (a shared link would carry them)."""
+    path = Path(path)
+    if path.parent.resolve() == transformer.checkpoint.REPOSITORY_CHECKPOINTS.resolve():  # read now: tests move it
+        return path.name
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
