@@ -12,9 +12,7 @@ from transformer.analysis.attention import (
     attention_for,
     attention_for_many,
     encoder_attention,
-    its_metrics,
     load_anaphora_examples,
-    making_metrics,
     merge_matrix,
     merged_view,
     translate_with_attention,
@@ -22,6 +20,7 @@ from transformer.analysis.attention import (
     word_attention,
     word_index,
 )
+from transformer.analysis.figures import its_metrics, making_metrics
 from transformer.checkpoint import load_checkpoint
 from transformer.decode import DecodingOptions
 from transformer.tokenizer import EOS_ID

@@ -139,9 +139,9 @@ from transformer.serving import translator as serving
 from transformer.checkpoint import load_checkpoint
 
 loaded = load_checkpoint(sys.argv[1])
-checking, real, x = threading.Event(), translation_process.fingerprint, torch.randn(256, 256)
+checking, real, x = threading.Event(), translation_process.parameter_checksum, torch.randn(256, 256)
 
-def slow_fingerprint(model):  # the start's own PyTorch work, made long enough to be under way when the server ends
+def slow_checksum(model):  # the start's own PyTorch work, made long enough to be under way when the server ends
     if threading.current_thread() is not threading.main_thread():
         checking.set()
         until = time.monotonic() + 1.5
@@ -149,7 +149,7 @@ def slow_fingerprint(model):  # the start's own PyTorch work, made long enough t
             (x @ x).sum()
     return real(model)
 
-translation_process.fingerprint = slow_fingerprint
+translation_process.parameter_checksum = slow_checksum
 serving.Translator(loaded, separate_process=True)
 assert checking.wait(120), "the translation process did not start"
 """

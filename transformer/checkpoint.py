@@ -20,6 +20,7 @@ what a checkpoint holds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -128,6 +129,18 @@ def shards_of(path: Path) -> list[Path]:
         missing = sorted({p.name for p in expected} - {p.name for p in found}) or [found[0].name]
         raise CheckpointError(f"{path.parent}: sharded weights are incomplete or mixed (e.g. {missing[0]})")
     return expected
+
+
+def fingerprint(checkpoint: Path) -> str:
+    """SHA-256 of the checkpoint's weight files (a sharded model's shards in order): what the measurements stored
+    beside a checkpoint are tied to, so that they are never shown for other weights."""
+    digest = hashlib.sha256()
+    weights = checkpoint / MODEL_FILE
+    for path in [weights] if weights.is_file() else shards_of(weights):
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:

@@ -13,6 +13,7 @@ Decoder position t reads ``target_tokens[t]`` and predicts ``predicted_tokens[t]
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -295,8 +296,11 @@ def without_specials(maps: AttentionMaps, by_prediction: bool = False) -> Attent
 PUNCTUATION = frozenset(".,;:!?-–—()\"'«»„“”")
 
 
-def entropy_bits(weights: np.ndarray) -> np.ndarray:
-    """Entropy in bits of each attention row [..., keys] → [...] (zero weights contribute nothing)."""
+def entropy_bits(weights: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    """Entropy in bits of each attention row [..., keys] → [...] (zero weights contribute nothing), of a NumPy array
+    or (on its own device) a torch tensor."""
+    if isinstance(weights, torch.Tensor):
+        return -torch.special.xlogy(weights, weights).sum(-1) / math.log(2)
     return -(weights * np.log2(np.where(weights > 0, weights, 1.0))).sum(-1)
 
 
@@ -347,38 +351,3 @@ def strongest_other_word(weights: np.ndarray, tokens: Sequence[str], query_word:
     row = words[..., query_word, :].copy()  # [L, H, W]
     row[..., query_word] = -np.inf
     return row.argmax(-1)
-
-
-def making_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
-    """Figure 3: per layer, how many heads put their largest non-self weight from "making" on "more" or
-    "difficult" — the long-distance dependency completing "making … more difficult"."""
-    making = word_index(tokens, "making")
-    targets = {word_index(tokens, "more"), word_index(tokens, "difficult")}
-    strongest = strongest_other_word(weights, tokens, making)  # [L, H]
-    hits = np.isin(strongest, list(targets))
-    per_layer = hits.sum(-1)
-    words = merge_tokens(tokens, word_groups(tokens))
-    return {
-        "heads_on_more_difficult_per_layer": per_layer.tolist(),
-        "best_layer_making": int(per_layer.argmax()),
-        "making_heads_on_more_difficult": int(per_layer.max()),
-        "strongest_word_from_making": [[words[i] for i in layer] for layer in strongest],
-    }
-
-
-def its_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
-    """Figure 4: weight [L, H] from "its" to "Law" and to "application", and the head that resolves it best."""
-    its = word_index(tokens, "its")
-    to_law = word_attention(weights, tokens, its, word_index(tokens, "Law"))
-    to_application = word_attention(weights, tokens, its, word_index(tokens, "application"))
-    best = np.unravel_index(np.argmax(np.maximum(to_law, to_application)), to_law.shape)
-    return {
-        "its_to_law_per_head": to_law.round(4).tolist(),
-        "its_to_application_per_head": to_application.round(4).tolist(),
-        "best_layer_its": int(best[0]),
-        "best_head_its": int(best[1]),
-        "its_to_law": float(to_law[best]),
-        "its_to_application": float(to_application[best]),
-        "its_to_law_max": float(to_law.max()),
-        "its_to_application_max": float(to_application.max()),
-    }

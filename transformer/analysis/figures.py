@@ -26,17 +26,54 @@ import numpy as np
 from transformer.analysis.attention import (
     encoder_attention,
     entropy_bits,
-    its_metrics,
-    making_metrics,
     merge_tokens,
     ordinary_positions,
+    strongest_other_word,
+    word_attention,
     word_groups,
+    word_index,
     word_level,
 )
 from transformer.checkpoint import LoadedCheckpoint
 
 PAPER_LAYER = 5  # "layer 5 of 6", as printed
 PAPER_ANAPHORA_HEADS = (5, 6)  # Figure 4, as printed
+
+
+# ------------------------------------------------------------------------------------------------ the figures' numbers
+def making_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
+    """Figure 3: per layer, how many heads put their largest non-self weight from "making" on "more" or
+    "difficult" — the long-distance dependency completing "making … more difficult"."""
+    making = word_index(tokens, "making")
+    targets = {word_index(tokens, "more"), word_index(tokens, "difficult")}
+    strongest = strongest_other_word(weights, tokens, making)  # [L, H]
+    hits = np.isin(strongest, list(targets))
+    per_layer = hits.sum(-1)
+    words = merge_tokens(tokens, word_groups(tokens))
+    return {
+        "heads_on_more_difficult_per_layer": per_layer.tolist(),
+        "best_layer_making": int(per_layer.argmax()),
+        "making_heads_on_more_difficult": int(per_layer.max()),
+        "strongest_word_from_making": [[words[i] for i in layer] for layer in strongest],
+    }
+
+
+def its_metrics(weights: np.ndarray, tokens: Sequence[str]) -> dict[str, object]:
+    """Figure 4: weight [L, H] from "its" to "Law" and to "application", and the head that resolves it best."""
+    its = word_index(tokens, "its")
+    to_law = word_attention(weights, tokens, its, word_index(tokens, "Law"))
+    to_application = word_attention(weights, tokens, its, word_index(tokens, "application"))
+    best = np.unravel_index(np.argmax(np.maximum(to_law, to_application)), to_law.shape)
+    return {
+        "its_to_law_per_head": to_law.round(4).tolist(),
+        "its_to_application_per_head": to_application.round(4).tolist(),
+        "best_layer_its": int(best[0]),
+        "best_head_its": int(best[1]),
+        "its_to_law": float(to_law[best]),
+        "its_to_application": float(to_application[best]),
+        "its_to_law_max": float(to_law.max()),
+        "its_to_application_max": float(to_application.max()),
+    }
 
 
 @dataclass(frozen=True)

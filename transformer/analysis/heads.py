@@ -237,25 +237,55 @@ def sentence_alignment_hits(
     )
 
 
+@dataclass
+class AlignmentTally:
+    """Word-alignment hits of each cross-attention head [L, H], summed over sentences (:func:`word_alignment_hits`):
+    output words whose most attended source word is a dictionary partner of theirs, out of the words that have one,
+    and output words whose choice agrees with the other heads', out of all words counted."""
+
+    dictionary_hits: np.ndarray
+    consensus_hits: np.ndarray
+    dictionary_words: int = 0
+    counted: int = 0
+
+    @classmethod
+    def of_shape(cls, layers: int, heads: int) -> AlignmentTally:
+        return cls(np.zeros((layers, heads)), np.zeros((layers, heads)))
+
+    def add(self, tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], cross: np.ndarray,
+            dictionary: dict[str, set[str]]) -> None:  # fmt: skip
+        """One sentence's piece-level cross-attention (see :func:`sentence_alignment_hits`)."""
+        dictionary_hits, dictionary_words, consensus_hits, counted = sentence_alignment_hits(
+            tokenizer, source_ids, output_ids, cross, dictionary
+        )
+        self.dictionary_hits += dictionary_hits
+        self.dictionary_words += dictionary_words
+        self.consensus_hits += consensus_hits
+        self.counted += counted
+
+    def dictionary_share(self) -> np.ndarray:
+        """``alignment_dictionary`` [L, H]; NaN when no output word had a dictionary partner."""
+        shape = self.dictionary_hits.shape
+        return self.dictionary_hits / self.dictionary_words if self.dictionary_words else np.full(shape, np.nan)
+
+    def consensus_share(self) -> np.ndarray:
+        """``alignment_consensus`` [L, H]; NaN when no output word was counted."""
+        return self.consensus_hits / self.counted if self.counted else np.full(self.consensus_hits.shape, np.nan)
+
+
 def cross_scores(
     loaded: LoadedCheckpoint, sample: Sample, dictionary: dict[str, set[str]] | None = None
 ) -> dict[str, np.ndarray | int]:
     """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
     dictionary = load_dictionary() if dictionary is None else dictionary
-    shape = (loaded.config.decoder_layers, loaded.config.num_heads)
-    dictionary_hits, consensus_hits = np.zeros(shape), np.zeros(shape)
-    dictionary_words = counted = 0
+    tally = AlignmentTally.of_shape(loaded.config.decoder_layers, loaded.config.num_heads)
     for source_ids, output, maps in sample.decoded:
-        hits = sentence_alignment_hits(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
-        dictionary_hits += hits[0]
-        dictionary_words += hits[1]
-        consensus_hits += hits[2]
-        counted += hits[3]
+        tally.add(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
     return {
-        "alignment_dictionary": dictionary_hits / dictionary_words if dictionary_words else np.full(shape, np.nan),
-        "alignment_consensus": consensus_hits / counted if counted else np.full(shape, np.nan),
-        "dictionary_words": dictionary_words,
-        "output_words": counted,
+        "alignment_dictionary": tally.dictionary_share(),
+        "alignment_consensus": tally.consensus_share(),
+        "dictionary_words": tally.dictionary_words,
+        "output_words": tally.counted,
     }
 
 

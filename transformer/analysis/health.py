@@ -28,7 +28,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from transformer.analysis.heads import dev_sample, load_dictionary, sentence_alignment_hits
+from transformer.analysis.attention import entropy_bits
+from transformer.analysis.heads import AlignmentTally, dev_sample, load_dictionary
 from transformer.data import DATA_ROOT, pad, read_parallel
 from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 from transformer.model import Transformer
@@ -73,10 +74,9 @@ def normalised_entropy(weights: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
     False for every key of a padding query row (so that it is not counted). Returns two (L,) tensors."""
     mask = mask.expand(weights.size(0), 1, weights.size(-2), weights.size(-1))  # (B, 1, Tq, Tk)
     visible = mask.sum(-1).float()  # (B, 1, Tq)
-    p = weights.float().clamp(min=1e-12)
-    entropy = -(weights.float() * p.log()).sum(-1)  # (B, L, H, Tq)
+    entropy = entropy_bits(weights.float())  # (B, L, H, Tq)
     counted = (visible > 1)[:, None]  # (B, 1, 1, Tq)
-    ratio = torch.where(counted, entropy / visible.clamp(min=2).log()[:, None], torch.zeros_like(entropy))
+    ratio = torch.where(counted, entropy / visible.clamp(min=2).log2()[:, None], torch.zeros_like(entropy))
     heads = weights.size(2)
     return ratio.sum((0, 2, 3)), counted.sum().float().expand(weights.size(1)) * heads
 
@@ -99,7 +99,7 @@ def measure(
     entropy_sum = {kind: torch.zeros(count) for kind, count in layers.items()}
     entropy_count = {kind: torch.zeros(count) for kind, count in layers.items()}
     cosine_sum, sentences = torch.zeros(config.encoder_layers), 0
-    dictionary_hits, dictionary_words = np.zeros((config.decoder_layers, config.num_heads)), 0
+    alignment = AlignmentTally.of_shape(config.decoder_layers, config.num_heads)
     states: list[Tensor] = []
     hooks = [layer.register_forward_hook(lambda _m, _i, out: states.append(out[0])) for layer in model.encoder_layers]
     try:
@@ -130,16 +130,14 @@ def measure(
             cross = result.cross_attention.float().cpu().numpy()
             for row, (source_ids, output_ids) in enumerate(zip(sources[chunk], outputs[chunk], strict=True)):
                 sentence_cross = cross[row, :, :, : len(output_ids) + 1, : len(source_ids)]
-                hits, words, *_ = sentence_alignment_hits(tokenizer, source_ids, output_ids, sentence_cross, dictionary)
-                dictionary_hits += hits
-                dictionary_words += words
+                alignment.add(tokenizer, source_ids, output_ids, sentence_cross, dictionary)
     finally:
         for hook in hooks:
             hook.remove()
     measures: dict[str, Any] = {"encoder_position_cosine": (cosine_sum / max(sentences, 1)).tolist()}
     for kind in KINDS:
         measures[f"{kind}_entropy_normalised"] = (entropy_sum[kind] / entropy_count[kind].clamp(min=1)).tolist()
-    measures["alignment"] = dictionary_hits / dictionary_words if dictionary_words else None
+    measures["alignment"] = alignment.dictionary_share() if alignment.dictionary_words else None
     return measures
 
 

@@ -17,7 +17,6 @@ and the app writes it itself the first time it measures a checkpoint whose folde
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from safetensors import safe_open
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.heads import head_score_tables
 from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
-from transformer.checkpoint import MODEL_FILE, LoadedCheckpoint, shards_of
+from transformer.checkpoint import LoadedCheckpoint, fingerprint
 from transformer.decode import translate
 
 PRECOMPUTED_FILE = "measured.safetensors"
@@ -42,17 +41,6 @@ class Measured:
     translations: dict[int, str]  # figure number → the model's translation of that figure's sentence
     tables: dict  # Head discovery: heads.head_score_tables over SAMPLE dev sentences
     sample: int
-
-
-def fingerprint(checkpoint: Path) -> str:
-    """SHA-256 of the checkpoint's weight files (a sharded model's shards in order)."""
-    digest = hashlib.sha256()
-    weights = checkpoint / MODEL_FILE
-    for path in [weights] if weights.is_file() else shards_of(weights):
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def paper_translations(loaded: LoadedCheckpoint) -> dict[int, str]:

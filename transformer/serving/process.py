@@ -10,7 +10,7 @@ its own process until the child is ready, or whenever it has failed.
 The two talk over the child's standard input and output in frames: a 1-byte kind, an 8-byte length and the bytes.
 A request is JSON (the sentences, the decoding options, the token limit); an answer is JSON followed by the
 attention arrays as raw float32 (no pickle, so nothing the child sends can run code in the server). The child
-checks that it loaded the same weights as the server (:func:`fingerprint`) and ends when its input closes, so it
+checks that it loaded the same weights as the server (:func:`parameter_checksum`) and ends when its input closes, so it
 never outlives the server.
 """
 
@@ -47,7 +47,7 @@ class TranslationProcessError(RuntimeError):
     """The child process could not start, answered nonsense, or ended: translate in this process instead."""
 
 
-def fingerprint(model: Transformer) -> float:
+def parameter_checksum(model: Transformer) -> float:
     """A number that differs between models with different weights (the sum of every parameter, in float64)."""
     with torch.no_grad():
         return float(sum(parameter.double().sum() for parameter in model.parameters()))
@@ -151,10 +151,10 @@ class TranslationProcess:
                 raise TranslationProcessError(f"the translation process could not start: {payload.decode()}")
             if kind != READY:
                 raise TranslationProcessError(f"the translation process sent {kind!r} instead of being ready")
-            theirs, ours = json.loads(payload)["fingerprint"], fingerprint(model)
+            theirs, ours = json.loads(payload)["checksum"], parameter_checksum(model)
             if theirs != ours:
                 raise TranslationProcessError(f"the translation process loaded other weights from {path} "
-                                              f"(fingerprint {theirs} against {ours})")  # fmt: skip
+                                              f"(parameter checksum {theirs} against {ours})")  # fmt: skip
         except BaseException:
             self.close()
             raise
@@ -237,7 +237,7 @@ def serve(path: str, threads: int | None, requests: IO[bytes], answers: IO[bytes
     except Exception as error:  # the server says why and translates in its own process
         write_frame(answers, FAILURE, f"{type(error).__name__}: {error}".encode())
         return 1
-    write_frame(answers, READY, json.dumps({"fingerprint": fingerprint(loaded.model), "pid": os.getpid()}).encode())
+    write_frame(answers, READY, json.dumps({"checksum": parameter_checksum(loaded.model), "pid": os.getpid()}).encode())
     while True:
         try:
             kind, payload = read_frame(requests)

@@ -141,7 +141,7 @@ class Translator:
                   f"{time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
 
         # Not a daemon: Python waits for the start to end before it exits. A daemon thread still inside PyTorch (the
-        # weights' fingerprint) when Python ends is stopped there, and that aborts the whole process.
+        # weights' checksum) when Python ends is stopped there, and that aborts the whole process.
         self._starting = threading.Thread(target=start, name="translation-process-start", daemon=False)
         self._starting.start()
 
