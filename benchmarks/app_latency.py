@@ -75,8 +75,13 @@ def other_views(translation) -> None:
 def submit_latency(loaded, repeats: int, precision: str) -> None:
     pieces = len(loaded.tokenizer.encode(SENTENCE))
     print(f"\n{precision} search, {torch.get_num_threads()} threads; sentence of {pieces} pieces (+ </s>)")
-    names = ("translate (beam 4) + attention", "Heads view figures", "submit → Heads view",
-             "the other three views", "submit → every view")  # fmt: skip
+    names = (
+        "translate (beam 4) + attention",
+        "Heads view figures",
+        "submit → Heads view",
+        "the other three views",
+        "submit → every view",
+    )
     timings: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeats + 1):  # the first run warms up caches and is not counted
         started = time.perf_counter()
@@ -95,8 +100,10 @@ def submit_latency(loaded, repeats: int, precision: str) -> None:
         values.pop(0)
     print(f"output ({len(translation.maps.target_tokens) - 1} pieces): {translation.translation}")
     for name, values in timings.items():
-        print(f"{name:>31}: median {statistics.median(values):6.0f} ms  (min {min(values):.0f}, "
-              f"max {max(values):.0f}, {repeats} runs)")  # fmt: skip
+        print(
+            f"{name:>31}: median {statistics.median(values):6.0f} ms  (min {min(values):.0f}, "
+            f"max {max(values):.0f}, {repeats} runs)"
+        )
 
 
 def dev_sentences_latency(loaded, precision: str, count: int = 25) -> None:
@@ -116,10 +123,12 @@ def dev_sentences_latency(loaded, precision: str, count: int = 25) -> None:
         heads_view(translation)
         times.append((time.perf_counter() - started) * 1000)
         lengths.append(len(translation.maps.target_tokens) - 1)
-    print(f"\n{precision} search, {len(sentences)} newstest2013 sentences of 29–31 pieces (outputs of "
-          f"{min(lengths)}–{max(lengths)} pieces, median {statistics.median(lengths):.0f}): submit → Heads view "
-          f"median {statistics.median(times):.0f} ms (min {min(times):.0f}, max {max(times):.0f}; "
-          f"{sum(t <= 300 for t in times)} of {len(times)} within 300 ms)")  # fmt: skip
+    print(
+        f"\n{precision} search, {len(sentences)} newstest2013 sentences of 29–31 pieces (outputs of "
+        f"{min(lengths)}–{max(lengths)} pieces, median {statistics.median(lengths):.0f}): submit → Heads view "
+        f"median {statistics.median(times):.0f} ms (min {min(times):.0f}, max {max(times):.0f}; "
+        f"{sum(t <= 300 for t in times)} of {len(times)} within 300 ms)"
+    )
 
 
 def free_port() -> int:
@@ -142,17 +151,34 @@ def served(playwright, script: Path, environment: dict | None):
     """A Chromium page (started first: its own start-up is not part of the app's) and ``streamlit run script`` on a
     free local port; yields (page, the server's address, the launch time). Both end whatever happens."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", script.name, "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        script.name,
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM,
-        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-              "--disable-sync"],
-    )  # fmt: skip
+        args=[
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     started = time.perf_counter()
-    server = subprocess.Popen(command, cwd=script.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=environment)  # fmt: skip
+    server = subprocess.Popen(
+        command, cwd=script.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment
+    )
     try:
         yield page, f"http://127.0.0.1:{port}/", started
     finally:
@@ -231,8 +257,10 @@ def figure_pages(checkpoint: str | None) -> None:
             stored = page_first_visit(playwright, page_name, {**os.environ, "TRANSFORMER_CHECKPOINT": str(shipped)})
             (bare / PRECOMPUTED_FILE).unlink(missing_ok=True)
             measured = page_first_visit(playwright, page_name, {**os.environ, "TRANSFORMER_CHECKPOINT": str(bare)})
-            print(f"first visit of {page_name} after a server start: {stored:.1f} s with the stored measurements, "
-                  f"{measured:.1f} s without them (measured, then stored)")  # fmt: skip
+            print(
+                f"first visit of {page_name} after a server start: {stored:.1f} s with the stored measurements, "
+                f"{measured:.1f} s without them (measured, then stored)"
+            )
 
 
 def first_render(checkpoint: str | None, repeats: int = 3) -> None:
@@ -250,8 +278,10 @@ def first_render(checkpoint: str | None, repeats: int = 3) -> None:
     for name, runs in (("app.py", app), ("a one-chart Streamlit app (the floor)", floor)):
         serving = statistics.median(run[0] for run in runs)
         heatmap = statistics.median(run[1] for run in runs)
-        print(f"first render of {name}, median of {repeats} launches (browser already open): server answers after "
-              f"{serving:.1f} s, first heatmap drawn after {heatmap:.1f} s")  # fmt: skip
+        print(
+            f"first render of {name}, median of {repeats} launches (browser already open): server answers after "
+            f"{serving:.1f} s, first heatmap drawn after {heatmap:.1f} s"
+        )
 
 
 # The page's run is over and the typed sentence's heatmap is drawn (the script writes the URL last).
@@ -264,10 +294,14 @@ SUBMITTED_JS = """sentence => {
 SETTLED_JS = """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state')
     === 'notRunning' && !document.querySelector('[data-testid="stSkeleton"]')"""
 APP_PAGES = {  # sidebar name → URL path
-    "Attention, step by step": "step_by_step", "Paper figures": "paper_figures", "Head discovery": "head_discovery",
-    "What if": "what_if", "Positional encoding": "positional_encoding", "Model and training": "model_and_training",
+    "Attention, step by step": "step_by_step",
+    "Paper figures": "paper_figures",
+    "Head discovery": "head_discovery",
+    "What if": "what_if",
+    "Positional encoding": "positional_encoding",
+    "Model and training": "model_and_training",
     "Translate and explore": "",
-}  # fmt: skip
+}
 
 
 def spread(name: str, seconds: list[float]) -> str:

@@ -50,8 +50,9 @@ def main() -> None:
     for axis, (title, value) in zip(axes.flat, PANELS, strict=True):
         for label, records in runs:
             values = [value(r) for r in records]
-            axis.plot([r["step"] for r in records], [float("nan") if v is None else v for v in values], "o-",
-                      label=label)  # fmt: skip
+            axis.plot(
+                [r["step"] for r in records], [float("nan") if v is None else v for v in values], "o-", label=label
+            )
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("optimizer step")
         axis.grid(alpha=0.3)
@@ -61,15 +62,19 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(args.out, dpi=100)
     print(f"wrote {args.out}\n")
-    print("| run | step | dev loss | encoder position cosine by layer | cross entropy / uniform by layer | "
-          "encoder entropy / uniform by layer | best alignment |")  # fmt: skip
+    print(
+        "| run | step | dev loss | encoder position cosine by layer | cross entropy / uniform by layer | "
+        "encoder entropy / uniform by layer | best alignment |"
+    )
     print("|---|---|---|---|---|---|---|")
     for label, records in runs:
         for r in records:
             alignment = r.get("cross_alignment_best")
-            print(f"| {label} | {r['step']:,} | {r['dev_loss']:.3f} | {per_layer(r['encoder_position_cosine'])} | "
-                  f"{per_layer(r['cross_entropy_normalised'])} | {per_layer(r['encoder_entropy_normalised'])} | "
-                  f"{'–' if alignment is None else f'{alignment:.3f}'} |")  # fmt: skip
+            print(
+                f"| {label} | {r['step']:,} | {r['dev_loss']:.3f} | {per_layer(r['encoder_position_cosine'])} | "
+                f"{per_layer(r['cross_entropy_normalised'])} | {per_layer(r['encoder_entropy_normalised'])} | "
+                f"{'–' if alignment is None else f'{alignment:.3f}'} |"
+            )
 
 
 if __name__ == "__main__":

@@ -50,20 +50,46 @@ from urllib.parse import parse_qs, urlsplit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
 TIMEOUT_MS = 180_000
-SUBJECTS = ["The children", "My brother", "The teacher", "Our neighbours", "The old man", "A young woman",
-            "The students", "My sister"]  # fmt: skip
-ACTIONS = ["are playing in the park", "reads a book every evening", "explains the lesson", "bought a new car",
-           "walks to the station", "is cooking dinner", "wrote a letter to the mayor", "likes green tea"]  # fmt: skip
+SUBJECTS = [
+    "The children",
+    "My brother",
+    "The teacher",
+    "Our neighbours",
+    "The old man",
+    "A young woman",
+    "The students",
+    "My sister",
+]
+ACTIONS = [
+    "are playing in the park",
+    "reads a book every evening",
+    "explains the lesson",
+    "bought a new car",
+    "walks to the station",
+    "is cooking dinner",
+    "wrote a letter to the mayor",
+    "likes green tea",
+]
 
 
 def sentences(session: int, count: int) -> list[str]:
     """Different everyday sentences for each session and request (so that no answer comes from another's cache)."""
-    return [f"{SUBJECTS[(session + i) % len(SUBJECTS)]} {ACTIONS[(3 * session + i) % len(ACTIONS)]} "
-            f"({session + 1}.{i + 1})." for i in range(count)]  # fmt: skip
+    return [
+        f"{SUBJECTS[(session + i) % len(SUBJECTS)]} {ACTIONS[(3 * session + i) % len(ACTIONS)]} "
+        f"({session + 1}.{i + 1})."
+        for i in range(count)
+    ]
 
 
 def free_port() -> int:
@@ -78,8 +104,19 @@ def free_port() -> int:
 def serving(checkpoint: str | None, log: Path) -> Iterator[tuple[str, subprocess.Popen]]:
     """The real server on a free port; yields its origin and process, and ends it whatever happens."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
     environment = {**os.environ, **({"TRANSFORMER_CHECKPOINT": checkpoint} if checkpoint else {})}
     with log.open("wb") as output:
         process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
@@ -135,8 +172,7 @@ def cpu_seconds(pid: int) -> dict[str, float]:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
     own = os.times()
-    return {"server": of(pid), "search": sum(of(child) for child in descendants(pid)),
-            "clients": own.user + own.system}  # fmt: skip
+    return {"server": of(pid), "search": sum(of(child) for child in descendants(pid)), "clients": own.user + own.system}
 
 
 def catches(pid: int, number: int) -> bool:
@@ -185,8 +221,9 @@ async def one_session(browser, origin: str, index: int, requests: int, pause: fl
     page = await context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(f"session {index}: uncaught {error}"))
-    page.on("console", lambda message: message.type == "error" and errors.append(
-        f"session {index}: console {message.text}"))  # fmt: skip
+    page.on(
+        "console", lambda message: message.type == "error" and errors.append(f"session {index}: console {message.text}")
+    )
     submits, switches = [], []
     reader = Reader(index, pause)
     try:
@@ -197,21 +234,24 @@ async def one_session(browser, origin: str, index: int, requests: int, pause: fl
             started = time.perf_counter()
             await page.get_by_role("button", name="Translate").click()
             # The page writes the URL last, so a URL holding the sentence means the run is over.
-            await page.wait_for_url(lambda url, s=sentence: parse_qs(urlsplit(url).query).get("text") == [s],
-                                    timeout=TIMEOUT_MS)  # fmt: skip
+            await page.wait_for_url(
+                lambda url, s=sentence: parse_qs(urlsplit(url).query).get("text") == [s], timeout=TIMEOUT_MS
+            )
             await page.wait_for_selector(HEATMAP, state="attached", timeout=TIMEOUT_MS)
             submits.append(time.perf_counter() - started)
             await reader.read()
             started = time.perf_counter()
             await page.get_by_role("tab", name="Model view", exact=True).click()
-            await page.wait_for_function("() => new URL(location.href).searchParams.get('view') === 'Model view'",
-                                         timeout=TIMEOUT_MS)  # fmt: skip
+            await page.wait_for_function(
+                "() => new URL(location.href).searchParams.get('view') === 'Model view'", timeout=TIMEOUT_MS
+            )
             await page.wait_for_selector(HEATMAP, state="attached", timeout=TIMEOUT_MS)
             switches.append(time.perf_counter() - started)
             await reader.read()
             await page.get_by_role("tab", name="Heads", exact=True).click()
-            await page.wait_for_function("() => new URL(location.href).searchParams.get('view') === 'Heads'",
-                                         timeout=TIMEOUT_MS)  # fmt: skip
+            await page.wait_for_function(
+                "() => new URL(location.href).searchParams.get('view') === 'Heads'", timeout=TIMEOUT_MS
+            )
             await reader.read()
         shown = await page.locator('[data-testid="stException"]').count()
         if shown:
@@ -284,8 +324,12 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
 
     query = "kind=encoder"
     try:
-        async with websockets.connect(origin.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
-                                      max_size=2**28, open_timeout=TIMEOUT_MS / 1000) as connection:  # fmt: skip
+        async with websockets.connect(
+            origin.replace("http", "ws", 1) + "/_stcore/stream",
+            subprotocols=["streamlit"],
+            max_size=2**28,
+            open_timeout=TIMEOUT_MS / 1000,
+        ) as connection:
             await run(connection, query, {})
             for sentence in sentences(index, requests):
                 seconds, charts = await run(connection, query, {"English sentence": sentence, "Translate": True})
@@ -328,13 +372,22 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-async def measure(origin: str, process: subprocess.Popen, counts: list[int], requests: int,
-                  client: str = "browser", rounds: int = 1, pause: float = 0.0) -> list[dict]:  # fmt: skip
+async def measure(
+    origin: str,
+    process: subprocess.Popen,
+    counts: list[int],
+    requests: int,
+    client: str = "browser",
+    rounds: int = 1,
+    pause: float = 0.0,
+) -> list[dict]:
     """Each count of sessions in turn, ``rounds`` times over (1, 8, 1, 8, …): the counts compared then share the
     machine's slower and faster moments, and each count's figures pool all its rounds. Every session of every
     round submits sentences of its own, so no answer comes from the translation cache."""
-    pooled = {count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0, "cpu_s": {}}
-              for count in counts}  # fmt: skip
+    pooled = {
+        count: {"submits": [], "switches": [], "errors": [], "wall_s": 0.0, "peak_mb": 0.0, "cpu_s": {}}
+        for count in counts
+    }
     async with contextlib.AsyncExitStack() as stack:
         browser = None
         if client == "browser":
@@ -363,20 +416,27 @@ async def measure(origin: str, process: subprocess.Popen, counts: list[int], req
     results = []
     for count, figures in pooled.items():
         submits, switches, errors = figures["submits"], figures["switches"], figures["errors"]
-        results.append({
-            "sessions": count, "requests": len(submits), "expected_requests": count * requests * rounds,
-            "errors": len(errors), "error_messages": errors[:5],
-            "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
-            "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
-            "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
-            "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
-            "wall_s": round(figures["wall_s"], 1),
-            # Cores each part kept busy on average (CPU seconds over wall seconds): the server (its pages and
-            # Streamlit's own work), its translation process, and this benchmark's clients, which share the machine.
-            "cores": {name: round(seconds / figures["wall_s"], 2) if figures["wall_s"] else None
-                      for name, seconds in figures["cpu_s"].items()},
-            "server_peak_mb": round(figures["peak_mb"], 1),
-        })  # fmt: skip
+        results.append(
+            {
+                "sessions": count,
+                "requests": len(submits),
+                "expected_requests": count * requests * rounds,
+                "errors": len(errors),
+                "error_messages": errors[:5],
+                "submit_p50_s": round(statistics.median(submits), 3) if submits else None,
+                "submit_p95_s": round(percentile(submits, 0.95), 3) if submits else None,
+                "switch_p50_s": round(statistics.median(switches), 3) if switches else None,
+                "switch_p95_s": round(percentile(switches, 0.95), 3) if switches else None,
+                "wall_s": round(figures["wall_s"], 1),
+                # Cores each part kept busy on average (CPU seconds over wall seconds): the server (its pages and
+                # Streamlit's own work), its translation process, and this benchmark's clients, which share the machine.
+                "cores": {
+                    name: round(seconds / figures["wall_s"], 2) if figures["wall_s"] else None
+                    for name, seconds in figures["cpu_s"].items()
+                },
+                "server_peak_mb": round(figures["peak_mb"], 1),
+            }
+        )
     return results
 
 
@@ -396,13 +456,17 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="measure the session counts in turn this many times, pooling each's figures",
     )
-    parser.add_argument("--pause", type=float, default=0.0,
-                        help="seconds each session reads after each chart, on average (default 0)")  # fmt: skip
+    parser.add_argument(
+        "--pause", type=float, default=0.0, help="seconds each session reads after each chart, on average (default 0)"
+    )
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--cold", action="store_true",
-                        help="start measuring at once: every session's first page on a server that has served none "
-                             "(default: after one visit, with the translation process ready)")  # fmt: skip
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="start measuring at once: every session's first page on a server that has served none "
+        "(default: after one visit, with the translation process ready)",
+    )
     args = parser.parse_args(argv)
     if args.client == "browser" and not Path(CHROMIUM).is_file():
         print(f"needs Debian's Chromium at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
@@ -413,8 +477,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.cold:
             warm_up(origin, log)
         results = asyncio.run(measure(origin, process, counts, args.requests, args.client, args.rounds, args.pause))
-        stuck = any("timed out" in message or "TimeoutError" in message
-                    for r in results for message in r["error_messages"])  # fmt: skip
+        stuck = any(
+            "timed out" in message or "TimeoutError" in message for r in results for message in r["error_messages"]
+        )
         before = log.read_text(errors="replace") if stuck else ""
         # What the server's threads wait for (app.py's faulthandler), if the app has set its handler yet.
         if stuck and hasattr(signal, "SIGUSR1") and catches(process.pid, signal.SIGUSR1):
@@ -437,13 +502,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(summary))
         return 0
-    print(f"{'sessions':>8} {'requests':>8} {'errors':>6} {'submit p50':>10} {'p95':>7} {'switch p50':>10} {'p95':>7} "
-          f"{'server peak':>11}  cores: server/search/clients")  # fmt: skip
+    print(
+        f"{'sessions':>8} {'requests':>8} {'errors':>6} {'submit p50':>10} {'p95':>7} {'switch p50':>10} {'p95':>7} "
+        f"{'server peak':>11}  cores: server/search/clients"
+    )
     for r in results:
         cores = "/".join(f"{value:.2f}" for value in r["cores"].values())
-        print(f"{r['sessions']:>8} {r['requests']:>4}/{r['expected_requests']:<3} {r['errors']:>6} "
-              f"{r['submit_p50_s']:>9}s {r['submit_p95_s']:>6}s {r['switch_p50_s']:>9}s {r['switch_p95_s']:>6}s "
-              f"{r['server_peak_mb']:>8} MB  {cores}")  # fmt: skip
+        print(
+            f"{r['sessions']:>8} {r['requests']:>4}/{r['expected_requests']:<3} {r['errors']:>6} "
+            f"{r['submit_p50_s']:>9}s {r['submit_p95_s']:>6}s {r['switch_p50_s']:>9}s {r['switch_p95_s']:>6}s "
+            f"{r['server_peak_mb']:>8} MB  {cores}"
+        )
         for message in r["error_messages"]:
             print(f"         {message}")
     if ratio is not None:

@@ -42,16 +42,24 @@ from benchmarks.load import serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
     "--disable-sync",
-]  # fmt: skip
+]
 VIEWPORT = {"width": 1280, "height": 800}
 # URL path → page name as the robot reports it ("explore" is the app's default page).
 PAGES = {
-    "": "explore", "step_by_step": "step_by_step", "paper_figures": "paper_figures",
-    "head_discovery": "head_discovery", "what_if": "what_if", "positional_encoding": "positional_encoding",
+    "": "explore",
+    "step_by_step": "step_by_step",
+    "paper_figures": "paper_figures",
+    "head_discovery": "head_discovery",
+    "what_if": "what_if",
+    "positional_encoding": "positional_encoding",
     "model_and_training": "model_and_training",
-}  # fmt: skip
+}
 SENTENCES = [
     "The children are playing in the park.",
     "My brother lives in Berlin and works as a doctor.",
@@ -71,8 +79,15 @@ SKIPPED_BUTTONS = re.compile(r"download|herunterladen|다운로드|measure every
 SETTLE_TIMEOUT_MS = 120_000
 ACTION_TIMEOUT_MS = 8_000  # a click on a control that has moved away fails after this
 NAVIGATION_WEIGHTS = {  # action → weight
-    "control": 50, "tab": 12, "page": 14, "translate": 8, "back": 4, "forward": 2, "reload": 4, "fresh": 6,
-}  # fmt: skip
+    "control": 50,
+    "tab": 12,
+    "page": 14,
+    "translate": 8,
+    "back": 4,
+    "forward": 2,
+    "reload": 4,
+    "fresh": 6,
+}
 
 # Every keyed control on the page: its key (Streamlit's "st-key-…" class), kind, value as shown, and whether it
 # can be used. Values are read as the visitor sees them (the selected option's text, a slider's number).
@@ -124,8 +139,19 @@ RUNNING_JS = """() => {
         || app.getAttribute('data-test-connection-state') !== 'CONNECTED'
         || !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]');
 }"""
-VALUE_KINDS = {"stSelectbox", "stRadio", "stCheckbox", "stSlider", "stSelectSlider", "stMultiSelect", "stTextInput",
-               "stNumberInput", "stTextArea", "stTabs", "stButtonGroup"}  # fmt: skip
+VALUE_KINDS = {
+    "stSelectbox",
+    "stRadio",
+    "stCheckbox",
+    "stSlider",
+    "stSelectSlider",
+    "stMultiSelect",
+    "stTextInput",
+    "stNumberInput",
+    "stTextArea",
+    "stTabs",
+    "stButtonGroup",
+}
 
 
 @dataclass
@@ -187,8 +213,9 @@ class Robot:
         self.context.set_default_timeout(ACTION_TIMEOUT_MS)
         self.page = self.context.new_page()
         self.page.on("pageerror", lambda error: journey.page_errors.append(str(error)[:300]))
-        self.page.on("dialog", lambda dialog: (journey.page_errors.append(f"dialog: {dialog.message}"),
-                                               dialog.dismiss()))  # fmt: skip
+        self.page.on(
+            "dialog", lambda dialog: (journey.page_errors.append(f"dialog: {dialog.message}"), dialog.dismiss())
+        )
 
     # ----------------------------------------------------------------------------------------- checks
     def note(self, text: str) -> None:
@@ -230,8 +257,11 @@ class Robot:
             self.journey.remembered = {name: self.journey.remembered.get(name, {})}
         remembered = self.journey.remembered.setdefault(name, {})
         if returning:
-            lost = {key: (remembered[key], value) for key, value in shown.items()
-                    if key in remembered and key not in changed and remembered[key] != value}  # fmt: skip
+            lost = {
+                key: (remembered[key], value)
+                for key, value in shown.items()
+                if key in remembered and key not in changed and remembered[key] != value
+            }
             for key, (before, now) in lost.items():
                 self.violation("lost choice", f"{name}: {key} was {before!r}, shows {now!r}")
         remembered.update(shown)
@@ -250,8 +280,11 @@ class Robot:
 
     def do_page(self) -> None:
         allowed = self.journey.allowed_pages
-        links = [link for link in self.page.query_selector_all('[data-testid="stSidebarNav"] a')
-                 if link.is_visible() and page_of(link.get_attribute("href") or "") in allowed]  # fmt: skip
+        links = [
+            link
+            for link in self.page.query_selector_all('[data-testid="stSidebarNav"] a')
+            if link.is_visible() and page_of(link.get_attribute("href") or "") in allowed
+        ]
         if not links:  # presenter mode hides the sidebar: leave it first, as a visitor would
             leave = self.page.locator('[data-testid="stMain"] button:has-text("close_fullscreen")')
             if not leave.count():
@@ -268,8 +301,11 @@ class Robot:
         self.check(returning=True)
 
     def do_tab(self) -> None:
-        tabs = [tab for tab in self.page.query_selector_all('[data-testid="stMain"] [role="tab"]')
-                if tab.is_visible() and tab.get_attribute("aria-selected") != "true"]  # fmt: skip
+        tabs = [
+            tab
+            for tab in self.page.query_selector_all('[data-testid="stMain"] [role="tab"]')
+            if tab.is_visible() and tab.get_attribute("aria-selected") != "true"
+        ]
         if not tabs:
             return self.do_control()
         tab = self.random.choice(tabs)
@@ -322,9 +358,14 @@ class Robot:
 
     def do_translate(self) -> None:
         page = self.page
-        fields = [f for f in page.query_selector_all('[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
-                                                     '[data-testid="stMain"] [data-testid="stTextInput"] input')
-                  if f.is_visible() and f.is_enabled()]  # fmt: skip
+        fields = [
+            f
+            for f in page.query_selector_all(
+                '[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
+                '[data-testid="stMain"] [data-testid="stTextInput"] input'
+            )
+            if f.is_visible() and f.is_enabled()
+        ]
         if not fields:
             return self.do_control()
         box = self.random.choice(fields)
@@ -343,8 +384,11 @@ class Robot:
 
     def do_control(self) -> None:
         page = self.page
-        controls = {key: c for key, c in page.evaluate(CONTROLS_JS).items() if not c["disabled"]
-                    and c["kind"] in VALUE_KINDS - {"stTabs", "stTextInput", "stTextArea"} | {"stButton"}}  # fmt: skip
+        controls = {
+            key: c
+            for key, c in page.evaluate(CONTROLS_JS).items()
+            if not c["disabled"] and c["kind"] in VALUE_KINDS - {"stTabs", "stTextInput", "stTextArea"} | {"stButton"}
+        }
         if not controls:
             return
         key = self.random.choice(sorted(controls))
@@ -436,9 +480,15 @@ class Robot:
 
 
 def walk(
-    origin: str, actions: int, seed: int, pages: list[str], log: Path | None, start: str = "/", verbose: bool = False,
+    origin: str,
+    actions: int,
+    seed: int,
+    pages: list[str],
+    log: Path | None,
+    start: str = "/",
+    verbose: bool = False,
     browser=None,
-) -> Journey:  # fmt: skip
+) -> Journey:
     """One seeded journey of ``actions`` actions against the app at ``origin``; returns what it found. ``browser``:
     a playwright Chromium already running (the tests'), else one is started."""
     if browser is None:

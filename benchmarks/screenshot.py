@@ -21,13 +21,22 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHIPPED = REPOSITORY / "checkpoints" / "en-de-small"
 TESTS = {
-    "main": ("tests/test_browser.py::test_typed_sentence_is_translated_with_its_heatmap", "SCREENSHOT_PATH",
-             "screenshot.png"),
-    "classroom": ("tests/test_browser.py::test_the_classroom_page_walks_through_a_head", "CLASSROOM_SCREENSHOT_PATH",
-                  "classroom.png"),
-    "whatif": ("tests/test_browser.py::test_the_what_if_page_draws_the_beam_search_tree", "WHATIF_SCREENSHOT_PATH",
-               "whatif.png"),
-}  # fmt: skip
+    "main": (
+        "tests/test_browser.py::test_typed_sentence_is_translated_with_its_heatmap",
+        "SCREENSHOT_PATH",
+        "screenshot.png",
+    ),
+    "classroom": (
+        "tests/test_browser.py::test_the_classroom_page_walks_through_a_head",
+        "CLASSROOM_SCREENSHOT_PATH",
+        "classroom.png",
+    ),
+    "whatif": (
+        "tests/test_browser.py::test_the_what_if_page_draws_the_beam_search_tree",
+        "WHATIF_SCREENSHOT_PATH",
+        "whatif.png",
+    ),
+}
 
 
 def main() -> int:

@@ -37,8 +37,22 @@ from transformer.tokenizer import Tokenizer
 
 T = DATA_ROOT / "train"
 # Every training corpus, the in-domain ones weighted up: the long run's mix (4,000 pairs of each per weight unit).
-DEFAULT_MIX = [f"{T / name}" for name in ("tatoeba", "tatoeba_extra:2", "multi30k:3", "news:2", "news_2021_2023",
-               "wiki_postedit", "chat", "pud", "wmt_sample", "synthetic_bt", "synthetic_fwd")]  # fmt: skip
+DEFAULT_MIX = [
+    f"{T / name}"
+    for name in (
+        "tatoeba",
+        "tatoeba_extra:2",
+        "multi30k:3",
+        "news:2",
+        "news_2021_2023",
+        "wiki_postedit",
+        "chat",
+        "pud",
+        "wmt_sample",
+        "synthetic_bt",
+        "synthetic_fwd",
+    )
+]
 
 
 class ReferenceTransformer(nn.Module):
@@ -97,9 +111,11 @@ def training_flops(config: ModelConfig, source: torch.Tensor, target: torch.Tens
     target_length = target.size(1) - 1
     d, ff, v = config.d_model, config.d_ff, config.vocab_size
     encoder = config.encoder_layers * (2 * (4 * d * d + 2 * d * ff) + 4 * source_length * d) * source_length
-    decoder = config.decoder_layers * (
-        2 * (8 * d * d + 2 * d * ff) + 4 * target_length * d + 4 * source_length * d
-    ) * target_length  # fmt: skip
+    decoder = (
+        config.decoder_layers
+        * (2 * (8 * d * d + 2 * d * ff) + 4 * target_length * d + 4 * source_length * d)
+        * target_length
+    )
     projection = 2 * d * v * target_length
     return 3.0 * batch * (encoder + decoder + projection)
 
@@ -209,8 +225,10 @@ def main() -> None:
         source_of_batches = "real batches of the training mix (the sampler's earlier order)"
         batches = real_batches(examples, args.steps, args.batch_tokens, seed=1, sort_by="source")
     print(f"{args.preset}: {models['current'].num_parameters():,} parameters")
-    print(f"{torch.get_num_threads()} threads, torch {torch.__version__}, {args.steps} {source_of_batches} of "
-          f"≤{args.batch_tokens} tokens per side")  # fmt: skip
+    print(
+        f"{torch.get_num_threads()} threads, torch {torch.__version__}, {args.steps} {source_of_batches} of "
+        f"≤{args.batch_tokens} tokens per side"
+    )
     for path, model in models.items():
         train_seconds(model, batches[:2], path)  # warm-up
     best = dict.fromkeys(models, math.inf)
@@ -239,8 +257,10 @@ def main() -> None:
         pool = pool_batches(examples, args.pool, args.batch_tokens, seed=1, sort_by=order)
         train_seconds(models["current"], [as_tensors(b) for b in pool[:2]], "current")  # warm-up
         seconds[order] = sum(train_seconds(models["current"], [as_tensors(b) for b in pool], "current"))
-        print(f"pools sorted by the {order} side: {share:.1%} padding and {per_batch:,.0f} real tokens per batch over "
-              f"an epoch; one pool's sentences in {len(pool)} batches, {seconds[order]:.1f} s")  # fmt: skip
+        print(
+            f"pools sorted by the {order} side: {share:.1%} padding and {per_batch:,.0f} real tokens per batch over "
+            f"an epoch; one pool's sentences in {len(pool)} batches, {seconds[order]:.1f} s"
+        )
     batching = seconds["source"] / seconds["longer"]
     print(f"ratio sorted by the longer side / by the source, same sentences: {batching:.2f}")
     print(f"ratio current/baseline, code path and batching (same budget): {code_path * batching:.2f}")

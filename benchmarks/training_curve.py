@@ -30,15 +30,27 @@ def draw_health(axes, records: list[dict]) -> None:
     for axis, field, colours, title in panels:
         layers = len(records[-1][field])
         for layer in range(layers):
-            axis.plot(steps, [r[field][layer] for r in records], "o-", ms=3, lw=1,
-                      color=colours(0.35 + 0.65 * (layer + 1) / layers), label=f"layer {layer + 1}")  # fmt: skip
+            axis.plot(
+                steps,
+                [r[field][layer] for r in records],
+                "o-",
+                ms=3,
+                lw=1,
+                color=colours(0.35 + 0.65 * (layer + 1) / layers),
+                label=f"layer {layer + 1}",
+            )
         axis.set_ylim(0, 1.02)
         axis.set_title(title, fontsize=10)
         axis.set_xlabel("optimizer step")
         axis.grid(alpha=0.3)
     alignment = [r.get("cross_alignment_best") for r in records]
-    axes[1].plot(steps, [a if a is not None else float("nan") for a in alignment], "k--", lw=1.5,
-                 label="best cross head's alignment")  # fmt: skip
+    axes[1].plot(
+        steps,
+        [a if a is not None else float("nan") for a in alignment],
+        "k--",
+        lw=1.5,
+        label="best cross head's alignment",
+    )
     for axis in axes:
         axis.legend(fontsize=7, ncol=2, loc="best")
 
@@ -69,16 +81,35 @@ def main() -> None:
         first = next((index for index, phase in enumerate(phases) if phase), 0)
         for index, phase in enumerate(phases):
             label = "" if index == first else "_"  # one legend entry per kind, however many phases
-            axis.plot([r[x_key] for r in phase], [r["dev_loss"] for r in phase], "o-", color="#ff7f0e",
-                      label=f"{label}dev loss")  # fmt: skip
-            bleu.plot([r[x_key] for r in phase], [r["dev_bleu"] for r in phase], "s--", color="#2ca02c",
-                      label=f"{label}dev BLEU")  # fmt: skip
+            axis.plot(
+                [r[x_key] for r in phase],
+                [r["dev_loss"] for r in phase],
+                "o-",
+                color="#ff7f0e",
+                label=f"{label}dev loss",
+            )
+            bleu.plot(
+                [r[x_key] for r in phase],
+                [r["dev_bleu"] for r in phase],
+                "s--",
+                color="#2ca02c",
+                label=f"{label}dev BLEU",
+            )
         for index, (start, labelled) in enumerate(zip(starts, dev_set_changes(starts), strict=True)):
             axis.axvline(start[x_key], color="#888", ls=":", lw=1, label="_" if index else "fine-tuning starts")
             if labelled:
-                axis.annotate(f"dev set: {start['dev']}", (start[x_key], 1), xycoords=("data", "axes fraction"),
-                              xytext=(-3, -3), textcoords="offset points", va="top", ha="right", fontsize=8,
-                              rotation=90, color="#555")  # fmt: skip
+                axis.annotate(
+                    f"dev set: {start['dev']}",
+                    (start[x_key], 1),
+                    xycoords=("data", "axes fraction"),
+                    xytext=(-3, -3),
+                    textcoords="offset points",
+                    va="top",
+                    ha="right",
+                    fontsize=8,
+                    rotation=90,
+                    color="#555",
+                )
         axis.set_xlabel(x_label)
         axis.set_ylabel("label-smoothed cross-entropy")
         axis.grid(alpha=0.3)

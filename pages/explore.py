@@ -89,8 +89,21 @@ FIELDS = {
 
 # The controls drawn inside each fragment (below the sidebar's): a fragment restores its own before drawing them.
 PANEL_KEYS = ("text",)
-VIEWS_KEYS = (VIEW_KEY, "kind", "layer", "head", "grid_kind", "grid_layer", "grid_head", "focus_kind", "focus_layer",
-              "focus_query", "focus_heads", "bertviz_view", "bertviz_kind")  # fmt: skip
+VIEWS_KEYS = (
+    VIEW_KEY,
+    "kind",
+    "layer",
+    "head",
+    "grid_kind",
+    "grid_layer",
+    "grid_head",
+    "focus_kind",
+    "focus_layer",
+    "focus_query",
+    "focus_heads",
+    "bertviz_view",
+    "bertviz_kind",
+)
 
 
 def restore_from_url(keys: tuple[str, ...] | None = None) -> None:
@@ -171,9 +184,13 @@ def main(loading=None) -> None:
         st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
         scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
         st.radio(
-            t("explore.scale"), SCALES, key="scale", horizontal=True, format_func=scales.get,
+            t("explore.scale"),
+            SCALES,
+            key="scale",
+            horizontal=True,
+            format_func=scales.get,
             help=t("explore.scale_help"),
-        )  # fmt: skip
+        )
         sidebar_figure_format_picker()
     presenter_controls()
 
@@ -187,10 +204,18 @@ def main(loading=None) -> None:
     st.title(t("explore.title"))
     if not presenting():  # on a projector the first chart needs the room
         st.caption(
-            t("explore.about", article=article(source).capitalize(), source=source, target=target,
-              encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads,
-              d_model=config.d_model, checkpoint=loaded.path.name)
-        )  # fmt: skip
+            t(
+                "explore.about",
+                article=article(source).capitalize(),
+                source=source,
+                target=target,
+                encoder=config.encoder_layers,
+                decoder=config.decoder_layers,
+                heads=config.num_heads,
+                d_model=config.d_model,
+                checkpoint=loaded.path.name,
+            )
+        )
     if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
         loading.empty()
     translation_panel(loaded)
@@ -227,8 +252,9 @@ def translation_panel(loaded) -> None:
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()
         st.warning(t("explore.too_long", pasted=pasted, pieces=MAX_SOURCE_TOKENS - 1, read=len(read), ending=ending))
-    reasons = not_source_reasons(text, translation.maps.source_tokens, config.source_language, config.target_language,
-                                 language())  # fmt: skip
+    reasons = not_source_reasons(
+        text, translation.maps.source_tokens, config.source_language, config.target_language, language()
+    )
     if reasons:
         reads = language_label(config.source_language)
         st.warning(t("explore.not_source", reads=reads, reasons="; ".join(reasons)))
@@ -242,8 +268,13 @@ def translation_panel(loaded) -> None:
         unsafe_allow_html=True,
     )
     decoding = decoding_label(translation.options)
-    timing = t("explore.timing", target=target, decoding=decoding, decode=translation.seconds["decode"] * 1000,
-               attention=translation.seconds["attention"] * 1000)  # fmt: skip
+    timing = t(
+        "explore.timing",
+        target=target,
+        decoding=decoding,
+        decode=translation.seconds["decode"] * 1000,
+        attention=translation.seconds["attention"] * 1000,
+    )
     others, waited = int(translation.seconds.get("batch", 1)) - 1, translation.seconds.get("waited", 0.0)
     if others > 0 or waited >= 0.05:  # other sessions were translating at the same time
         timing += t("explore.shared", others=others, waited=waited * 1000)
@@ -270,10 +301,18 @@ def views_panel(maps: AttentionMaps, translation: Translation) -> None:
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
     restore_from_url(VIEWS_KEYS)  # the controls of the tab that was open in the last run were forgotten at its end
-    views = dict(zip(VIEWS, (
-        lambda: heads_view(maps, translation), lambda: grid_view(maps), lambda: focus_view(maps),
-        lambda: bertviz_panel(maps),
-    ), strict=True))  # fmt: skip
+    views = dict(
+        zip(
+            VIEWS,
+            (
+                lambda: heads_view(maps, translation),
+                lambda: grid_view(maps),
+                lambda: focus_view(maps),
+                lambda: bertviz_panel(maps),
+            ),
+            strict=True,
+        )
+    )
     # The tabs show names in the chosen language; the URL and the session keep the view's English name.
     labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
     for view, tab in url_state.tabs(VIEW_KEY, labels, VIEW_TAB_KEY).items():

@@ -70,9 +70,13 @@ def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> t
     names = {value: average if value == "avg" else value for value in {*layer_options, *head_options}}
     left.selectbox(t("explore.layer_label"), layer_options, key=f"{prefix}layer", format_func=names.get)
     right.selectbox(
-        t("explore.head_label"), head_options, key=f"{prefix}head", format_func=names.get,
-        disabled=every_layer, help=t("explore.heads_averaged") if every_layer else None,
-    )  # fmt: skip
+        t("explore.head_label"),
+        head_options,
+        key=f"{prefix}head",
+        format_func=names.get,
+        disabled=every_layer,
+        help=t("explore.heads_averaged") if every_layer else None,
+    )
     return (
         choice_index(st.session_state[f"{prefix}layer"], maps.num_layers),
         choice_index(st.session_state[f"{prefix}head"], maps.num_heads),
@@ -113,22 +117,34 @@ def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     name = figure_name(maps, kind, layer, head)
     chart, guide = st.columns([3, 1])
     with chart:
-        show_figure(plot_attention.attention_heatmap(matrix, queries, keys, describe(kind, layer, head),
-                                          causal=kind == "decoder", fitted=st.session_state["scale"] == "fitted",
-                                          language=language()),
-                    key="heatmap", filename=name)  # fmt: skip
+        show_figure(
+            plot_attention.attention_heatmap(
+                matrix,
+                queries,
+                keys,
+                describe(kind, layer, head),
+                causal=kind == "decoder",
+                fitted=st.session_state["scale"] == "fitted",
+                language=language(),
+            ),
+            key="heatmap",
+            filename=name,
+        )
     if kind != "encoder":
         chart.caption(t("explore.rows_predicted" if st.session_state.get("predicted") else "explore.rows_read"))
     with guide, st.expander(t("explore.how_to_read"), expanded=True):
         st.markdown(t("explore.how_to_read_text"))
     downloads = st.container(horizontal=True)
     # The files are made when the button is pressed (a callable), not at every run of the page.
-    downloads.download_button(t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys),
-                              file_name=f"{name}.csv", mime="text/csv")  # fmt: skip
     downloads.download_button(
-        t("explore.download_npz"), lambda: maps_npz(maps, translation),
-        file_name=f"{name.split('-' + kind)[0]}.npz", mime="application/octet-stream",
-    )  # fmt: skip
+        t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys), file_name=f"{name}.csv", mime="text/csv"
+    )
+    downloads.download_button(
+        t("explore.download_npz"),
+        lambda: maps_npz(maps, translation),
+        file_name=f"{name.split('-' + kind)[0]}.npz",
+        mime="application/octet-stream",
+    )
 
 
 def open_clicked_head(chart_key: str) -> None:
@@ -152,16 +168,33 @@ def grid_view(maps: AttentionMaps) -> None:
     chart_key = f"grid_{kind}_{layer}_{head}"
     with grid:
         show_figure(
-            plot_attention.model_view_grid(maps.weights(kind), queries, keys, title, causal=kind == "decoder",
-                                           fitted=fitted, language=language(), opened=(layer, head)),
-            key=chart_key, filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
+            plot_attention.model_view_grid(
+                maps.weights(kind),
+                queries,
+                keys,
+                title,
+                causal=kind == "decoder",
+                fitted=fitted,
+                language=language(),
+                opened=(layer, head),
+            ),
+            key=chart_key,
+            filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
             on_select=lambda: open_clicked_head(chart_key),
-        )  # fmt: skip
+        )
     show_figure(
-        plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, describe(kind, layer, head),
-                              causal=kind == "decoder", fitted=fitted, language=language()),
-        key="grid_cell", filename=figure_name(maps, kind, layer, head),
-    )  # fmt: skip
+        plot_attention.attention_heatmap(
+            maps.matrix(kind, layer, head),
+            queries,
+            keys,
+            describe(kind, layer, head),
+            causal=kind == "decoder",
+            fitted=fitted,
+            language=language(),
+        ),
+        key="grid_cell",
+        filename=figure_name(maps, kind, layer, head),
+    )
 
 
 def focus_view(maps: AttentionMaps) -> None:
@@ -176,25 +209,32 @@ def focus_view(maps: AttentionMaps) -> None:
     url_state.ensure("focus_query", None, options.__contains__)
     query_names = {i: t("explore.all_tokens") if i is None else f"{i + 1}: {queries[i]}" for i in options}
     query = right.selectbox(t("explore.query"), options, key="focus_query", format_func=query_names.get)
-    url_state.ensure("focus_heads", list(range(maps.num_heads)),
-                      url_state.indices_below(maps.num_heads))  # fmt: skip
+    url_state.ensure("focus_heads", list(range(maps.num_heads)), url_state.indices_below(maps.num_heads))
     head_names = {h: t("explore.head", head=h + 1) for h in range(maps.num_heads)}
-    heads = st.multiselect(t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get,
-                           key="focus_heads")  # fmt: skip
+    heads = st.multiselect(
+        t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get, key="focus_heads"
+    )
     title = f"{t(f'kind.{kind}')}, {t('explore.layer', layer=layer + 1)}" + (
         "" if query is None else t("explore.attention_of", token=queries[query])
     )
-    lines = plot_attention.token_lines(maps.weights(kind)[layer], queries, keys, heads=heads or None,
-                                       query_index=query, title=title, language=language())  # fmt: skip
-    show_figure(lines, key="focus",
-                filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))  # fmt: skip
+    lines = plot_attention.token_lines(
+        maps.weights(kind)[layer],
+        queries,
+        keys,
+        heads=heads or None,
+        query_index=query,
+        title=title,
+        language=language(),
+    )
+    show_figure(lines, key="focus", filename=figure_name(maps, kind, layer, None).replace("-headavg", "-token-lines"))
 
 
 def bertviz_panel(maps: AttentionMaps) -> None:
     left, right = st.columns(2)
     bertviz_names = {"head view": t("explore.bertviz_head_view"), "model view": t("explore.bertviz_model_view")}
-    view = left.radio(t("explore.bertviz_view"), BERTVIZ_VIEWS, key="bertviz_view", horizontal=True,
-                      format_func=bertviz_names.get)  # fmt: skip
+    view = left.radio(
+        t("explore.bertviz_view"), BERTVIZ_VIEWS, key="bertviz_view", horizontal=True, format_func=bertviz_names.get
+    )
     kinds = {"all": t("explore.all_three"), **kind_labels()}
     kind = right.selectbox(t("explore.attention"), ["all", *KINDS], key="bertviz_kind", format_func=kinds.get)
     selected = None if kind == "all" else kind
@@ -204,7 +244,9 @@ def bertviz_panel(maps: AttentionMaps) -> None:
         document = bertviz_view.model_view_html(maps, selected)
     st.iframe(document, height=bertviz_view.frame_height(maps, view.split()[0], selected))
     st.download_button(
-        t("explore.download_html"), lambda: document,
-        file_name=bertviz_view.standalone_filename(selected, view.split()[0]), mime="text/html",
-    )  # fmt: skip
+        t("explore.download_html"),
+        lambda: document,
+        file_name=bertviz_view.standalone_filename(selected, view.split()[0]),
+        mime="text/html",
+    )
     st.caption(t("explore.bertviz_credit"))

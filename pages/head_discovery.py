@@ -50,9 +50,13 @@ source_names = {source: t(f"heads.source_{source.replace(' ', '_')}") for source
 kind_names = {kind: t(f"heads.kind_{kind.split()[0].replace('-', '_')}") for kind in KINDS}
 
 source = st.radio(
-    t("heads.measure_over"), SOURCES, horizontal=True, key="heads_source", format_func=source_names.get,
+    t("heads.measure_over"),
+    SOURCES,
+    horizontal=True,
+    key="heads_source",
+    format_func=source_names.get,
     help=t("heads.measure_over_help"),
-)  # fmt: skip
+)
 if source == "dev sample":
     st.session_state["heads_sample"] = int(st.session_state["heads_sample"]) // 10 * 10
     count = st.slider(t("heads.sentences"), 10, 300, step=10, key="heads_sample")
@@ -68,11 +72,20 @@ else:
         tables = sentence_tables(loaded, name, sentence)
 
 point = measured_heads(loaded, name).point
-by_kind = {kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
-           for kind in KINDS}  # fmt: skip
+by_kind = {
+    kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
+    for kind in KINDS
+}
 by_kind[KINDS[0]].update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
-st.caption(t("heads.measured_over", sample=sample_label(tables["sample"]), words=tables.get("output_words", 0),
-             partners=tables.get("dictionary_words", 0), dictionary=DICTIONARY_FILE.name))  # fmt: skip
+st.caption(
+    t(
+        "heads.measured_over",
+        sample=sample_label(tables["sample"]),
+        words=tables.get("output_words", 0),
+        partners=tables.get("dictionary_words", 0),
+        dictionary=DICTIONARY_FILE.name,
+    )
+)
 
 # ------------------------------------------------------------------------------------------------ the paper's heads
 st.header(t("heads.paper_heads"))
@@ -108,16 +121,26 @@ names = [key for key in SCORES if key in scores]
 url_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
 score_names = {key: score_text(key, "name") for key in names}
 score_key = st.selectbox(
-    t("heads.score"), names, format_func=score_names.get, key="heads_score", help=t("heads.score_help")
+    t("heads.score"),
+    names,
+    format_func=score_names.get,
+    key="heads_score",
+    help=t("heads.score_help")
     + "; ".join(f"**{score_names[key]}**: {score_text(key, 'description')}" for key in names),
-)  # fmt: skip
+)
 score = SCORES[score_key]
 st.caption(f"{score_names[score_key]}: {score_text(score_key, 'description')}.")
 show_figure(
-    plot_attention.score_heatmap(scores[score_key], f"{score_names[score_key]} ({kind_names[kind]})", first=first,
-                                 zrange=score.zrange, language=language()),
-    key="heads_heatmap", filename=f"head-scores-{score_key}-{source.replace(' ', '-')}",
-)  # fmt: skip
+    plot_attention.score_heatmap(
+        scores[score_key],
+        f"{score_names[score_key]} ({kind_names[kind]})",
+        first=first,
+        zrange=score.zrange,
+        language=language(),
+    ),
+    key="heads_heatmap",
+    filename=f"head-scores-{score_key}-{source.replace(' ', '-')}",
+)
 values = scores[score_key]
 if np.isfinite(values).any():
     pick = np.nanargmin if score.low_is_notable else np.nanargmax

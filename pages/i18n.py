@@ -93,6 +93,9 @@ def sample_label(described: str) -> str:
 def language_picker() -> None:
     """The sidebar's choice of interface language (key ``lang``, in the URL)."""
     st.sidebar.selectbox(
-        "Language / 언어", list(LANGUAGES), key=LANGUAGE_KEY, format_func=LANGUAGES.get,
+        "Language / 언어",
+        list(LANGUAGES),
+        key=LANGUAGE_KEY,
+        format_func=LANGUAGES.get,
         help="English or Korean labels, help texts, captions and chart titles. / 영어 또는 한국어 인터페이스.",
-    )  # fmt: skip
+    )

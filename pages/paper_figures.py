@@ -280,8 +280,13 @@ with right:
             hide_index=True,
         )
         sharpest = anaphora_heads(its, layer)[0]  # the head Figure 4 draws in full by default
-        findings = t("fig.findings4", layer=layer + first, head=sharpest + first, law=law[layer, sharpest],
-                     application=application[layer, sharpest])  # fmt: skip
+        findings = t(
+            "fig.findings4",
+            layer=layer + first,
+            head=sharpest + first,
+            law=law[layer, sharpest],
+            application=application[layer, sharpest],
+        )
     else:
         findings = t("fig.not_measurable")
     paper_side(4, findings)
@@ -319,8 +324,9 @@ with right:
     rows = law_attention.weights[layer][:, real]
     chosen = heads if len(heads) == 2 else default_structure
     difference = pattern_difference(rows[chosen[0]], rows[chosen[1]])
-    paper_side(5, t("fig.findings5", a=chosen[0] + first, b=chosen[1] + first, layer=layer + first,
-                     difference=difference))  # fmt: skip
+    paper_side(
+        5, t("fig.findings5", a=chosen[0] + first, b=chosen[1] + first, layer=layer + first, difference=difference)
+    )
 
 # ------------------------------------------------------------------------------------------------ scores
 st.header(t("fig.scores"))
@@ -333,10 +339,14 @@ name = score_names[score_key]
 st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
 show_figure(
     plot_attention.score_heatmap(
-        point.scores[score_key], t("fig.at_step", name=name, step=point.step), first=first,
-        zrange=score.zrange if score else None, language=language(),
+        point.scores[score_key],
+        t("fig.at_step", name=name, step=point.step),
+        first=first,
+        zrange=score.zrange if score else None,
+        language=language(),
     ),
-    key="fig_scores", filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
-)  # fmt: skip
+    key="fig_scores",
+    filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
+)
 st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))
 save_page(FIELDS)

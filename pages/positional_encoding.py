@@ -48,9 +48,12 @@ url_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
 left, right = st.columns(2)
 num_positions = left.slider(t("pe.positions"), 10, max_positions, key="pe_positions")
 d_model = right.select_slider(
-    "d_model", even_widths, key="pe_d_model", on_change=new_width,
+    "d_model",
+    even_widths,
+    key="pe_d_model",
+    on_change=new_width,
     help=t("pe.d_model_help", d_model=config.d_model),
-)  # fmt: skip
+)
 pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
 
 st.subheader(t("pe.table"))

@@ -49,9 +49,14 @@ FIELDS = {
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_steps(
-    checkpoint_path: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], kind: str, layer: int, head: int,
+    checkpoint_path: str,
+    source_ids: tuple[int, ...],
+    output_ids: tuple[int, ...],
+    kind: str,
+    layer: int,
+    head: int,
     _loaded: LoadedCheckpoint,
-) -> HeadSteps:  # fmt: skip
+) -> HeadSteps:
     return head_steps(_loaded.model, _loaded.tokenizer, source_ids, output_ids, kind, layer, head)
 
 
@@ -75,8 +80,11 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
     left, right = st.columns([1, 1])
     left.latex(step.equation)
     right.markdown(t(f"step.{step.key}.explanation"))
-    show_figure(plot_steps.step_figure(steps, step.key, query, language()), key=f"step_{step.key}",
-                filename=f"step-{number}-{step.key}-{steps.kind}-L{steps.layer + 1}-H{steps.head + 1}")  # fmt: skip
+    show_figure(
+        plot_steps.step_figure(steps, step.key, query, language()),
+        key=f"step_{step.key}",
+        filename=f"step-{number}-{step.key}-{steps.kind}-L{steps.layer + 1}-H{steps.head + 1}",
+    )
     if step.key in ("masked", "weights"):
         show_figure(plot_steps.query_row_figure(steps, query, language()), key=f"step_row_{step.key}")
     if step.key == "weights":
@@ -111,16 +119,33 @@ with controls:
     layer = layer_column.selectbox(t("steps.layer"), range(1, layers + 1), key="steps_layer")
     head = head_column.selectbox(t("steps.head"), range(1, config.num_heads + 1), key="steps_head")
     with st.spinner(t("steps.recording")):
-        steps = cached_steps(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), kind,
-                             layer - 1, head - 1, loaded)  # fmt: skip
+        steps = cached_steps(
+            str(loaded.path),
+            tuple(translation.source_ids),
+            tuple(translation.output_ids),
+            kind,
+            layer - 1,
+            head - 1,
+            loaded,
+        )
     url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
     query = query_column.selectbox(
-        t("steps.query"), range(len(steps.query_tokens)), key="steps_query",
+        t("steps.query"),
+        range(len(steps.query_tokens)),
+        key="steps_query",
         format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
         help=t("steps.query_help"),
-    )  # fmt: skip
-    st.caption(t("steps.shape", queries=len(steps.query_tokens), keys=len(steps.key_tokens), d_model=config.d_model,
-                 heads=config.num_heads, d_k=steps.d_k))  # fmt: skip
+    )
+    st.caption(
+        t(
+            "steps.shape",
+            queries=len(steps.query_tokens),
+            keys=len(steps.key_tokens),
+            d_model=config.d_model,
+            heads=config.num_heads,
+            d_k=steps.d_k,
+        )
+    )
 
 # Only the open tab is built; the URL names it (steps_tab).
 tabs = url_state.tabs("steps_tab", {tab: t(f"steps.tab_{tab}") for tab in TABS})
@@ -139,38 +164,59 @@ if stepwise.open:
             last = st.session_state["steps_step"] >= len(STEPS)
             following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
             number = position.select_slider(
-                t("steps.step"), range(1, len(STEPS) + 1), key="steps_step", label_visibility="collapsed",
+                t("steps.step"),
+                range(1, len(STEPS) + 1),
+                key="steps_step",
+                label_visibility="collapsed",
                 format_func=step_names.get,
-            )  # fmt: skip
+            )
             show_step(steps, number, query)
 
 if scaling.open:
     with scaling:
         st.markdown(t("steps.scaling_intro"))
-        d_k = st.select_slider(t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk",
-                               help=t("steps.d_k_help", d_k=steps.d_k))  # fmt: skip
+        d_k = st.select_slider(
+            t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k)
+        )
         demo = cached_demo(d_k)
-        show_figure(plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
-                    key="steps_scaling_demo", filename=f"why-sqrt-dk-{d_k}")  # fmt: skip
-        st.caption(t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False),
-                     scaled=demo.largest_weight(True)))  # fmt: skip
+        show_figure(
+            plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
+            key="steps_scaling_demo",
+            filename=f"why-sqrt-dk-{d_k}",
+        )
+        st.caption(
+            t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False), scaled=demo.largest_weight(True))
+        )
         values = head_scaling(steps)
-        show_figure(plot_steps.head_scaling_figure(values, steps, language()), key="steps_scaling_head",
-                    filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}")  # fmt: skip
-        st.caption(t("steps.head_scaling_caption", scaled=values["entropy_scaled"].mean(),
-                     unscaled=values["entropy_unscaled"].mean(), uniform=values["uniform"].mean()))  # fmt: skip
+        show_figure(
+            plot_steps.head_scaling_figure(values, steps, language()),
+            key="steps_scaling_head",
+            filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}",
+        )
+        st.caption(
+            t(
+                "steps.head_scaling_caption",
+                scaled=values["entropy_scaled"].mean(),
+                unscaled=values["entropy_unscaled"].mean(),
+                uniform=values["uniform"].mean(),
+            )
+        )
 
 if multihead.open:
     with multihead:
         layer_weights = translation.maps.weights(kind)[layer - 1]
-        show_figure(plot_steps.multihead_figure(layer_weights, steps, query, language()), key="steps_multihead",
-                    filename=f"multi-head-{kind}-L{layer}-q{query}")  # fmt: skip
+        show_figure(
+            plot_steps.multihead_figure(layer_weights, steps, query, language()),
+            key="steps_multihead",
+            filename=f"multi-head-{kind}-L{layer}-q{query}",
+        )
         st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
 
 if decoding.open:
     with decoding:
-        upcoming = cached_next_tokens(str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids),
-                                      loaded)  # fmt: skip
+        upcoming = cached_next_tokens(
+            str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), loaded
+        )
         positions = len(upcoming.position_tokens)
         url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
         at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
@@ -178,11 +224,18 @@ if decoding.open:
         maps = translation.maps
         show_figure(
             plot_steps.decoding_figure(
-                maps.decoder[decoder_layer, head - 1, at], maps.cross[decoder_layer, head - 1, at],
-                maps.source_tokens, upcoming, at, decoder_layer, head - 1, language(),
+                maps.decoder[decoder_layer, head - 1, at],
+                maps.cross[decoder_layer, head - 1, at],
+                maps.source_tokens,
+                upcoming,
+                at,
+                decoder_layer,
+                head - 1,
+                language(),
             ),
-            key="steps_decoding", filename=f"decoding-step-{at}",
-        )  # fmt: skip
+            key="steps_decoding",
+            filename=f"decoding-step-{at}",
+        )
         options = translation.options
         search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
         kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)

@@ -74,11 +74,34 @@ def spm_path(tokenizer: Tokenizer, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def train_arguments(corpus: dict[str, Path], spm_path: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "--out", str(out), "--preset", "tiny", "--train", str(corpus["train"]), "--dev", str(corpus["dev"]),
-        "--spm", str(spm_path), "--batch-tokens", "256", "--warmup", "100", "--lr-scale", "0.5",
-        "--log-every", "1", "--eval-every", "0", "--dev-bleu-sentences", "10", "--progress", "lines",
-        "--threads", "1", *extra,
-    ]  # fmt: skip
+        "--out",
+        str(out),
+        "--preset",
+        "tiny",
+        "--train",
+        str(corpus["train"]),
+        "--dev",
+        str(corpus["dev"]),
+        "--spm",
+        str(spm_path),
+        "--batch-tokens",
+        "256",
+        "--warmup",
+        "100",
+        "--lr-scale",
+        "0.5",
+        "--log-every",
+        "1",
+        "--eval-every",
+        "0",
+        "--dev-bleu-sentences",
+        "10",
+        "--progress",
+        "lines",
+        "--threads",
+        "1",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -131,9 +154,13 @@ if TYPE_CHECKING:
 # Browser tests: Debian's Chromium driven by Playwright (no browser download), skipped only when either is missing.
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
     "--disable-sync",
-]  # fmt: skip
+]
 
 
 if importlib.util.find_spec("playwright") is None:

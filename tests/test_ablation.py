@@ -40,8 +40,10 @@ def test_without_cross_attention_the_output_ignores_the_source(loaded, pairs):
     model, tokenizer = loaded.model, loaded.tokenizer
     every_cross_head = [("cross", layer, head) for layer in range(2) for head in range(4)]
     first, second = pairs[0][0], pairs[1][0]
-    assert translate_ablated(model, tokenizer, first, []).translation != translate_ablated(
-        model, tokenizer, second, []).translation  # fmt: skip
+    assert (
+        translate_ablated(model, tokenizer, first, []).translation
+        != translate_ablated(model, tokenizer, second, []).translation
+    )
     blind = {translate_ablated(model, tokenizer, text, every_cross_head).translation for text in (first, second)}
     assert len(blind) == 1  # the decoder no longer reads the source: every sentence gets the same output
     with pytest.raises(ValueError, match="no head"):
@@ -65,8 +67,17 @@ def test_importance_by_ablation_and_by_gradient(loaded, pairs):
 
 
 def test_the_importance_command(trained_checkpoint: Path, corpus, capsys):
-    arguments = ["--checkpoint", str(trained_checkpoint), "--src", f"{corpus['dev']}.en", "--ref",
-                 f"{corpus['dev']}.de", "--sample", "6", "--json"]  # fmt: skip
+    arguments = [
+        "--checkpoint",
+        str(trained_checkpoint),
+        "--src",
+        f"{corpus['dev']}.en",
+        "--ref",
+        f"{corpus['dev']}.de",
+        "--sample",
+        "6",
+        "--json",
+    ]
     assert importance_cli.main([*arguments, "--gradient-only"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result["gradient"]) == {"encoder", "decoder", "cross"} and result["sentences"] == 6
@@ -76,8 +87,10 @@ def test_the_importance_command(trained_checkpoint: Path, corpus, capsys):
 
 def test_heads_off_within_one_bleu_holds_for_every_smaller_count():
     """12 heads within 1 BLEU, 14 not, 16 within again by noise: "up to 12", as the README and the page both say."""
-    curve = [{"heads_off": k, "bleu": bleu} for k, bleu in ((0, 16.18), (8, 18.73), (12, 15.76), (14, 15.05),
-                                                             (16, 16.24), (36, 9.78))]  # fmt: skip
+    curve = [
+        {"heads_off": k, "bleu": bleu}
+        for k, bleu in ((0, 16.18), (8, 18.73), (12, 15.76), (14, 15.05), (16, 16.24), (36, 9.78))
+    ]
     assert ablation.heads_off_within(curve, 16.18) == 12
     assert ablation.heads_off_within(curve[:3], 16.18) == 12
     assert ablation.heads_off_within([{"heads_off": 0, "bleu": 16.18}, {"heads_off": 2, "bleu": 1.0}], 16.18) == 0

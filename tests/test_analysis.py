@@ -65,8 +65,10 @@ def test_sentences_recorded_in_one_padded_pass_get_their_own_maps(translation):
     alone, with no row or column for another sentence's padding."""
     loaded, _ = translation
     tokenizer = loaded.tokenizer
-    sources = [[*tokenizer.encode(text), EOS_ID] for text in
-               ("the cat.", "the small cat sees the big dog and the big dog sees the cat.", "dog")]  # fmt: skip
+    sources = [
+        [*tokenizer.encode(text), EOS_ID]
+        for text in ("the cat.", "the small cat sees the big dog and the big dog sees the cat.", "dog")
+    ]
     outputs = [tokenizer.encode(text) for text in ("die katze.", "der hund", "die kleine katze sieht den hund.")]
     together = attention_for_many(loaded.model, tokenizer, sources, outputs)
     for source, output, maps in zip(sources, outputs, together, strict=True):
@@ -114,10 +116,13 @@ def test_words_merged_by_what_they_predict_label_each_row_with_the_word_it_write
     cross = np.zeros((1, 1, 6, 3))
     cross[0, 0, np.arange(6), [0, 1, 2, 2, 2, 2]] = 1.0  # each position's key, by hand
     maps = AttentionMaps(
-        source_tokens=["▁The", "▁children", "</s>"], target_tokens=target, predicted_tokens=predicted,
-        encoder=np.full((1, 1, 3, 3), 1 / 3), decoder=np.tril(np.ones((1, 1, 6, 6))) / np.arange(1, 7)[:, None],
+        source_tokens=["▁The", "▁children", "</s>"],
+        target_tokens=target,
+        predicted_tokens=predicted,
+        encoder=np.full((1, 1, 3, 3), 1 / 3),
+        decoder=np.tril(np.ones((1, 1, 6, 6))) / np.arange(1, 7)[:, None],
         cross=cross,
-    )  # fmt: skip
+    )
     by_input = merged_view(maps)
     by_prediction = merged_view(maps, by_prediction=True)
     assert by_input.target_tokens == ["<s>", "Die", "Kinder", "spielen", "."]

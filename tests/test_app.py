@@ -56,7 +56,10 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}"
     assert heads["figure"]["layout"]["title"]["text"] == title
     assert (app.query_params["kind"], app.query_params["layer"], app.query_params["head"]) == (
-        kind, str(layer + 1), str(head + 1))  # fmt: skip
+        kind,
+        str(layer + 1),
+        str(head + 1),
+    )
     assert "Source tokens" in page_text(app) and "Each row sums to 1" in page_text(app)  # the reading guide
     assert app.query_params["view"] == "Heads"
     linked = start(kind="decoder", layer="1", head="3")  # a link's choice wins over the default
@@ -252,7 +255,10 @@ def test_choices_hold_when_tabs_change(checkpoint):
     open_tab(app, "Heads")
     no_exceptions(app)
     assert (app.radio(key="kind").value, app.selectbox(key="layer").value, app.selectbox(key="head").value) == (
-        "cross", "avg", "avg")  # fmt: skip
+        "cross",
+        "avg",
+        "avg",
+    )
     assert "all layers" in charts(app)[0]["figure"]["layout"]["title"]["text"]
     assert app.query_params["kind"] == "cross" and app.query_params["layer"] == "avg"
     assert app.query_params["grid_kind"] == "decoder" and app.query_params["focus_heads"] == "1,3"

@@ -103,8 +103,19 @@ def wait_until_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
 def serving(checkpoint: Path, log: Path) -> Iterator[str]:
     """``streamlit run app.py`` on a free local port; yields its origin. The process is ended whatever happens."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.address",
+        "127.0.0.1",
+        "--server.headless",
+        "true",
+    ]
     # The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a local path.
     chosen = DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
     environment = {**os.environ, "TRANSFORMER_CHECKPOINT": chosen}
@@ -207,10 +218,16 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
         page = visit.page
         page.on("requestfailed", lambda request: visit.failed.append(f"{request.url}: {request.failure}"))
         # The server's own error answers too: a missing script or stylesheet would break the page just as well.
-        page.on("response", lambda response: response.status >= 400
-                and visit.failed.append(f"{response.url}: HTTP {response.status}"))  # fmt: skip
-        page.on("console", lambda message: message.type == "error"
-                and visit.errors.append(f"{message.text} ({message.location.get('url')})"))  # fmt: skip
+        page.on(
+            "response",
+            lambda response: response.status >= 400 and visit.failed.append(f"{response.url}: HTTP {response.status}"),
+        )
+        page.on(
+            "console",
+            lambda message: (
+                message.type == "error" and visit.errors.append(f"{message.text} ({message.location.get('url')})")
+            ),
+        )
         page.on("pageerror", lambda error: visit.errors.append(f"uncaught: {error}"))
         page.on("dialog", lambda dialog: (visit.dialogs.append(f"{dialog.type}: {dialog.message}"), dialog.dismiss()))
         # By default encoder self-attention, so that both heatmap axes show the typed sentence's pieces (the app
@@ -312,8 +329,9 @@ def save_screenshot(page: Page, path: Path) -> None:
     page.mouse.move(0, 0)  # no hover label over the heatmap
     page.set_viewport_size({"width": VIEWPORT["width"], "height": max(VIEWPORT["height"], height)})
     try:
-        page.wait_for_function(f"() => {{ const main = document.querySelector('{main}'); "
-                               "return main.scrollHeight <= main.clientHeight; }")  # fmt: skip
+        page.wait_for_function(
+            f"() => {{ const main = document.querySelector('{main}'); return main.scrollHeight <= main.clientHeight; }}"
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=path, full_page=True, animations="disabled")
     finally:
@@ -377,8 +395,15 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
     visit = open_app()
     page = visit.page
     links = texts(page, '[data-testid="stSidebarNav"] a')
-    names = ["Translate and explore", "Attention, step by step", "Paper figures", "Head discovery", "What if",
-             "Positional encoding", "Model and training"]  # fmt: skip
+    names = [
+        "Translate and explore",
+        "Attention, step by step",
+        "Paper figures",
+        "Head discovery",
+        "What if",
+        "Positional encoding",
+        "Model and training",
+    ]
     assert len(links) == len(names) and all(link.endswith(name) for link, name in zip(links, names, strict=True))
     page.get_by_role("link", name="Paper figures").click()
     page.wait_for_selector("text=Figure 3 — Long-distance dependency", timeout=FIRST_RENDER_MS)
@@ -571,8 +596,16 @@ def test_coming_back_to_a_page_keeps_its_choices_and_never_crashes(open_app: Cal
     heads = controls(page)
     assert heads["heads_sentence"] == "My brother lives in Berlin."
     for _ in range(2):
-        for name in ("Attention, step by step", "What if", "Translate and explore", "Paper figures", "Head discovery",
-                     "Positional encoding", "Model and training", "Translate and explore"):  # fmt: skip
+        for name in (
+            "Attention, step by step",
+            "What if",
+            "Translate and explore",
+            "Paper figures",
+            "Head discovery",
+            "Positional encoding",
+            "Model and training",
+            "Translate and explore",
+        ):
             go_to(page, name)
             assert problems(page) == [], name
         assert {key: controls(page)[key] for key in chosen} == chosen
@@ -647,8 +680,9 @@ def test_cross_attention_rows_are_labelled_by_the_word_they_write(open_app: Call
     page = visit.page
     page.wait_for_selector("text=decoder position writes")
     translation = page.evaluate(SHOWN_JS)["translation"]
-    rows = page.evaluate("() => [...document.querySelector('.js-plotly-plot').querySelectorAll('.ytick text')]"
-                         ".map(t => t.textContent)")  # fmt: skip
+    rows = page.evaluate(
+        "() => [...document.querySelector('.js-plotly-plot').querySelectorAll('.ytick text')].map(t => t.textContent)"
+    )
     assert rows[0] == "→" + translation.split()[0]
     assert rows[-1] == "→</s>"
     words = [row.removeprefix("→") for row in rows[:-1]]
@@ -683,9 +717,14 @@ CHART_BOXES_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] 
 })"""
 
 
-@pytest.mark.parametrize("path", [
-    "/step_by_step?steps_tab=scaling", "/what_if?wi_tab=rollout&wi_flow=1", "/what_if?wi_tab=importance",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/step_by_step?steps_tab=scaling",
+        "/what_if?wi_tab=rollout&wi_flow=1",
+        "/what_if?wi_tab=importance",
+    ],
+)
 def test_figures_at_1280_px_keep_their_titles_and_room_to_read(open_app: Callable[..., Visit], path: str):
     """At 1280 × 800 every chart's titles lie inside the chart (the √d_k panel's was cut to '…against d_'), and
     every heatmap is at least 200 px wide (rollout, flow and head importance were drawn 80–160 px wide)."""
@@ -741,8 +780,12 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
         x, _ = page.evaluate(GRID_TICK_JS, [0, f"H{head}"])  # (scrolling up and down leaves x as it is)
         _, y = page.evaluate(GRID_TICK_JS, [0, f"L{layer}"])
         page.mouse.click(x + 12, y - 15)  # inside the tile, not on its centre
-        page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("grid_layer") == [str(layer)]
-                          and parse_qs(urlsplit(url).query).get("grid_head") == [str(head)])  # fmt: skip
+        page.wait_for_url(
+            lambda url: (
+                parse_qs(urlsplit(url).query).get("grid_layer") == [str(layer)]
+                and parse_qs(urlsplit(url).query).get("grid_head") == [str(head)]
+            )
+        )
         robot.settle(page)
 
     click_tile(3, 4)
@@ -750,8 +793,9 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
     assert (shown["grid_layer"], shown["grid_head"]) == ("3", "4")
     title = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[1].querySelector('.gtitle').textContent")
     assert "layer 3, head 4" in title
-    outlines = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[0]"
-                             ".querySelectorAll('.shapelayer path').length")  # fmt: skip
+    outlines = page.evaluate(
+        "() => document.querySelectorAll('.js-plotly-plot')[0].querySelectorAll('.shapelayer path').length"
+    )
     assert outlines == 1
     opener = page.locator(".st-key-grid_head button[aria-haspopup=listbox]")
     opener.scroll_into_view_if_needed()  # a list opened while the page still scrolls closes again

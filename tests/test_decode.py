@@ -263,7 +263,12 @@ def test_decoding_options_reach_the_search_as_one_object():
     assert all(len(output) <= length + 2 for output, length in zip(short, (4, 3), strict=True))
     assert DecodingOptions().describe() == "beam 4, α = 0.6, float32 search"
     assert GREEDY.describe() == "greedy, float32 search"
-    for wrong in ({"beam_size": 0}, {"alpha": -1.0}, {"alpha": float("nan")}, {"precision": "float8"},
-                  {"max_extra_tokens": 0}):  # fmt: skip
+    for wrong in (
+        {"beam_size": 0},
+        {"alpha": -1.0},
+        {"alpha": float("nan")},
+        {"precision": "float8"},
+        {"max_extra_tokens": 0},
+    ):
         with pytest.raises(ValueError):
             DecodingOptions(**wrong)

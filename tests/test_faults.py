@@ -24,8 +24,11 @@ STEPS = 24
 
 
 def losses(run: Path) -> dict[int, float]:
-    return {record["step"]: record["loss"] for record in ckpt.read_metrics(run / "metrics.jsonl")
-            if record.get("kind") == "train"}  # fmt: skip
+    return {
+        record["step"]: record["loss"]
+        for record in ckpt.read_metrics(run / "metrics.jsonl")
+        if record.get("kind") == "train"
+    }
 
 
 def leftovers(run: Path) -> list[str]:
@@ -49,8 +52,9 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(cor
     kills = 0
     for attempt in range(8):
         resume = ["--resume"] if ckpt.run_checkpoints(run) else []
-        process = subprocess.Popen([*command, *resume], cwd=REPOSITORY, stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        process = subprocess.Popen(
+            [*command, *resume], cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         if attempt < 4:
             # Once it trains, at a random moment: every step writes a checkpoint, so many kills land mid-write.
             reached = len(losses(run))
@@ -72,12 +76,14 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(cor
     assert leftovers(run) == []  # what killed writers left half-done was cleared on resuming
     resumed = losses(run)
     assert sorted(resumed) == list(range(1, STEPS + 1))
-    assert [resumed[step] for step in sorted(resumed)] == pytest.approx([straight[s] for s in sorted(straight)],
-                                                                          rel=1e-6)  # fmt: skip
+    assert [resumed[step] for step in sorted(resumed)] == pytest.approx(
+        [straight[s] for s in sorted(straight)], rel=1e-6
+    )
 
 
-def test_a_full_disk_while_saving_keeps_the_previous_checkpoint(corpus, spm_path, tmp_path, straight, monkeypatch,
-                                                                capsys):  # fmt: skip
+def test_a_full_disk_while_saving_keeps_the_previous_checkpoint(
+    corpus, spm_path, tmp_path, straight, monkeypatch, capsys
+):
     run = tmp_path / "run"
     written = ckpt.save_file
     full = {"from_save": 2, "saves": 0}
@@ -94,8 +100,10 @@ def test_a_full_disk_while_saving_keeps_the_previous_checkpoint(corpus, spm_path
     arguments = train_arguments(corpus, spm_path, run, "--max-steps", "12", "--save-every-steps", "4")
     assert train.main(arguments) == 1  # the last checkpoint could not be written: said, and not a success
     err = capsys.readouterr().err
-    assert "could not save the checkpoint of step 8 (No space left on device); the previous one, step-0000004, is " \
-           "intact" in err  # fmt: skip
+    assert (
+        "could not save the checkpoint of step 8 (No space left on device); the previous one, step-0000004, is "
+        "intact" in err
+    )
     assert [path.name for path in ckpt.run_checkpoints(run)] == ["step-0000004"] and leftovers(run) == []
     ckpt.load_checkpoint(run / "checkpoints" / "step-0000004")
 
@@ -103,8 +111,9 @@ def test_a_full_disk_while_saving_keeps_the_previous_checkpoint(corpus, spm_path
     assert train.main([*arguments, "--resume", "--max-steps", str(STEPS)]) == 0
     resumed = losses(run)
     assert sorted(resumed) == list(range(1, STEPS + 1))
-    assert [resumed[step] for step in sorted(resumed)] == pytest.approx([straight[s] for s in sorted(straight)],
-                                                                          rel=1e-6)  # fmt: skip
+    assert [resumed[step] for step in sorted(resumed)] == pytest.approx(
+        [straight[s] for s in sorted(straight)], rel=1e-6
+    )
 
 
 def test_stale_partial_folders_are_removed_and_a_retired_checkpoint_is_put_back(tmp_path):

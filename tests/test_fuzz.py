@@ -103,18 +103,61 @@ def page_apps() -> list[str]:
     return ["app.py", *named]
 
 
-PARAMETER_NAMES = st.sampled_from([
-    "text", "beam", "alpha", "precision", "kind", "layer", "head", "view", "lang", "present", "checkpoint",
-    "focus_query", "focus_heads", "steps_text", "steps_layer", "steps_step", "fig_layer", "fig3_heads", "heads_sample",
-    "heads_sentence", "pe_d_model", "pe_positions", "wi_tab", "wi_text", "wi_off_cross", "wi_k", "wi_given",
-    "wi_other_path", "wi_hypothesis", "wi_residual", "unknown",
-])  # fmt: skip
+PARAMETER_NAMES = st.sampled_from(
+    [
+        "text",
+        "beam",
+        "alpha",
+        "precision",
+        "kind",
+        "layer",
+        "head",
+        "view",
+        "lang",
+        "present",
+        "checkpoint",
+        "focus_query",
+        "focus_heads",
+        "steps_text",
+        "steps_layer",
+        "steps_step",
+        "fig_layer",
+        "fig3_heads",
+        "heads_sample",
+        "heads_sentence",
+        "pe_d_model",
+        "pe_positions",
+        "wi_tab",
+        "wi_text",
+        "wi_off_cross",
+        "wi_k",
+        "wi_given",
+        "wi_other_path",
+        "wi_hypothesis",
+        "wi_residual",
+        "unknown",
+    ]
+)
 # A URL carries percent-encoded UTF-8, so no lone surrogate can arrive through one.
 PARAMETER_VALUES = st.one_of(
-    st.sampled_from(["", "0", "-1", "1e309", "nan", "99999999999999999999", "all", "1,2,999", "beam", "ko", "../../etc",
-                     *(value for value in HOSTILE if clean(value) == value)]),
+    st.sampled_from(
+        [
+            "",
+            "0",
+            "-1",
+            "1e309",
+            "nan",
+            "99999999999999999999",
+            "all",
+            "1,2,999",
+            "beam",
+            "ko",
+            "../../etc",
+            *(value for value in HOSTILE if clean(value) == value),
+        ]
+    ),
     st.text(st.characters(codec="utf-8"), max_size=60),
-)  # fmt: skip
+)
 
 
 @pytest.mark.slow
@@ -179,10 +222,18 @@ def ckpt_module():
     return checkpoint
 
 
-HEADER_EDITS = st.sampled_from([
-    ("dtype", "I32"), ("dtype", "BOOL"), ("dtype", "F64"), ("shape", [1]), ("shape", [10**12, 10**12]), ("shape", []),
-    ("data_offsets", [0, 10**15]), ("data_offsets", [5, 3]),
-])  # fmt: skip
+HEADER_EDITS = st.sampled_from(
+    [
+        ("dtype", "I32"),
+        ("dtype", "BOOL"),
+        ("dtype", "F64"),
+        ("shape", [1]),
+        ("shape", [10**12, 10**12]),
+        ("shape", []),
+        ("data_offsets", [0, 10**15]),
+        ("data_offsets", [5, 3]),
+    ]
+)
 
 
 @settings(max_examples=16, deadline=None, suppress_health_check=list(HealthCheck))
@@ -201,14 +252,38 @@ def test_wrong_dtypes_shapes_and_offsets_in_the_header_are_refused(trained_check
         ckpt_module().load_checkpoint(folder)
 
 
-CONFIG_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
-                          st.text(max_size=5), st.lists(st.integers(), max_size=2))  # fmt: skip
+CONFIG_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-@given(changes=st.dictionaries(st.sampled_from(["vocab_size", "d_model", "num_heads", "d_ff", "encoder_layers",
-                                                "decoder_layers", "dropout", "max_positions", "pad_id", "extra"]),
-                               CONFIG_VALUES, min_size=1, max_size=3))  # fmt: skip
+@given(
+    changes=st.dictionaries(
+        st.sampled_from(
+            [
+                "vocab_size",
+                "d_model",
+                "num_heads",
+                "d_ff",
+                "encoder_layers",
+                "decoder_layers",
+                "dropout",
+                "max_positions",
+                "pad_id",
+                "extra",
+            ]
+        ),
+        CONFIG_VALUES,
+        min_size=1,
+        max_size=3,
+    )
+)
 # Cases hypothesis found once (each crashed inside torch before the config refused them), kept so they run every time.
 @example(changes={"d_model": 0})
 @example(changes={"num_heads": 0})

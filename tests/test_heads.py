@@ -28,8 +28,19 @@ from transformer.cli import timeline as timeline_cli
 from transformer.decode import GREEDY, translate_ids
 
 PRONOUN_TOKENS = [
-    "▁The", "▁committee", "▁rejected", "▁the", "▁pro", "posal", "▁because", "▁it", "▁was", "▁expensive", ".", "</s>",
-]  # fmt: skip
+    "▁The",
+    "▁committee",
+    "▁rejected",
+    "▁the",
+    "▁pro",
+    "posal",
+    "▁because",
+    "▁it",
+    "▁was",
+    "▁expensive",
+    ".",
+    "</s>",
+]
 
 
 def pronoun_heads() -> np.ndarray:
@@ -75,8 +86,12 @@ def test_alignment_hits_count_dictionary_partners_and_consensus():
 
 
 def test_dictionary_pairs_words_that_translate_each_other():
-    pairs = [("the cat sleeps.", "die katze schläft."), ("the dog sleeps.", "der hund schläft."),
-             ("a cat eats.", "eine katze isst."), ("the cat eats.", "die katze isst.")] * 5  # fmt: skip
+    pairs = [
+        ("the cat sleeps.", "die katze schläft."),
+        ("the dog sleeps.", "der hund schläft."),
+        ("a cat eats.", "eine katze isst."),
+        ("the cat eats.", "die katze isst."),
+    ] * 5
     rows = build_dictionary(pairs, min_count=3, min_dice=0.3)
     best = {}
     for english, german, dice in rows:
@@ -146,8 +161,7 @@ def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tm
         assert figures.FIGURES[number].caption.split(".")[0] in page
         assert 'src="http' not in page and "Plotly.newPlot" in page  # plotly.js inline: works offline
     metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
-    keys = ("making_heads_on_more_difficult", "its_to_law", "its_to_application", "best_layer_making",
-            "best_head_its")  # fmt: skip
+    keys = ("making_heads_on_more_difficult", "its_to_law", "its_to_application", "best_layer_making", "best_head_its")
     for key in keys:
         assert isinstance(metrics[key], int | float), key
     layers, heads = 2, 4
@@ -237,8 +251,14 @@ def test_head_statistics_on_heads_with_known_answers():
 def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Path, monkeypatch):
     """Adding a head score is one registry entry: the tables (and so the Head discovery page, the figures CLI and
     the stored measurements) pick it up with its description."""
-    first_key = HeadScore("first_key", "Weight on the first token", ("encoder",), "attention on position 0",
-                          lambda rows: rows.weights[..., 0], per_query=True)  # fmt: skip
+    first_key = HeadScore(
+        "first_key",
+        "Weight on the first token",
+        ("encoder",),
+        "attention on position 0",
+        lambda rows: rows.weights[..., 0],
+        per_query=True,
+    )
     monkeypatch.setitem(SCORES, first_key.key, first_key)
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."], cross=False)
     assert tables["descriptions"]["first_key"] == "attention on position 0"

@@ -109,9 +109,14 @@ def test_pages_speak_korean(korean_page, page: str):
     app = korean_page(page, **KOREAN_PAGES[page])
     no_exceptions(app)
     assert app.sidebar.selectbox(key="lang").value == "ko"
-    shown = [app.title[0].value, *(header.value for header in app.subheader), *(tab.label for tab in app.tabs),
-             *(caption.value for caption in app.caption), *(metric.label for metric in app.metric),
-             *(chart["figure"]["layout"]["title"]["text"] for chart in charts(app))]  # fmt: skip
+    shown = [
+        app.title[0].value,
+        *(header.value for header in app.subheader),
+        *(tab.label for tab in app.tabs),
+        *(caption.value for caption in app.caption),
+        *(metric.label for metric in app.metric),
+        *(chart["figure"]["layout"]["title"]["text"] for chart in charts(app)),
+    ]
     widgets = ("text_input", "radio", "selectbox", "multiselect", "slider", "select_slider", "toggle", "button")
     labels = [widget.label for kind in widgets for widget in app.get(kind) if widget.label != "Language / 언어"]
     untranslated = [text for text in [*shown, *labels] if not HANGUL.search(text) and text not in SYMBOLS]

@@ -90,13 +90,56 @@ ENGLISH_RUN = re.compile(r"(?<![A-Za-z0-9_])[a-z]{3,}[ ,]+[a-z]{3,}(?![A-Za-z0-9
 LATIN_WORD = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z]{2,}(?![A-Za-z0-9_-])")  # not in a symbol: d_k, en-de-small
 # Names, titles, units and symbols that stay as they are in Korean text.
 NAMES = [
-    "BLEU", "chrF", "bertviz", "plotly", "softmax", "Transformer", "newstest2013", "en-de-small", "SentencePiece",
-    "safetensors", "sacreBLEU", "WMT", "Wᴼ", "d_model", "d_ff", "d_k", "d_v", "float32", "bfloat16", "float16",
-    "PNG", "SVG", "CSV", "JSON", "HTML", "NPZ", "MB", "ms", "PE", "pos", "dim", "sin", "cos", "Adam",
-    "Tatoeba", "Multi30k", "PUD", "Attention Is All You Need", "Vaswani", "Jesse Vig", "Michel", "Abnar", "Zuidema",
-    "CPU", "<EOS>", "<pad>", "log", "Concat",
+    "BLEU",
+    "chrF",
+    "bertviz",
+    "plotly",
+    "softmax",
+    "Transformer",
+    "newstest2013",
+    "en-de-small",
+    "SentencePiece",
+    "safetensors",
+    "sacreBLEU",
+    "WMT",
+    "Wᴼ",
+    "d_model",
+    "d_ff",
+    "d_k",
+    "d_v",
+    "float32",
+    "bfloat16",
+    "float16",
+    "PNG",
+    "SVG",
+    "CSV",
+    "JSON",
+    "HTML",
+    "NPZ",
+    "MB",
+    "ms",
+    "PE",
+    "pos",
+    "dim",
+    "sin",
+    "cos",
+    "Adam",
+    "Tatoeba",
+    "Multi30k",
+    "PUD",
+    "Attention Is All You Need",
+    "Vaswani",
+    "Jesse Vig",
+    "Michel",
+    "Abnar",
+    "Zuidema",
+    "CPU",
+    "<EOS>",
+    "<pad>",
+    "log",
+    "Concat",
     "Language / 언어",  # the language picker's label speaks both languages on purpose
-]  # fmt: skip
+]
 
 
 def english_glosses() -> set[str]:
@@ -158,8 +201,11 @@ def leftovers(shown: dict) -> list[str]:
     segments = english_segments()
     found = []
     for text in [*shown["texts"], *shown["titles"]]:
-        rest = re.sub(r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg)(?![A-Za-z])", " ",
-                      without(text, kept))  # fmt: skip
+        rest = re.sub(
+            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg)(?![A-Za-z])",
+            " ",
+            without(text, kept),
+        )
         found += [f"message {segment!r} in {text!r}" for segment in segments if segment in rest]
         for clause in re.split(r"[.!?:;·()\[\]\"]|—|–| - ", rest):
             if german(clause):
@@ -188,8 +234,12 @@ def test_every_page_and_tab_speaks_korean(open_app: Callable[..., object], path:
     found = leftovers(shown)
     assert not found, "\n".join(found)
     # Korean titles are longer than English ones at the same font: none may run out of its chart at 1280 px.
-    cut = [text for chart in page.evaluate(TITLE_BOXES_JS) for text, (left, _, right, _) in chart["titles"]
-           if text and (left < chart["svg"][0] - 1 or right > chart["svg"][2] + 1)]  # fmt: skip
+    cut = [
+        text
+        for chart in page.evaluate(TITLE_BOXES_JS)
+        for text, (left, _, right, _) in chart["titles"]
+        if text and (left < chart["svg"][0] - 1 or right > chart["svg"][2] + 1)
+    ]
     assert not cut, f"titles cut at the chart's edge: {cut}"
     visit.assert_quiet(page_link=path.split("?")[0].strip("/") or None)
 

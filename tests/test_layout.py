@@ -98,7 +98,11 @@ def test_the_library_works_without_the_app_packages():
     assert "library imported without" in result.stdout
     # And the command-line tools start: their help needs nothing from the app either.
     for tool in ("train", "translate", "evaluate"):
-        command = [sys.executable, "-c", script + f"\nimport runpy, sys\nsys.argv = ['x', '--help']\n"
-                   f"runpy.run_module('transformer.{tool}', run_name='__main__')"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-c",
+            script + f"\nimport runpy, sys\nsys.argv = ['x', '--help']\n"
+            f"runpy.run_module('transformer.{tool}', run_name='__main__')",
+        ]
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY)
         assert done.returncode == 0 and "usage" in done.stdout, done.stderr

@@ -19,8 +19,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not CHROMIUM.is_file() or importlib.util.find_spec("playwright") is None,
-                    reason="needs Debian's Chromium and Playwright")  # fmt: skip
+@pytest.mark.skipif(
+    not CHROMIUM.is_file() or importlib.util.find_spec("playwright") is None,
+    reason="needs Debian's Chromium and Playwright",
+)
 def test_four_sessions_at_once_get_every_answer_without_errors():
     """On a freshly started server: every session's first page translates the same default sentence at once, while
     the model loads and the translation process starts."""
@@ -38,8 +40,17 @@ def test_four_sessions_at_once_get_every_answer_without_errors():
 def test_eight_protocol_sessions_at_once_get_every_answer_and_share_the_model():
     """Eight sessions speaking Streamlit's websocket protocol (no browser): every submit gets its heatmap and every
     switch its model view, with no error and the model loaded once (memory does not grow by a model per session)."""
-    command = [sys.executable, "benchmarks/load.py", "--client", "protocol", "--sessions", "1,8", "--requests", "2",
-               "--json"]  # fmt: skip
+    command = [
+        sys.executable,
+        "benchmarks/load.py",
+        "--client",
+        "protocol",
+        "--sessions",
+        "1,8",
+        "--requests",
+        "2",
+        "--json",
+    ]
     finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
     assert finished.returncode == 0, finished.stderr[-2000:]
     one, eight = json.loads(finished.stdout)["results"]

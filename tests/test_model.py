@@ -227,8 +227,9 @@ def test_the_training_loss_skips_padding_and_matches_the_logits_path():
     grad = model.embedding.weight.grad.clone()
     model.zero_grad()
     logits = model(source, target[:, :-1]).logits[target[:, 1:] != PAD]
-    expected = nn.functional.cross_entropy(logits, target[:, 1:][target[:, 1:] != PAD], label_smoothing=0.1,
-                                           reduction="sum")  # fmt: skip
+    expected = nn.functional.cross_entropy(
+        logits, target[:, 1:][target[:, 1:] != PAD], label_smoothing=0.1, reduction="sum"
+    )
     expected.backward()
     assert output.loss.item() == pytest.approx(expected.item(), rel=1e-5)
     assert torch.allclose(grad, model.embedding.weight.grad, atol=1e-5)
@@ -269,8 +270,12 @@ def test_invalid_configs_are_refused():
 def test_small_preset_is_the_papers_depth_and_heads():
     config = preset("small")
     assert (config.encoder_layers, config.decoder_layers, config.num_heads, config.d_model, config.d_ff) == (
-        6, 6, 8, 256, 1024,
-    )  # fmt: skip
+        6,
+        6,
+        8,
+        256,
+        1024,
+    )
 
 
 def test_one_product_for_the_projections_changes_nothing(monkeypatch: pytest.MonkeyPatch):
@@ -353,8 +358,9 @@ def test_head_masks_hold_only_inside_their_block_and_are_checked():
         after = model(source, target).logits
         assert torch.equal(model(source, target, head_mask=off).logits, inside)
     assert not torch.allclose(inside, after)
-    assert all(module.head_gate is None for kind in ("encoder", "decoder", "cross")
-               for module in model.attention_modules(kind))  # fmt: skip
+    assert all(
+        module.head_gate is None for kind in ("encoder", "decoder", "cross") for module in model.attention_modules(kind)
+    )
     with pytest.raises(ValueError, match="head mask of shape"), model.head_mask({"encoder": torch.ones(3, 4)}):
         pass
     with pytest.raises(ValueError, match="attention kind"), model.head_mask({"sideways": torch.ones(2, 4)}):

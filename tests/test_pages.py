@@ -201,8 +201,12 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
     no_exceptions(app)
     shown = titles(app)
     assert [title.split(" —")[0] for title in shown[:5]] == [
-        "Figure 3", "Figure 4 (top)", "Figure 4 (bottom)", "Figure 5", "Figure 5",
-    ]  # fmt: skip
+        "Figure 3",
+        "Figure 4 (top)",
+        "Figure 4 (bottom)",
+        "Figure 5",
+        "Figure 5",
+    ]
     assert len(shown) == 6 and "at step" in shown[5]  # the score heatmap
     # The tiny model has 2 layers, so the paper's "layer 5" is clipped to the last one.
     assert "layer 2" in shown[0]
@@ -319,8 +323,10 @@ def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(check
     table = table_with(app, LAW)
     strength = table[[LAW, APPLICATION]].max(axis=1)
     assert strength[best_head] == strength.max()
-    assert shown == {f"Best head: {LAW}": table.loc[best_head, LAW],
-                     f"Best head: {APPLICATION}": table.loc[best_head, APPLICATION]}  # fmt: skip
+    assert shown == {
+        f"Best head: {LAW}": table.loc[best_head, LAW],
+        f"Best head: {APPLICATION}": table.loc[best_head, APPLICATION],
+    }
 
 
 def test_best_example_opens_a_layer_where_figure_3_shows_the_example(
@@ -455,9 +461,12 @@ def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
     meta = read_json(shipped_copy / "meta.json")
     write_json(
         shipped_copy / "meta.json",
-        {**meta, "data": ["/home/trainer/data/en-de/train/tatoeba"],
-         "fine_tuned_from": {"checkpoint": "/home/trainer/candidates/base", "step": meta["step"] - 200}},
-    )  # fmt: skip
+        {
+            **meta,
+            "data": ["/home/trainer/data/en-de/train/tatoeba"],
+            "fine_tuned_from": {"checkpoint": "/home/trainer/candidates/base", "step": meta["step"] - 200},
+        },
+    )
     app = run_page(MODEL)
     no_exceptions(app)
     shown = " ".join(str(element.value) for element in [*app.markdown, *app.caption, *app.json, *app.info])
@@ -479,8 +488,10 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     app.button[1].click().run()  # Next →
     assert app.select_slider(key="steps_step").value == 2
     assert [panel["text"].split(" [")[0] for panel in charts(app)[0]["figure"]["layout"]["annotations"]] == [
-        "Q", "K", "V",
-    ]  # fmt: skip
+        "Q",
+        "K",
+        "V",
+    ]
 
     # Decoder self-attention: the masked scores hide every later position, and the weights are the app's map.
     app.radio(key="steps_kind").set_value("decoder").run()

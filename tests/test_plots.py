@@ -129,9 +129,11 @@ def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     assert "click to open" in tiles.hovertemplate and "%{customdata[0]}" in tiles.hovertemplate
     # Row and column categories name layer, head and the (escaped) token, and keep repeated tokens apart.
     assert list(canvas.y)[5:9] == [
-        "layer 2 · query &lt;s&gt; (0)", "layer 2 · query the (1)", f"layer 2 · query {HOSTILE_SHOWN} (2)",
+        "layer 2 · query &lt;s&gt; (0)",
+        "layer 2 · query the (1)",
+        f"layer 2 · query {HOSTILE_SHOWN} (2)",
         "layer 2 · query the (3)",
-    ]  # fmt: skip
+    ]
     assert list(canvas.x)[10] == "head 3 · key &lt;s&gt; (0)"
 
 
@@ -261,10 +263,12 @@ def test_read_metrics_tolerates_missing_files_and_broken_lines(tmp_path: Path):
     assert read_metrics(tmp_path / "missing.jsonl") == []
     log = tmp_path / "metrics.jsonl"
     log.write_text(
-        json.dumps({"kind": "train", "step": 1, "loss": 9.0}) + "\n[1, 2]\n{broken\n"
-        + json.dumps({"kind": "dev", "step": 2, "dev_loss": 8.0}) + "\n{\"kind\": \"train\", \"st",
+        json.dumps({"kind": "train", "step": 1, "loss": 9.0})
+        + "\n[1, 2]\n{broken\n"
+        + json.dumps({"kind": "dev", "step": 2, "dev_loss": 8.0})
+        + '\n{"kind": "train", "st',
         encoding="utf-8",
-    )  # fmt: skip
+    )
     assert [record["step"] for record in read_metrics(log)] == [1, 2]
 
 
@@ -302,8 +306,10 @@ def test_many_continuations_label_only_where_the_dev_set_changes():
     """Thirteen continuations used to stack thirteen labels at the top of the chart, unreadable."""
     records = [{"kind": "train", "step": 0, "loss": 9.0, "train_hours": 0.0}]
     for step, dev_set in ((100, "newstest2013"), (200, "newstest2013"), (300, "multi30k_val"), (400, "multi30k_val")):
-        records += [{"kind": "init", "step": step, "dev": dev_set, "train_hours": step / 100},
-                    {"kind": "train", "step": step + 50, "loss": 3.0, "train_hours": step / 100 + 0.5}]  # fmt: skip
+        records += [
+            {"kind": "init", "step": step, "dev": dev_set, "train_hours": step / 100},
+            {"kind": "train", "step": step + 50, "loss": 3.0, "train_hours": step / 100 + 0.5},
+        ]
     fig = plot_training.training_curves(records)
     labels = [mark.label.text for mark in fig.layout.shapes]
     assert len(labels) == 4 and [bool(label) for label in labels] == [True, False, True, False]
@@ -355,8 +361,10 @@ def test_figures_built_without_checks_are_valid_plotly(build):
     go.Figure(projected.to_plotly_json())
     assert projected.layout.font.size == plot_style.PRESENTER_FONT["size"]
     blues = plot_style._resolved("Blues")
-    assert all(getattr(trace, "colorscale", None) is None or plot_style._resolved(trace.colorscale) != blues
-               for trace in projected.data)  # fmt: skip
+    assert all(
+        getattr(trace, "colorscale", None) is None or plot_style._resolved(trace.colorscale) != blues
+        for trace in projected.data
+    )
 
 
 def test_a_long_wide_beam_tree_keeps_every_label_apart():
@@ -400,8 +408,10 @@ def test_every_tile_of_the_grid_answers_a_click_with_its_own_head():
     (points,) = [trace for trace in fig.data if trace.type == "scatter"]
     tiles = {(layer, head): (x, y) for (layer, head), x, y in zip(points.customdata, points.x, points.y, strict=True)}
     assert set(tiles) == {(layer, head) for layer in (1, 2) for head in (1, 2, 3)}
-    assert all(x == fig.layout.xaxis.tickvals[head - 1] and y == fig.layout.yaxis.tickvals[layer - 1]
-               for (layer, head), (x, y) in tiles.items())  # fmt: skip
+    assert all(
+        x == fig.layout.xaxis.tickvals[head - 1] and y == fig.layout.yaxis.tickvals[layer - 1]
+        for (layer, head), (x, y) in tiles.items()
+    )
     assert fig.layout.hoverdistance == -1
     (outline,) = fig.layout.shapes
     columns, rows = list(heatmaps(fig)[0].x), list(heatmaps(fig)[0].y)

@@ -340,7 +340,9 @@ def test_views_number_from_1_and_the_model_view_fits_its_frame(watched: BrowserP
     assert "Layer 1, Head 1" in svg_texts(page, "#vis svg text.detail")
     page = open_file(watched, tmp_path, head_view_html(maps), "head.html")
     assert page.eval_on_selector_all("#layer option", "options => options.map(option => option.textContent)") == [
-        "1", "2"]  # fmt: skip
+        "1",
+        "2",
+    ]
     assert_quiet(watched, page, model_url, page.url)
 
 

@@ -42,8 +42,9 @@ def test_stored_measurements_round_trip_and_follow_the_weights(trained_checkpoin
     assert precompute.read(load_checkpoint(folder)) is None
 
 
-def test_measurements_stored_in_an_older_format_are_measured_again(trained_checkpoint: Path, tmp_path: Path,
-                                                                  monkeypatch):  # fmt: skip
+def test_measurements_stored_in_an_older_format_are_measured_again(
+    trained_checkpoint: Path, tmp_path: Path, monkeypatch
+):
     """A file from before the decoder's head scores (format 1) would open Head discovery without them."""
     folder = shutil.copytree(trained_checkpoint, tmp_path / "model")
     loaded = load_checkpoint(folder)

@@ -111,8 +111,13 @@ def test_nothing_loads_a_pickle():
     import ast
 
     offending = []
-    for path in [*REPOSITORY.glob("transformer/**/*.py"), *REPOSITORY.glob("pages/**/*.py"), REPOSITORY / "app.py",
-                 *REPOSITORY.glob("benchmarks/*.py"), *REPOSITORY.glob("scripts/*.py")]:  # fmt: skip
+    for path in [
+        *REPOSITORY.glob("transformer/**/*.py"),
+        *REPOSITORY.glob("pages/**/*.py"),
+        REPOSITORY / "app.py",
+        *REPOSITORY.glob("benchmarks/*.py"),
+        *REPOSITORY.glob("scripts/*.py"),
+    ]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names = [alias.name for alias in node.names] + (

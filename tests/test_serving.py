@@ -19,8 +19,14 @@ from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
 from transformer.decode import DecodingOptions
 from transformer.serving import translator as serving
 
-SENTENCES = ["the small cat sees the big dog.", "the dog sees the cat.", "the big cat sees the small dog.",
-             "the cat sees the dog.", "the small dog sees the cat.", "the big dog sees the small cat."]  # fmt: skip
+SENTENCES = [
+    "the small cat sees the big dog.",
+    "the dog sees the cat.",
+    "the big cat sees the small dog.",
+    "the cat sees the dog.",
+    "the small dog sees the cat.",
+    "the big dog sees the small cat.",
+]
 
 
 @pytest.fixture
@@ -105,8 +111,12 @@ def test_switched_off_heads_of_one_session_never_reach_another_sessions_translat
     text = SENTENCES[0]
     intact = translate_with_attention(loaded.model, loaded.tokenizer, text)
     layers = {"encoder": loaded.config.encoder_layers, "cross": loaded.config.decoder_layers}
-    off = [(kind, layer, head) for kind, count in layers.items() for layer in range(count)
-           for head in range(loaded.config.num_heads)]  # fmt: skip
+    off = [
+        (kind, layer, head)
+        for kind, count in layers.items()
+        for layer in range(count)
+        for head in range(loaded.config.num_heads)
+    ]
     answer: list[Translation] = []
     other = threading.Thread(target=lambda: answer.append(translator.translate(text)))
     with serving.scratch_model(loaded) as private, private.head_mask(ablation.head_mask(private, off)):
@@ -119,8 +129,11 @@ def test_switched_off_heads_of_one_session_never_reach_another_sessions_translat
     assert same(answer[0], intact)
     with serving.scratch_model(loaded) as again:
         assert again is private  # one copy per checkpoint, lent again
-    assert all(module.head_gate is None or bool(module.head_gate.all()) for kind in ("encoder", "cross")
-               for module in loaded.model.attention_modules(kind))  # fmt: skip
+    assert all(
+        module.head_gate is None or bool(module.head_gate.all())
+        for kind in ("encoder", "cross")
+        for module in loaded.model.attention_modules(kind)
+    )
 
 
 def test_a_failing_batch_fails_its_own_callers_only_and_the_queue_goes_on(loaded, monkeypatch):
@@ -133,8 +146,11 @@ def test_a_failing_batch_fails_its_own_callers_only_and_the_queue_goes_on(loaded
         return real(model, tokenizer, texts, options, max_tokens)
 
     monkeypatch.setattr(serving, "translate_many_with_attention", failing)
-    requests = [(SENTENCES[0], DecodingOptions(beam_size=2)), (SENTENCES[1], DecodingOptions(beam_size=4)),
-                (SENTENCES[2], DecodingOptions(beam_size=2))]  # fmt: skip
+    requests = [
+        (SENTENCES[0], DecodingOptions(beam_size=2)),
+        (SENTENCES[1], DecodingOptions(beam_size=4)),
+        (SENTENCES[2], DecodingOptions(beam_size=2)),
+    ]
     results = in_threads(translator, requests)
     assert [type(r).__name__ for r in results] == ["RuntimeError", "Translation", "RuntimeError"]
     assert "out of memory" in str(results[0])

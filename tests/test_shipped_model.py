@@ -43,8 +43,9 @@ def test_the_shipped_model_translates_everyday_sentences():
         "My brother lives in Berlin and works as a doctor.": {"Bruder", "Berlin", "Arzt"},
         "Can you tell me where the train station is?": {"Bahnhof"},
     }
-    for (sentence, words), output in zip(sentences.items(), translate(loaded.model, loaded.tokenizer, list(sentences)),
-                                         strict=True):  # fmt: skip
+    for (sentence, words), output in zip(
+        sentences.items(), translate(loaded.model, loaded.tokenizer, list(sentences)), strict=True
+    ):
         assert words <= set(output.rstrip(".?").replace(",", "").split()), f"{sentence} → {output}"
 
 

@@ -152,9 +152,16 @@ def test_sigterm_saves_a_checkpoint_before_exiting(corpus, spm_path, tmp_path: P
 def test_two_process_torchrun_trains_a_loadable_checkpoint(corpus, spm_path, tmp_path: Path):
     run = tmp_path / "ddp"
     command = [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-        "-m", "transformer.train", *train_arguments(corpus, spm_path, run, "--max-steps", "6"),
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "transformer.train",
+        *train_arguments(corpus, spm_path, run, "--max-steps", "6"),
+    ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=600, env=environment)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -273,9 +280,20 @@ def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_
     del trainer["args"]["init_from"]
     last.write_text(json.dumps(trainer))
     resumed = [
-        "--out", str(run), "--resume", "--max-steps", "6", "--save-every-steps", "1", "--keep-last", "10",
-        "--progress", "lines", "--threads", "1",
-    ]  # fmt: skip
+        "--out",
+        str(run),
+        "--resume",
+        "--max-steps",
+        "6",
+        "--save-every-steps",
+        "1",
+        "--keep-last",
+        "10",
+        "--progress",
+        "lines",
+        "--threads",
+        "1",
+    ]
     assert train.main(resumed) == 0
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == ["step-0000002", "step-0000005"]
     steps = [p.name for p in ckpt.run_checkpoints(run)]

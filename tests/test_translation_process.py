@@ -27,8 +27,13 @@ from transformer.serving.process import (
     read_frame,
 )
 
-TEXTS = ["the small cat sees the big dog.", "", "שלום עולם ‮ <script>alert(1)</script> e\u0301\u0301",
-         "lone \ud800 surrogate \x00\x07 control", "the dog " * 400]  # fmt: skip
+TEXTS = [
+    "the small cat sees the big dog.",
+    "",
+    "שלום עולם ‮ <script>alert(1)</script> e\u0301\u0301",
+    "lone \ud800 surrogate \x00\x07 control",
+    "the dog " * 400,
+]
 
 
 @pytest.fixture

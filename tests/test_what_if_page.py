@@ -196,6 +196,9 @@ def test_every_tab_opens_on_the_models_clearest_head(monkeypatch):
         given = {"wi_given": "Die Kinder spielen im Park."} if tab == "forced" else {}
         app = open_page("The children are playing in the park.", wi_tab=tab, **given)
         no_exceptions(app)
-        shown = (app.radio(key=f"{prefix}kind").value, app.selectbox(key=f"{prefix}layer").value,
-                 app.selectbox(key=f"{prefix}head").value)  # fmt: skip
+        shown = (
+            app.radio(key=f"{prefix}kind").value,
+            app.selectbox(key=f"{prefix}layer").value,
+            app.selectbox(key=f"{prefix}head").value,
+        )
         assert shown == (kind, layer + 1, head + 1), tab

@@ -101,8 +101,12 @@ def test_forcing_a_given_translation(loaded, sentences):
 
 def test_word_diff_marks_what_changed():
     assert word_diff("a b c d", "a x c d e") == [
-        ("same", "a"), ("removed", "b"), ("added", "x"), ("same", "c d"), ("added", "e"),
-    ]  # fmt: skip
+        ("same", "a"),
+        ("removed", "b"),
+        ("added", "x"),
+        ("same", "c d"),
+        ("added", "e"),
+    ]
     assert word_diff("gleich", "gleich") == [("same", "gleich")]
     assert word_diff("", "neu") == [("added", "neu")]
 
@@ -135,8 +139,9 @@ def test_the_whatif_command(trained_checkpoint: Path, sentences, capsys):
 
     sentence = sentences[0]
     beam = run("beam", sentence, "--beam", "3")
-    assert beam["nbest"][0]["translation"] == run("ablate", sentence, "--off", "cross:1:1", "--beam", "3")[
-        "translation"]  # fmt: skip
+    assert (
+        beam["nbest"][0]["translation"] == run("ablate", sentence, "--off", "cross:1:1", "--beam", "3")["translation"]
+    )
     assert len(beam["tokens"]) >= 1 and beam["tokens"][-1]["piece"] == "</s>"
     blind = run("ablate", sentence, "--off", "cross:*:*")
     assert len(blind["heads_off"]) == 8

@@ -13,8 +13,15 @@ from pathlib import Path
 from typing import Any
 
 # Upper bounds far above the presets (big: d_model 1024, d_ff 4096, 16 heads, 6 layers, 37,000 pieces).
-LIMITS = {"vocab_size": 1_000_000, "d_model": 16_384, "num_heads": 1024, "d_ff": 65_536, "encoder_layers": 128,
-          "decoder_layers": 128, "max_positions": 65_536}  # fmt: skip
+LIMITS = {
+    "vocab_size": 1_000_000,
+    "d_model": 16_384,
+    "num_heads": 1024,
+    "d_ff": 65_536,
+    "encoder_layers": 128,
+    "decoder_layers": 128,
+    "max_positions": 65_536,
+}
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,7 @@ class ModelConfig:
                 raise ValueError(
                     f"{name}={getattr(self, name)} is beyond any model this project builds (at most {most})"
                 )
-        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "encoder_layers", "decoder_layers",
-                     "max_positions"):  # fmt: skip
+        for name in ("vocab_size", "d_model", "num_heads", "d_ff", "encoder_layers", "decoder_layers", "max_positions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.d_model % self.num_heads:
@@ -105,10 +111,21 @@ class ModelConfig:
 
 
 LANGUAGE_NAMES = {
-    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian", "nl": "Dutch",
-    "pt": "Portuguese", "ru": "Russian", "cs": "Czech", "ro": "Romanian", "tr": "Turkish", "zh": "Chinese",
-    "ja": "Japanese", "ko": "Korean",
-}  # fmt: skip
+    "en": "English",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "it": "Italian",
+    "nl": "Dutch",
+    "pt": "Portuguese",
+    "ru": "Russian",
+    "cs": "Czech",
+    "ro": "Romanian",
+    "tr": "Turkish",
+    "zh": "Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+}
 
 
 def language_name(code: str) -> str:

@@ -65,8 +65,10 @@ def read_lines(path: str | Path) -> list[str]:
                 bad.append(number)
                 lines.append(raw.decode("utf-8", errors="replace"))
     if bad:
-        warnings.warn(f"{path}: {len(bad):,} lines are not valid UTF-8 (first: line {bad[0]}); their bad bytes read "
-                      "as U+FFFD", stacklevel=2)  # fmt: skip
+        warnings.warn(
+            f"{path}: {len(bad):,} lines are not valid UTF-8 (first: line {bad[0]}); their bad bytes read as U+FFFD",
+            stacklevel=2,
+        )
     return lines
 
 

@@ -143,8 +143,16 @@ class BeamRecorder:
         self.nodes = [[BeamNode(0, None, 0, BOS_ID, 0.0, 0.0, "root")] for _ in range(batch)]
         self._beams = [[0] + [None] * (beams - 1) for _ in range(batch)]
 
-    def step(self, step: int, top_scores: Tensor, origins: Tensor, tokens: Tensor, ends: Tensor,
-             alive_ranks: Tensor, active: list[int]) -> None:  # fmt: skip
+    def step(
+        self,
+        step: int,
+        top_scores: Tensor,
+        origins: Tensor,
+        tokens: Tensor,
+        ends: Tensor,
+        alive_ranks: Tensor,
+        active: list[int],
+    ) -> None:
         """One step's candidates (A, 2K) and which ranks stay alive (A, K) of the sentences still searching:
         row ``i`` is sentence ``active[i]``."""
         penalty = float(length_penalty(step, self.alpha))
@@ -163,8 +171,15 @@ class BeamRecorder:
                     status = "finished" if rank < beams else "pruned"
                 else:
                     status = "kept" if rank in kept else "pruned"
-                node = BeamNode(len(self.nodes[sentence]), parent, step, int(token), float(log_prob),
-                                float(log_prob) / penalty, status)  # fmt: skip
+                node = BeamNode(
+                    len(self.nodes[sentence]),
+                    parent,
+                    step,
+                    int(token),
+                    float(log_prob),
+                    float(log_prob) / penalty,
+                    status,
+                )
                 self.nodes[sentence].append(node)
                 if status == "kept":
                     next_beams[alive[row].index(rank)] = node.id
@@ -350,8 +365,9 @@ def source_limit(model: Transformer, max_tokens: int | None = None) -> int:
     return min(max_tokens or max_source_tokens(model), max_source_tokens(model))
 
 
-def one_source(model: Transformer, tokenizer: Tokenizer, text: str, max_tokens: int | None = None
-               ) -> tuple[EncodedSource, Tensor]:  # fmt: skip
+def one_source(
+    model: Transformer, tokenizer: Tokenizer, text: str, max_tokens: int | None = None
+) -> tuple[EncodedSource, Tensor]:
     """One sentence encoded for a search (cut to :func:`source_limit`) and as a (1, S) tensor on the model's device."""
     encoded = encode_source(tokenizer, text, source_limit(model, max_tokens))
     return encoded, torch.tensor([encoded.ids], dtype=torch.long, device=next(model.parameters()).device)

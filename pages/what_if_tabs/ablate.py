@@ -51,13 +51,20 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     for column, kind in zip(columns, KINDS, strict=True):
         count = layers_of(loaded, kind) * config.num_heads
         url_state.ensure(f"wi_off_{kind}", [], url_state.indices_below(count))
-        column.multiselect(t("whatif.off", kind=t(f"kind.{kind}")), list(range(count)), key=f"wi_off_{kind}",
-                           format_func=lambda i, kind=kind: names[(kind, i)],
-                           placeholder=t("whatif.none_off"))  # fmt: skip
+        column.multiselect(
+            t("whatif.off", kind=t(f"kind.{kind}")),
+            list(range(count)),
+            key=f"wi_off_{kind}",
+            format_func=lambda i, kind=kind: names[(kind, i)],
+            placeholder=t("whatif.none_off"),
+        )
         every = [(kind, layer, head) for layer in range(layers_of(loaded, kind)) for head in range(config.num_heads)]
-        column.button(t("whatif.all_off", kind=t(f"kind.{kind}")), key=f"wi_all_{kind}",
-                      on_click=set_heads_off, args=([*[h for h in heads_off(loaded) if h[0] != kind], *every],
-                                                    config.num_heads))  # fmt: skip
+        column.button(
+            t("whatif.all_off", kind=t(f"kind.{kind}")),
+            key=f"wi_all_{kind}",
+            on_click=set_heads_off,
+            args=([*[h for h in heads_off(loaded) if h[0] != kind], *every], config.num_heads),
+        )
     off = heads_off(loaded)
     st.button(t("whatif.clear"), on_click=set_heads_off, args=([], config.num_heads), disabled=not off)
     with st.spinner(t("whatif.translating")):
@@ -80,7 +87,13 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     with right:
         heatmap(ablated.maps, kind, layer, head, f"{describe(kind, layer, head)} {state}".strip(), "wi_ablate_after")
     st.caption(t("whatif.ablate_note"))
-    download_json("wi_ablation", {
-        "sentence": text, "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
-        "translation": translation.translation, "ablated": ablated.translation,
-        "diff": ablation.word_diff(translation.translation, ablated.translation)})  # fmt: skip
+    download_json(
+        "wi_ablation",
+        {
+            "sentence": text,
+            "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
+            "translation": translation.translation,
+            "ablated": ablated.translation,
+            "diff": ablation.word_diff(translation.translation, ablated.translation),
+        },
+    )

@@ -34,31 +34,71 @@ def render(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> Non
     tokenizer = loaded.tokenizer
     labels = [tokenizer.decode(tree.tokens(node.id)) or "∅" for node in finished]
     url_state.ensure("wi_hypothesis", 0, lambda value: 0 <= int(value) < len(finished))
-    rows = [{"#": i + 1, t("whatif.hypothesis"): label, t("whatif.log_prob"): round(node.log_prob, 3),
-             t("whatif.score"): round(node.score, 3), t("whatif.length"): node.step}
-            for i, (node, label) in enumerate(zip(finished, labels, strict=True))]  # fmt: skip
+    rows = [
+        {
+            "#": i + 1,
+            t("whatif.hypothesis"): label,
+            t("whatif.log_prob"): round(node.log_prob, 3),
+            t("whatif.score"): round(node.score, 3),
+            t("whatif.length"): node.step,
+        }
+        for i, (node, label) in enumerate(zip(finished, labels, strict=True))
+    ]
     st.dataframe(rows, hide_index=True, width="stretch")
-    chosen = st.selectbox(t("whatif.choose_hypothesis"), range(len(finished)), key="wi_hypothesis",
-                          format_func=lambda i: f"{i + 1}. {labels[i]}")  # fmt: skip
+    chosen = st.selectbox(
+        t("whatif.choose_hypothesis"),
+        range(len(finished)),
+        key="wi_hypothesis",
+        format_func=lambda i: f"{i + 1}. {labels[i]}",
+    )
     node = finished[chosen]
     pieces = tokenizer.pieces(each.token for each in tree.nodes)
     show_figure(plot_whatif.beam_tree(tree, pieces, node.id, language()), key="wi_tree")
-    st.caption(t("whatif.tree_caption", hypotheses=len(tree.nodes) - 1,
-                 pruned=sum(n.status == "pruned" for n in tree.nodes), steps=tree.steps()))  # fmt: skip
+    st.caption(
+        t(
+            "whatif.tree_caption",
+            hypotheses=len(tree.nodes) - 1,
+            pruned=sum(n.status == "pruned" for n in tree.nodes),
+            steps=tree.steps(),
+        )
+    )
     output = tree.tokens(node.id)
     scored = cached_score(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
     probabilities, maps = scored.tokens, scored.maps
-    show_figure(plot_whatif.token_probabilities({labels[chosen]: probabilities}, t("whatif.per_token"), language()),
-                key="wi_token_probabilities")  # fmt: skip
-    table = [{t("whatif.position"): p.position + 1, t("whatif.piece"): p.piece,
-              t("whatif.probability"): round(p.probability, 4), t("whatif.rank"): p.rank,
-              t("whatif.alternatives"): ", ".join(f"{piece} {prob:.3f}" for piece, prob in p.top)}
-             for p in probabilities]  # fmt: skip
+    show_figure(
+        plot_whatif.token_probabilities({labels[chosen]: probabilities}, t("whatif.per_token"), language()),
+        key="wi_token_probabilities",
+    )
+    table = [
+        {
+            t("whatif.position"): p.position + 1,
+            t("whatif.piece"): p.piece,
+            t("whatif.probability"): round(p.probability, 4),
+            t("whatif.rank"): p.rank,
+            t("whatif.alternatives"): ", ".join(f"{piece} {prob:.3f}" for piece, prob in p.top),
+        }
+        for p in probabilities
+    ]
     with st.expander(t("whatif.alternatives_table")):
         st.dataframe(table, hide_index=True, width="stretch")
-    download_json("wi_beam", {
-        "sentence": text, "decoding": options.describe(),
-        "nodes": [{"id": n.id, "parent": n.parent, "step": n.step, "piece": pieces[n.id], "log_prob": n.log_prob,
-                   "score": n.score, "status": n.status} for n in tree.nodes]})  # fmt: skip
+    download_json(
+        "wi_beam",
+        {
+            "sentence": text,
+            "decoding": options.describe(),
+            "nodes": [
+                {
+                    "id": n.id,
+                    "parent": n.parent,
+                    "step": n.step,
+                    "piece": pieces[n.id],
+                    "log_prob": n.log_prob,
+                    "score": n.score,
+                    "status": n.status,
+                }
+                for n in tree.nodes
+            ],
+        },
+    )
     kind, layer, head = head_pickers(loaded, "wi_beam_")
     heatmap(maps, kind, layer, head, f"{describe(kind, layer, head)} — {chosen + 1}. {labels[chosen]}", "wi_beam_map")

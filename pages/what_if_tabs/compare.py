@@ -40,10 +40,10 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
         choices = comparison_checkpoints(loaded)
         url_state.ensure("wi_other", choices[0], choices.__contains__)
         left, right = st.columns(2)
-        chosen = left.selectbox(t("whatif.other_checkpoint"), choices, key="wi_other",
-                                help=t("whatif.other_help"))  # fmt: skip
-        typed = right.text_input(t("whatif.other_folder"), key="wi_other_path", max_chars=1000,
-                                 help=t("whatif.other_folder_help")).strip()  # fmt: skip
+        chosen = left.selectbox(t("whatif.other_checkpoint"), choices, key="wi_other", help=t("whatif.other_help"))
+        typed = right.text_input(
+            t("whatif.other_folder"), key="wi_other_path", max_chars=1000, help=t("whatif.other_folder_help")
+        ).strip()
         other_name = typed or chosen
         try:
             other = get_checkpoint(other_name)
@@ -78,9 +78,15 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     if not same_tokens(translation.maps, second.maps, kind):
         queries, keys = [str(i) for i in range(delta.shape[0])], [str(i) for i in range(delta.shape[1])]
         st.caption(t("whatif.positions_only"))
-    show_figure(plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
-                key="wi_difference")  # fmt: skip
+    show_figure(
+        plot_whatif.difference_heatmap(delta, queries, keys, t("whatif.difference_title"), language()),
+        key="wi_difference",
+    )
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
-    st.download_button(t("whatif.download_csv"), lambda: matrix_csv(delta, queries, keys),
-                       file_name=file_name("difference", "csv"), mime="text/csv",
-                       key="wi_difference_download")  # fmt: skip
+    st.download_button(
+        t("whatif.download_csv"),
+        lambda: matrix_csv(delta, queries, keys),
+        file_name=file_name("difference", "csv"),
+        mime="text/csv",
+        key="wi_difference_download",
+    )

@@ -29,8 +29,11 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     st.caption(t("whatif.forced_intro"))
     reference = reference_for(text)
     if reference is not None:
-        st.button(t("whatif.use_reference", name=reference[0]), on_click=st.session_state.__setitem__,
-                  args=("wi_given", reference[1]))  # fmt: skip
+        st.button(
+            t("whatif.use_reference", name=reference[0]),
+            on_click=st.session_state.__setitem__,
+            args=("wi_given", reference[1]),
+        )
     given = st.text_area(t("whatif.given"), key="wi_given", height=68, max_chars=2000).strip()
     if not given:
         st.info(t("whatif.type_given"))
@@ -42,25 +45,55 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     a, b, c, d = st.columns(4)
     a.metric(t("whatif.bleu_against"), f"{forced.bleu:.1f}")
     b.metric(t("whatif.chrf_against"), f"{forced.chrf:.1f}")
-    c.metric(t("whatif.given_log_prob"), f"{forced.given.log_prob:.2f}",
-             help=t("whatif.mean_per_token", mean=forced.given.mean_log_prob))  # fmt: skip
-    d.metric(t("whatif.model_log_prob"), f"{forced.model.log_prob:.2f}",
-             help=t("whatif.mean_per_token", mean=forced.model.mean_log_prob))  # fmt: skip
+    c.metric(
+        t("whatif.given_log_prob"),
+        f"{forced.given.log_prob:.2f}",
+        help=t("whatif.mean_per_token", mean=forced.given.mean_log_prob),
+    )
+    d.metric(
+        t("whatif.model_log_prob"),
+        f"{forced.model.log_prob:.2f}",
+        help=t("whatif.mean_per_token", mean=forced.model.mean_log_prob),
+    )
     series = {t("whatif.given_series"): forced.given.tokens, t("whatif.model_series"): forced.model.tokens}
     left, right = st.columns(2)
     for column, (name, tokens) in zip((left, right), series.items(), strict=True):
         with column:
             show_figure(plot_whatif.token_probabilities({name: tokens}, name, language()), key=f"wi_forced_{name}")
-    download_json("wi_forced", {
-        "sentence": text, "given": given, "translation": translation.translation, "bleu": forced.bleu,
-        "chrf": forced.chrf, **{name: [{"piece": p.piece, "probability": p.probability, "rank": p.rank,
-                                        "top": p.top} for p in scored.tokens]
-                                for name, scored in (("given", forced.given), ("model", forced.model))}})  # fmt: skip
+    download_json(
+        "wi_forced",
+        {
+            "sentence": text,
+            "given": given,
+            "translation": translation.translation,
+            "bleu": forced.bleu,
+            "chrf": forced.chrf,
+            **{
+                name: [
+                    {"piece": p.piece, "probability": p.probability, "rank": p.rank, "top": p.top}
+                    for p in scored.tokens
+                ]
+                for name, scored in (("given", forced.given), ("model", forced.model))
+            },
+        },
+    )
     kind, layer, head = head_pickers(loaded, "wi_forced_")
     left, right = st.columns(2)
     with left:
-        heatmap(forced.given.maps, kind, layer, head, f"{describe(kind, layer, head)} — {t('whatif.given_series')}",
-                "wi_forced_given_map")  # fmt: skip
+        heatmap(
+            forced.given.maps,
+            kind,
+            layer,
+            head,
+            f"{describe(kind, layer, head)} — {t('whatif.given_series')}",
+            "wi_forced_given_map",
+        )
     with right:
-        heatmap(forced.model.maps, kind, layer, head, f"{describe(kind, layer, head)} — {t('whatif.model_series')}",
-                "wi_forced_model_map")  # fmt: skip
+        heatmap(
+            forced.model.maps,
+            kind,
+            layer,
+            head,
+            f"{describe(kind, layer, head)} — {t('whatif.model_series')}",
+            "wi_forced_model_map",
+        )

@@ -57,26 +57,47 @@ def render(loaded: LoadedCheckpoint) -> None:
     else:
         result = stored
     source = sample_label(result.get("source", ""))
-    st.caption(t("whatif.importance_measured", sentences=result["sentences"], source=source, bleu=result["bleu"],
-                 chrf=result["chrf"], decoding=decoding_label(result.get("decoding", ""))))  # fmt: skip
+    st.caption(
+        t(
+            "whatif.importance_measured",
+            sentences=result["sentences"],
+            source=source,
+            bleu=result["bleu"],
+            chrf=result["chrf"],
+            decoding=decoding_label(result.get("decoding", "")),
+        )
+    )
     has_ablation = result.get("ranked_by") == "bleu_drop"
     measures = [m for m in MEASURES if has_ablation or m == "gradient"]
     url_state.ensure("wi_measure", measures[0], measures.__contains__)
     measure_names = {m: t(f"whatif.measure_{m}") for m in measures}
-    measure = st.radio(t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get,
-                       horizontal=True)  # fmt: skip
+    measure = st.radio(
+        t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get, horizontal=True
+    )
     for kind in KINDS:  # one under another: three across left each head's number unreadably small at 1280 px
-        show_figure(plot_attention.score_heatmap(np.asarray(result[measure][kind], dtype=float),
-                                                 f"{t(f'kind.{kind}')}: {measure_names[measure]}",
-                                                 fmt=".2f" if measure != "gradient" else ".1f", language=language()),
-                    key=f"wi_importance_{kind}")  # fmt: skip
+        show_figure(
+            plot_attention.score_heatmap(
+                np.asarray(result[measure][kind], dtype=float),
+                f"{t(f'kind.{kind}')}: {measure_names[measure]}",
+                fmt=".2f" if measure != "gradient" else ".1f",
+                language=language(),
+            ),
+            key=f"wi_importance_{kind}",
+        )
     rows = sorted(
-        ({"kind": t(f"kind.{kind}"), "layer": layer + 1, "head": head + 1,
-          **{measure_names.get(m, m): result[m][kind][layer][head] for m in measures}}
-         for kind in KINDS for layer in range(len(result[measure][kind]))
-         for head in range(len(result[measure][kind][layer]))),
+        (
+            {
+                "kind": t(f"kind.{kind}"),
+                "layer": layer + 1,
+                "head": head + 1,
+                **{measure_names.get(m, m): result[m][kind][layer][head] for m in measures},
+            }
+            for kind in KINDS
+            for layer in range(len(result[measure][kind]))
+            for head in range(len(result[measure][kind][layer]))
+        ),
         key=lambda row: -row[measure_names[measure]],
-    )  # fmt: skip
+    )
     with st.expander(t("whatif.table"), expanded=False):
         labels = {"kind": t("whatif.attention"), "layer": t("whatif.layer"), "head": t("whatif.head")}
         st.dataframe(rows, hide_index=True, width="stretch", column_config=labels)
@@ -86,6 +107,11 @@ def render(loaded: LoadedCheckpoint) -> None:
     st.caption(t("whatif.within", count=ablation.heads_off_within(result["prune"], result["bleu"]), total=total))
     k = st.slider(t("whatif.k"), 0, total, key="wi_k")
     chosen = [tuple(head) for head in result["ranked"][:k]]
-    st.button(t("whatif.switch_k", k=k), on_click=set_heads_off, args=(chosen, loaded.config.num_heads),
-              disabled=k == 0, help=t("whatif.switch_k_help"))  # fmt: skip
+    st.button(
+        t("whatif.switch_k", k=k),
+        on_click=set_heads_off,
+        args=(chosen, loaded.config.num_heads),
+        disabled=k == 0,
+        help=t("whatif.switch_k_help"),
+    )
     download_json("wi_importance", {key: value for key, value in result.items() if key != "fingerprint"})

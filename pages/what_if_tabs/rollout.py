@@ -32,11 +32,13 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> Non
     left, middle, right = st.columns([2, 2, 1], vertical_alignment="bottom")
     url_state.ensure("wi_roll_layer", layers, lambda value: 1 <= int(value) <= layers)
     layer = left.slider(t("whatif.up_to_layer"), 1, layers, key="wi_roll_layer") - 1
-    residual = middle.slider(t("whatif.residual"), 0.0, 0.9, step=0.1, key="wi_residual",
-                             help=t("whatif.residual_help"))  # fmt: skip
+    residual = middle.slider(
+        t("whatif.residual"), 0.0, 0.9, step=0.1, key="wi_residual", help=t("whatif.residual_help")
+    )
     short = len(maps.source_tokens) <= rollout.MAX_FLOW_TOKENS
-    flow = right.toggle(t("whatif.flow"), key="wi_flow", disabled=not short,
-                        help=t("whatif.flow_help", most=rollout.MAX_FLOW_TOKENS))  # fmt: skip
+    flow = right.toggle(
+        t("whatif.flow"), key="wi_flow", disabled=not short, help=t("whatif.flow_help", most=rollout.MAX_FLOW_TOKENS)
+    )
     tokens = maps.source_tokens
     st.subheader(t("whatif.encoder_rollout"))
     columns = st.columns(2)  # two across, flow below: three across left each map too narrow to read at 1280 px
@@ -44,8 +46,12 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> Non
         heatmap(maps, "encoder", layer, None, t("whatif.raw", layer=layer + 1), "wi_raw_encoder")
     rolled = rollout.attention_rollout(maps.encoder, residual)[layer]
     with columns[1]:
-        show_figure(plot_attention.attention_heatmap(rolled, tokens, tokens, t("whatif.rollout", layer=layer + 1),
-                                                     language=language()), key="wi_rollout")  # fmt: skip
+        show_figure(
+            plot_attention.attention_heatmap(
+                rolled, tokens, tokens, t("whatif.rollout", layer=layer + 1), language=language()
+            ),
+            key="wi_rollout",
+        )
     if flow and short:
         with st.spinner(t("whatif.flowing")):
             flowed = cached_flow(str(loaded.path), text, residual, layer, maps.encoder)
@@ -62,13 +68,21 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> Non
     with left:
         heatmap(maps, "cross", None, None, t("whatif.raw_cross"), "wi_raw_cross")
     with right:
-        show_figure(plot_attention.attention_heatmap(normalised, maps.target_tokens, tokens,
-                                                     t("whatif.cross_rollout_title"), language=language()),
-                    key="wi_cross_rollout")  # fmt: skip
+        show_figure(
+            plot_attention.attention_heatmap(
+                normalised, maps.target_tokens, tokens, t("whatif.cross_rollout_title"), language=language()
+            ),
+            key="wi_cross_rollout",
+        )
     st.caption(t("whatif.source_share", low=float(share.min()), high=float(share.max())))
-    arrays = {"source_tokens": np.array(tokens), "target_tokens": np.array(maps.target_tokens),
-              "encoder_rollout": rollout.attention_rollout(maps.encoder, residual), "cross_rollout": through["source"],
-              "source_share": share, "residual": np.array(residual)}  # fmt: skip
+    arrays = {
+        "source_tokens": np.array(tokens),
+        "target_tokens": np.array(maps.target_tokens),
+        "encoder_rollout": rollout.attention_rollout(maps.encoder, residual),
+        "cross_rollout": through["source"],
+        "source_share": share,
+        "residual": np.array(residual),
+    }
     if flow and short:
         arrays["encoder_flow"] = flowed
 
@@ -77,5 +91,10 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> Non
         np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()
 
-    st.download_button(t("whatif.download_npz"), archive, file_name=file_name("rollout", "npz"),
-                       mime="application/octet-stream", key="wi_rollout_download")  # fmt: skip
+    st.download_button(
+        t("whatif.download_npz"),
+        archive,
+        file_name=file_name("rollout", "npz"),
+        mime="application/octet-stream",
+        key="wi_rollout_download",
+    )

@@ -53,8 +53,9 @@ def set_heads_off(heads: list[ablation.Head], num_heads: int) -> None:
 
 def translation_line(label: str, text: str) -> None:
     st.markdown(f"**{html.escape(label)}**", unsafe_allow_html=True)
-    st.markdown(f'<div style="font-size:1.25rem;font-weight:600">{html.escape(text) or "∅"}</div>',
-                unsafe_allow_html=True)  # fmt: skip
+    st.markdown(
+        f'<div style="font-size:1.25rem;font-weight:600">{html.escape(text) or "∅"}</div>', unsafe_allow_html=True
+    )
 
 
 def opening_head(loaded: LoadedCheckpoint) -> tuple[str, int, int]:
@@ -72,8 +73,9 @@ def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, in
         st.session_state.setdefault(f"{prefix}layer", layer + 1)
         st.session_state.setdefault(f"{prefix}head", head + 1)
     kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind = kind_column.radio(t("whatif.attention"), KINDS, key=f"{prefix}kind", format_func=kind_names().get,
-                             horizontal=True)  # fmt: skip
+    kind = kind_column.radio(
+        t("whatif.attention"), KINDS, key=f"{prefix}kind", format_func=kind_names().get, horizontal=True
+    )
     layers, heads = layers_of(loaded, kind), loaded.config.num_heads
     url_state.ensure(f"{prefix}layer", 1, lambda value: 1 <= int(value) <= layers)
     url_state.ensure(f"{prefix}head", 1, lambda value: 1 <= int(value) <= heads)
@@ -84,8 +86,12 @@ def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, in
 
 def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None, title: str, key: str) -> None:
     queries, keys = maps.tokens(kind)
-    show_figure(plot_attention.attention_heatmap(maps.matrix(kind, layer, head), queries, keys, title,
-                                                 causal=kind == "decoder", language=language()), key=key)  # fmt: skip
+    show_figure(
+        plot_attention.attention_heatmap(
+            maps.matrix(kind, layer, head), queries, keys, title, causal=kind == "decoder", language=language()
+        ),
+        key=key,
+    )
 
 
 def download_json(name: str, value: dict) -> None:
@@ -94,8 +100,13 @@ def download_json(name: str, value: dict) -> None:
     def document() -> str:  # made when the button is pressed, not at every run of the page
         return json.dumps(value, ensure_ascii=False, indent=1, default=float)
 
-    st.download_button(t("whatif.download_json"), document, file_name=file_name(name.removeprefix("wi_"), "json"),
-                       mime="application/json", key=f"{name}_download")  # fmt: skip
+    st.download_button(
+        t("whatif.download_json"),
+        document,
+        file_name=file_name(name.removeprefix("wi_"), "json"),
+        mime="application/json",
+        key=f"{name}_download",
+    )
 
 
 def file_name(what: str, extension: str) -> str:

@@ -47,9 +47,13 @@ def head_mask(model: Transformer, off: Iterable[Head]) -> dict[str, torch.Tensor
 
 
 def translate_ablated(
-    model: Transformer, tokenizer: Tokenizer, text: str, off: Iterable[Head], options: DecodingOptions = GREEDY,
+    model: Transformer,
+    tokenizer: Tokenizer,
+    text: str,
+    off: Iterable[Head],
+    options: DecodingOptions = GREEDY,
     max_tokens: int | None = None,
-) -> Translation:  # fmt: skip
+) -> Translation:
     """:func:`~transformer.analysis.attention.translate_with_attention` with the heads ``off`` switched off."""
     with model.head_mask(head_mask(model, off)):
         return translate_with_attention(model, tokenizer, text, options, max_tokens)
@@ -136,10 +140,14 @@ class Importance:
 
     def to_json(self) -> dict:
         return {
-            "sentences": self.sentences, "bleu": round(self.bleu, 2), "chrf": round(self.chrf, 2),
-            **{name: {kind: np.round(table, 4).tolist() for kind, table in getattr(self, name).items()}
-               for name in ("bleu_drop", "chrf_drop", "gradient")},
-        }  # fmt: skip
+            "sentences": self.sentences,
+            "bleu": round(self.bleu, 2),
+            "chrf": round(self.chrf, 2),
+            **{
+                name: {kind: np.round(table, 4).tolist() for kind, table in getattr(self, name).items()}
+                for name in ("bleu_drop", "chrf_drop", "gradient")
+            },
+        }
 
 
 def gradient_importance(
@@ -155,8 +163,9 @@ def gradient_importance(
         for start in range(0, len(examples), batch_size):
             batch = collate(examples[start : start + batch_size]).to(device)
             logits = model(batch.source, batch.target_input).logits
-            loss = F.cross_entropy(logits.flatten(0, 1).float(), batch.target_output.flatten(), ignore_index=PAD_ID,
-                                   reduction="sum")  # fmt: skip
+            loss = F.cross_entropy(
+                logits.flatten(0, 1).float(), batch.target_output.flatten(), ignore_index=PAD_ID, reduction="sum"
+            )
             grads = torch.autograd.grad(loss, list(gates.values()))
             for kind, grad in zip(gates, grads, strict=True):
                 totals[kind] += grad.abs().numpy()
@@ -165,9 +174,12 @@ def gradient_importance(
 
 
 def head_importance(
-    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], options: DecodingOptions = GREEDY,
+    model: Transformer,
+    tokenizer: Tokenizer,
+    pairs: Sequence[tuple[str, str]],
+    options: DecodingOptions = GREEDY,
     ablation: bool = True,
-) -> Importance:  # fmt: skip
+) -> Importance:
     """Every head's importance on ``pairs`` (source, reference): by ablation (unless ``ablation`` is False: one
     search of the sample per head) and by gradient."""
     sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
@@ -187,9 +199,13 @@ def head_importance(
 
 
 def prune_curve(
-    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], order: Sequence[Head],
-    counts: Sequence[int], options: DecodingOptions = GREEDY,
-) -> list[dict]:  # fmt: skip
+    model: Transformer,
+    tokenizer: Tokenizer,
+    pairs: Sequence[tuple[str, str]],
+    order: Sequence[Head],
+    counts: Sequence[int],
+    options: DecodingOptions = GREEDY,
+) -> list[dict]:
     """BLEU and chrF with the first k heads of ``order`` off, for each k in ``counts``."""
     sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
     curve = []
@@ -201,9 +217,12 @@ def prune_curve(
 
 
 def measure_importance(
-    model: Transformer, tokenizer: Tokenizer, pairs: Sequence[tuple[str, str]], options: DecodingOptions = GREEDY,
+    model: Transformer,
+    tokenizer: Tokenizer,
+    pairs: Sequence[tuple[str, str]],
+    options: DecodingOptions = GREEDY,
     ablation: bool = True,
-) -> dict:  # fmt: skip
+) -> dict:
     """Every head's importance (:func:`head_importance`), the heads ranked least important first (by BLEU drop, or
     by gradient without ``ablation``), and the :func:`prune_curve` (every 2nd k over the first quarter of the heads,
     then every eighth), as one JSON-ready dict; ``heads_off_within_1_bleu``: :func:`heads_off_within`."""
@@ -214,10 +233,13 @@ def measure_importance(
     counts = sorted({0, *range(0, total // 4, max(1, total // 72)), *range(0, total, max(1, total // 8)), total - 1})
     curve = prune_curve(model, tokenizer, pairs, order, counts, options)
     return {
-        "decoding": options.describe(), **importance.to_json(), "ranked_by": "bleu_drop" if ablation else "gradient",
-        "ranked": [[kind, layer, head] for kind, layer, head in order], "prune": curve,
+        "decoding": options.describe(),
+        **importance.to_json(),
+        "ranked_by": "bleu_drop" if ablation else "gradient",
+        "ranked": [[kind, layer, head] for kind, layer, head in order],
+        "prune": curve,
         "heads_off_within_1_bleu": heads_off_within(curve, importance.bleu),
-    }  # fmt: skip
+    }
 
 
 def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0) -> int:

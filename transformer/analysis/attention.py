@@ -106,8 +106,9 @@ def teacher_forced(
     source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
     result = model(source, target_input, need_weights=True)
-    maps = _maps_of(tokenizer, source_ids, output_ids, result.encoder_attention, result.decoder_attention,
-                    result.cross_attention, 0)  # fmt: skip
+    maps = _maps_of(
+        tokenizer, source_ids, output_ids, result.encoder_attention, result.decoder_attention, result.cross_attention, 0
+    )
     return maps, result.logits[0]
 
 
@@ -156,8 +157,10 @@ def attention_for_many(
     target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(device)
     memory, encoder = model.encode(source, need_weights=True)
     _, decoder, cross = model.decode(target_input, memory, model.source_mask(source), True)
-    return [_maps_of(tokenizer, source_ids, output_ids, encoder, decoder, cross, row)
-            for row, (source_ids, output_ids) in enumerate(zip(sources, outputs, strict=True))]  # fmt: skip
+    return [
+        _maps_of(tokenizer, source_ids, output_ids, encoder, decoder, cross, row)
+        for row, (source_ids, output_ids) in enumerate(zip(sources, outputs, strict=True))
+    ]
 
 
 @torch.no_grad()
@@ -200,18 +203,19 @@ def translate_many_with_attention(
     recorded = time.perf_counter()
     translations = []
     for text, source, output, maps in zip(texts, encoded, outputs, every_maps, strict=True):
-        translations.append(Translation(
-            source_text=text,
-            translation=tokenizer.decode(output),
-            maps=maps,
-            truncated=source.truncated,
-            read_text=tokenizer.decode(source.ids[:-1]) if source.truncated else text,
-            options=options,
-            seconds={"decode": decoded - started, "attention": recorded - decoded,
-                     "batch": float(len(texts))},
-            source_ids=list(source.ids),
-            output_ids=list(output),
-        ))  # fmt: skip
+        translations.append(
+            Translation(
+                source_text=text,
+                translation=tokenizer.decode(output),
+                maps=maps,
+                truncated=source.truncated,
+                read_text=tokenizer.decode(source.ids[:-1]) if source.truncated else text,
+                options=options,
+                seconds={"decode": decoded - started, "attention": recorded - decoded, "batch": float(len(texts))},
+                source_ids=list(source.ids),
+                output_ids=list(output),
+            )
+        )
     return translations
 
 

@@ -46,9 +46,13 @@ class TokenProbability:
 
 @torch.no_grad()
 def token_probabilities(
-    model: Transformer, tokenizer: Tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], top_k: int = 5,
+    model: Transformer,
+    tokenizer: Tokenizer,
+    source_ids: Sequence[int],
+    output_ids: Sequence[int],
+    top_k: int = 5,
     logits: torch.Tensor | None = None,
-) -> list[TokenProbability]:  # fmt: skip
+) -> list[TokenProbability]:
     """Teacher-forced probabilities of ``output_ids`` (without <s>/</s>) given ``source_ids`` (ending with </s>):
     one entry per output token and one for the closing </s>. Summed, their log-probabilities are the sequence's
     log P(y | x), which beam search ranks (before the length penalty). ``logits`` (T, V) of a pass already made
@@ -68,8 +72,17 @@ def token_probabilities(
     for position, token in enumerate(written.tolist()):
         pieces = tokenizer.pieces(top_ids[position].tolist())
         alternatives = [(piece, float(value.exp())) for piece, value in zip(pieces, top_values[position], strict=True)]
-        result.append(TokenProbability(position, token, tokenizer.pieces([token])[0], float(chosen[position].exp()),
-                                       float(chosen[position]), int(ranks[position]), alternatives))  # fmt: skip
+        result.append(
+            TokenProbability(
+                position,
+                token,
+                tokenizer.pieces([token])[0],
+                float(chosen[position].exp()),
+                float(chosen[position]),
+                int(ranks[position]),
+                alternatives,
+            )
+        )
     return result
 
 
@@ -122,6 +135,13 @@ def explore_beam(
     searcher = search_model(model, options.precision)
     encoded, source = one_source(model, tokenizer, text, max_tokens)
     recorder = BeamRecorder()
-    beam_search(searcher, source, options.beam_size, options.alpha, early_stop=False,
-                max_extra_tokens=options.max_extra_tokens, recorder=recorder)  # fmt: skip
+    beam_search(
+        searcher,
+        source,
+        options.beam_size,
+        options.alpha,
+        early_stop=False,
+        max_extra_tokens=options.max_extra_tokens,
+        recorder=recorder,
+    )
     return BeamTree(recorder.nodes[0], options, list(encoded.ids))

@@ -73,8 +73,9 @@ def force(
         raise ValueError("type a translation to score")
     source_ids = list(translation.source_ids)
     scored_given = score_output(model, tokenizer, source_ids, tokenizer.encode(given), given, top_k)
-    scored_model = score_output(model, tokenizer, source_ids, list(translation.output_ids), translation.translation,
-                                top_k)  # fmt: skip
+    scored_model = score_output(
+        model, tokenizer, source_ids, list(translation.output_ids), translation.translation, top_k
+    )
     hypothesis = translation.translation
     return ForcedDecoding(
         scored_given,
@@ -84,8 +85,13 @@ def force(
     )
 
 
-REFERENCE_SETS = ("test/tatoeba_new", "test/multi30k_test2016", "test/newstest2014", "dev/newstest2013",
-                  "dev/multi30k_val")  # fmt: skip
+REFERENCE_SETS = (
+    "test/tatoeba_new",
+    "test/multi30k_test2016",
+    "test/newstest2014",
+    "dev/newstest2013",
+    "dev/multi30k_val",
+)
 
 
 @functools.cache

@@ -252,8 +252,14 @@ class AlignmentTally:
     def of_shape(cls, layers: int, heads: int) -> AlignmentTally:
         return cls(np.zeros((layers, heads)), np.zeros((layers, heads)))
 
-    def add(self, tokenizer, source_ids: Sequence[int], output_ids: Sequence[int], cross: np.ndarray,
-            dictionary: dict[str, set[str]]) -> None:  # fmt: skip
+    def add(
+        self,
+        tokenizer,
+        source_ids: Sequence[int],
+        output_ids: Sequence[int],
+        cross: np.ndarray,
+        dictionary: dict[str, set[str]],
+    ) -> None:
         """One sentence's piece-level cross-attention (see :func:`sentence_alignment_hits`)."""
         dictionary_hits, dictionary_words, consensus_hits, counted = sentence_alignment_hits(
             tokenizer, source_ids, output_ids, cross, dictionary
@@ -303,8 +309,10 @@ class Sample:
     def decoded(self) -> list[tuple[list[int], list[int], AttentionMaps]]:
         model, tokenizer = self.loaded.model, self.loaded.tokenizer
         encoded, outputs = translate_ids(model, tokenizer, self.sentences, GREEDY, batch_size=16)
-        return [(list(source_ids), list(output), attention_for(model, tokenizer, source_ids, output))
-                for source_ids, output in zip(encoded, outputs, strict=True)]  # fmt: skip
+        return [
+            (list(source_ids), list(output), attention_for(model, tokenizer, source_ids, output))
+            for source_ids, output in zip(encoded, outputs, strict=True)
+        ]
 
     def decoder_attention(self) -> list[Attention]:
         """Each translation's decoder self-attention with its query tokens (``<s>`` and the output)."""
@@ -336,38 +344,97 @@ class HeadScore:
 SCORES: dict[str, HeadScore] = {
     score.key: score
     for score in (
-        HeadScore("mean_distance", "Mean distance looked (tokens)", SELF,
-                  "mean |query − key| position distance, weighted by attention",
-                  lambda rows: (rows.weights * rows.distance).sum(-1), per_query=True, share=False),
-        HeadScore("long_range_mass", "Weight on far tokens", SELF,
-                  "attention mass on keys more than 5 positions away",
-                  lambda rows: (rows.weights * (rows.distance > rows.far)).sum(-1), per_query=True),
-        HeadScore("previous_token", "Weight on the previous token", SELF,
-                  "attention on the token just before the query", lambda rows: rows.diagonal(-1), per_query=True),
-        HeadScore("next_token", "Weight on the next token", ("encoder",),
-                  "attention on the token just after the query", lambda rows: rows.diagonal(1), per_query=True),
-        HeadScore("delimiter_mass", "Weight on <s>, </s> and punctuation", SELF,
-                  "attention mass on <s>, </s> and punctuation",
-                  lambda rows: rows.weights[..., rows.delimiter].sum(-1), per_query=True),
-        HeadScore("self_mass", "Weight on itself", SELF, "attention on the query's own position",
-                  lambda rows: rows.diagonal(0), per_query=True),
-        HeadScore("entropy", "Entropy (bits; low = sharp)", SELF,
-                  "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
-                  lambda rows: entropy_bits(rows.weights), per_query=True, low_is_notable=True, share=False),
-        HeadScore("anaphora", "Pronoun → antecedent weight", ("encoder",),
-                  "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
-                  anaphora_scores),
-        HeadScore("anaphora_hits", "Pronouns resolved", ("encoder",),
-                  "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
-                  anaphora_scores),
-        HeadScore("alignment_dictionary", "Alignment with dictionary translations", ("cross",),
-                  "cross-attention: share of output words whose most attended source word is a dictionary "
-                  "translation of it (words with a dictionary partner in the source only)", cross_scores),
-        HeadScore("alignment_consensus", "Agreement with the other cross heads", ("cross",),
-                  "cross-attention: share of output words whose most attended source word is the one all other "
-                  "cross-attention heads together attend to most", cross_scores),
+        HeadScore(
+            "mean_distance",
+            "Mean distance looked (tokens)",
+            SELF,
+            "mean |query − key| position distance, weighted by attention",
+            lambda rows: (rows.weights * rows.distance).sum(-1),
+            per_query=True,
+            share=False,
+        ),
+        HeadScore(
+            "long_range_mass",
+            "Weight on far tokens",
+            SELF,
+            "attention mass on keys more than 5 positions away",
+            lambda rows: (rows.weights * (rows.distance > rows.far)).sum(-1),
+            per_query=True,
+        ),
+        HeadScore(
+            "previous_token",
+            "Weight on the previous token",
+            SELF,
+            "attention on the token just before the query",
+            lambda rows: rows.diagonal(-1),
+            per_query=True,
+        ),
+        HeadScore(
+            "next_token",
+            "Weight on the next token",
+            ("encoder",),
+            "attention on the token just after the query",
+            lambda rows: rows.diagonal(1),
+            per_query=True,
+        ),
+        HeadScore(
+            "delimiter_mass",
+            "Weight on <s>, </s> and punctuation",
+            SELF,
+            "attention mass on <s>, </s> and punctuation",
+            lambda rows: rows.weights[..., rows.delimiter].sum(-1),
+            per_query=True,
+        ),
+        HeadScore(
+            "self_mass",
+            "Weight on itself",
+            SELF,
+            "attention on the query's own position",
+            lambda rows: rows.diagonal(0),
+            per_query=True,
+        ),
+        HeadScore(
+            "entropy",
+            "Entropy (bits; low = sharp)",
+            SELF,
+            "entropy of the attention distribution, in bits (0 = one key, log2(n) = uniform)",
+            lambda rows: entropy_bits(rows.weights),
+            per_query=True,
+            low_is_notable=True,
+            share=False,
+        ),
+        HeadScore(
+            "anaphora",
+            "Pronoun → antecedent weight",
+            ("encoder",),
+            "weight from a pronoun to its antecedent, mean over the shipped pronoun–antecedent sentences",
+            anaphora_scores,
+        ),
+        HeadScore(
+            "anaphora_hits",
+            "Pronouns resolved",
+            ("encoder",),
+            "share of pronoun sentences whose antecedent is the pronoun's most attended other word",
+            anaphora_scores,
+        ),
+        HeadScore(
+            "alignment_dictionary",
+            "Alignment with dictionary translations",
+            ("cross",),
+            "cross-attention: share of output words whose most attended source word is a dictionary "
+            "translation of it (words with a dictionary partner in the source only)",
+            cross_scores,
+        ),
+        HeadScore(
+            "alignment_consensus",
+            "Agreement with the other cross heads",
+            ("cross",),
+            "cross-attention: share of output words whose most attended source word is the one all other "
+            "cross-attention heads together attend to most",
+            cross_scores,
+        ),
     )
-}  # fmt: skip
+}
 
 
 KINDS = ("encoder", "decoder", "cross")

@@ -121,8 +121,11 @@ def measure(
                 "decoder": model.target_mask(target) & target_keep,
                 "cross": source_mask & target_keep,
             }
-            weights = {"encoder": result.encoder_attention, "decoder": result.decoder_attention,
-                       "cross": result.cross_attention}  # fmt: skip
+            weights = {
+                "encoder": result.encoder_attention,
+                "decoder": result.decoder_attention,
+                "cross": result.cross_attention,
+            }
             for kind in KINDS:
                 total, count = normalised_entropy(weights[kind], masks[kind])
                 entropy_sum[kind] += total.cpu()

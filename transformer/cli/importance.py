@@ -42,8 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    result = {"checkpoint": str(loaded.path), **measure_importance(loaded.model, loaded.tokenizer, pairs, options,
-                                                                    ablation=not args.gradient_only)}  # fmt: skip
+    result = {
+        "checkpoint": str(loaded.path),
+        **measure_importance(loaded.model, loaded.tokenizer, pairs, options, ablation=not args.gradient_only),
+    }
     total = len(result["ranked"])
     result["source"] = f"{args.src.name}, first {result['sentences']} pairs"
     if args.save:
@@ -51,8 +53,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
-        print(f"{result['sentences']} sentences, {options.describe()}: BLEU {result['bleu']:.2f}, chrF "
-              f"{result['chrf']:.2f}")  # fmt: skip
+        print(
+            f"{result['sentences']} sentences, {options.describe()}: BLEU {result['bleu']:.2f}, chrF "
+            f"{result['chrf']:.2f}"
+        )
         for point in result["prune"]:
             print(f"  {point['heads_off']:3d} of {total} heads off: BLEU {point['bleu']:.2f}, chrF {point['chrf']:.2f}")
         print(f"up to {result['heads_off_within_1_bleu']} heads off for at most 1 BLEU lost")

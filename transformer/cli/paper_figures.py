@@ -30,11 +30,20 @@ def html_to_png(browser: str, html: Path, png: Path, width: int, height: int) ->
     """Screenshot a standalone figure with a headless Chromium; False if it could not."""
     with tempfile.TemporaryDirectory() as profile:
         command = [
-            browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--hide-scrollbars", f"--user-data-dir={profile}",
-            f"--window-size={width},{height}", f"--screenshot={png}", "--virtual-time-budget=5000",
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={width},{height}",
+            f"--screenshot={png}",
+            "--virtual-time-budget=5000",
             html.resolve().as_uri(),
-        ]  # fmt: skip
+        ]
         try:
             subprocess.run(command, capture_output=True, timeout=120, check=False)
         except (OSError, subprocess.TimeoutExpired):
@@ -116,8 +125,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     scores = head_score_tables(loaded, sample=args.sample) if args.sample > 0 else None
     metrics = write_figures(loaded, args.out, one_based=not args.zero_based, png=not args.no_png, scores=scores)
     print(f"wrote {', '.join(metrics['files'])} and metrics.json to {args.out}")
-    for key in ("making_heads_on_more_difficult", "best_layer_making", "its_to_law", "its_to_application",
-                "best_layer_its", "best_head_its"):  # fmt: skip
+    for key in (
+        "making_heads_on_more_difficult",
+        "best_layer_making",
+        "its_to_law",
+        "its_to_application",
+        "best_layer_its",
+        "best_head_its",
+    ):
         print(f"  {key}: {metrics[key]}")
     return 0
 

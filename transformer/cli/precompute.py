@@ -26,8 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         measured = measure_all(loaded)
         path = write(loaded, measured)
         kind, layer, head = default_head(measured.tables)
-        print(f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
-              f"layer {layer + 1}, head {head + 1}")  # fmt: skip
+        print(
+            f"wrote {path} in {time.perf_counter() - started:.0f} s; the app opens on {kind} attention, "
+            f"layer {layer + 1}, head {head + 1}"
+        )
     return 0
 
 

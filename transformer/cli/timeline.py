@@ -18,9 +18,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
     parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
-    parser.add_argument("--label", default="snapshot",
-                        help="what the snapshots are: 'snapshot' (of the run that made the checkpoint) or 'rerun' "
-                             "(of another run of the same recipe, when that run kept none)")  # fmt: skip
+    parser.add_argument(
+        "--label",
+        default="snapshot",
+        help="what the snapshots are: 'snapshot' (of the run that made the checkpoint) or 'rerun' "
+        "(of another run of the same recipe, when that run kept none)",
+    )
     args = parser.parse_args(argv)
     points = []
     for folder in args.checkpoints:
@@ -29,8 +32,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else args.label
         point = measure(loaded, label)
-        print(f"step {point.step}: making heads {point.metrics['making_heads_on_more_difficult']}, "
-              f"its→Law {point.metrics['its_to_law']}", file=sys.stderr)  # fmt: skip
+        print(
+            f"step {point.step}: making heads {point.metrics['making_heads_on_more_difficult']}, "
+            f"its→Law {point.metrics['its_to_law']}",
+            file=sys.stderr,
+        )
         points.append(point)
     save_timeline(points, args.out)
     print(f"wrote {len(points)} points to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)

@@ -115,9 +115,13 @@ class Trainer:
             )
         self.examples = self.load_examples()
         self.sampler = BatchSampler(
-            self.examples, options.batch_tokens, options.seed, rank=self.dist.rank, world_size=self.dist.world_size,
+            self.examples,
+            options.batch_tokens,
+            options.seed,
+            rank=self.dist.rank,
+            world_size=self.dist.world_size,
             sort_by=options.batch_order,
-        )  # fmt: skip
+        )
         dev = options.dev
         self.dev_pairs = read_parallel(f"{dev}.{options.src_lang}", f"{dev}.{options.tgt_lang}") if dev else []
         self.health_sample = health_sample() if options.health else None
@@ -130,8 +134,10 @@ class Trainer:
         if self.options.resume and self.dist.main:
             for folder in (self.checkpoints, self.run / "snapshots"):
                 for leftover in ckpt.remove_stale_temporaries(folder):
-                    print(f"removed {leftover.name}, a checkpoint left half-written when a run was killed",
-                          file=sys.stderr)  # fmt: skip
+                    print(
+                        f"removed {leftover.name}, a checkpoint left half-written when a run was killed",
+                        file=sys.stderr,
+                    )
         found = state.newest_state(self.run)
         if not self.options.resume:
             if found:
@@ -220,14 +226,25 @@ class Trainer:
             return True
         try:
             state.save_state(
-                self.run, self.model, self.config, self.tokenizer, self.meta(), self.optimizer, self.parameter_names,
-                self.progress, self.options, self.device,
-            )  # fmt: skip
+                self.run,
+                self.model,
+                self.config,
+                self.tokenizer,
+                self.meta(),
+                self.optimizer,
+                self.parameter_names,
+                self.progress,
+                self.options,
+                self.device,
+            )
         except OSError as error:
             kept = ckpt.run_checkpoints(self.run)
             previous = f"the previous one, {kept[-1].name}, is intact" if kept else "there is no earlier one"
-            print(f"warning: could not save the checkpoint of step {self.progress.step} ({error.strerror or error}); "
-                  f"{previous}", file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: could not save the checkpoint of step {self.progress.step} ({error.strerror or error}); "
+                f"{previous}",
+                file=sys.stderr,
+            )
             return False
         return True
 
@@ -307,12 +324,25 @@ class Trainer:
             began = time.time()
             options = self.options
             result = validate(
-                self.model, self.tokenizer, self.dev_pairs, options.dev_loss_sentences, options.dev_bleu_sentences,
-                options.label_smoothing, options.amp, self.health_sample,
-            )  # fmt: skip
+                self.model,
+                self.tokenizer,
+                self.dev_pairs,
+                options.dev_loss_sentences,
+                options.dev_bleu_sentences,
+                options.label_smoothing,
+                options.amp,
+                self.health_sample,
+            )
             hours = self.progress.train_seconds / 3600
-            self.log.write({"kind": "dev", "step": self.progress.step, "train_hours": hours,
-                            "wall_seconds": time.time() - started, **result})  # fmt: skip
+            self.log.write(
+                {
+                    "kind": "dev",
+                    "step": self.progress.step,
+                    "train_hours": hours,
+                    "wall_seconds": time.time() - started,
+                    **result,
+                }
+            )
             self.say(report(self.progress.step, result, time.time() - began))
         self.dist.barrier()
 
@@ -394,8 +424,10 @@ class Trainer:
         if interrupted:
             final_save_failed = not last_save_ok
         if final_save_failed:
-            self.say(f"stopped at step {progress.step}, but its checkpoint could not be written: free some space and "
-                     "continue with --resume from the last checkpoint")  # fmt: skip
+            self.say(
+                f"stopped at step {progress.step}, but its checkpoint could not be written: free some space and "
+                "continue with --resume from the last checkpoint"
+            )
             self.dist.close()
             return 1
         self.say(

@@ -72,38 +72,66 @@ def run(args: argparse.Namespace, options, loaded) -> dict:
         off = ablation.expand_heads(model, ablation.parse_heads(args.off))
         intact = translate_with_attention(model, tokenizer, args.sentence, options)
         ablated = ablation.translate_ablated(model, tokenizer, args.sentence, off, options)
-        return {"heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
-                "translation": intact.translation, "ablated": ablated.translation,
-                "diff": ablation.word_diff(intact.translation, ablated.translation)}  # fmt: skip
+        return {
+            "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
+            "translation": intact.translation,
+            "ablated": ablated.translation,
+            "diff": ablation.word_diff(intact.translation, ablated.translation),
+        }
     if args.command == "beam":
         tree = explore_beam(model, tokenizer, args.sentence, options)
         best = tree.best()
         output = tree.tokens(best.id) if best else []
         probabilities = token_probabilities(model, tokenizer, tree.source_ids, output, args.top)
         return {
-            "decoding": options.describe(), "steps": tree.steps(), "hypotheses": len(tree.nodes) - 1,
+            "decoding": options.describe(),
+            "steps": tree.steps(),
+            "hypotheses": len(tree.nodes) - 1,
             "pruned": sum(node.status == "pruned" for node in tree.nodes),
-            "nbest": [{"translation": tokenizer.decode(tree.tokens(node.id)), "log_prob": round(node.log_prob, 4),
-                       "score": round(node.score, 4)} for node in tree.finished()],
-            "tokens": [{"piece": p.piece, "probability": round(p.probability, 4), "rank": p.rank,
-                        "top": [[piece, round(prob, 4)] for piece, prob in p.top]} for p in probabilities],
-        }  # fmt: skip
+            "nbest": [
+                {
+                    "translation": tokenizer.decode(tree.tokens(node.id)),
+                    "log_prob": round(node.log_prob, 4),
+                    "score": round(node.score, 4),
+                }
+                for node in tree.finished()
+            ],
+            "tokens": [
+                {
+                    "piece": p.piece,
+                    "probability": round(p.probability, 4),
+                    "rank": p.rank,
+                    "top": [[piece, round(prob, 4)] for piece, prob in p.top],
+                }
+                for p in probabilities
+            ],
+        }
     if args.command == "force":
         translation = translate_with_attention(model, tokenizer, args.sentence, options)
         forced = force(model, tokenizer, translation, args.given, top_k=5)
         return {
-            "translation": translation.translation, "given": args.given,
-            "bleu": round(forced.bleu, 2), "chrf": round(forced.chrf, 2),
-            **{name: {"log_prob": round(scored.log_prob, 4), "mean_log_prob": round(scored.mean_log_prob, 4),
-                      "tokens": [[p.piece, round(p.probability, 4), p.rank] for p in scored.tokens]}
-               for name, scored in (("given_scores", forced.given), ("model_scores", forced.model))},
-        }  # fmt: skip
+            "translation": translation.translation,
+            "given": args.given,
+            "bleu": round(forced.bleu, 2),
+            "chrf": round(forced.chrf, 2),
+            **{
+                name: {
+                    "log_prob": round(scored.log_prob, 4),
+                    "mean_log_prob": round(scored.mean_log_prob, 4),
+                    "tokens": [[p.piece, round(p.probability, 4), p.rank] for p in scored.tokens],
+                }
+                for name, scored in (("given_scores", forced.given), ("model_scores", forced.model))
+            },
+        }
     if args.command == "rollout":
         translation = translate_with_attention(model, tokenizer, args.sentence, options)
         maps = translation.maps
-        result = {"translation": translation.translation, "source_tokens": maps.source_tokens,
-                  "target_tokens": maps.target_tokens,
-                  "encoder_rollout": rounded(rollout.attention_rollout(maps.encoder)[-1])}  # fmt: skip
+        result = {
+            "translation": translation.translation,
+            "source_tokens": maps.source_tokens,
+            "target_tokens": maps.target_tokens,
+            "encoder_rollout": rounded(rollout.attention_rollout(maps.encoder)[-1]),
+        }
         through = rollout.cross_rollout(maps.encoder, maps.decoder, maps.cross)
         result["cross_rollout"] = rounded(through["source"])
         result["source_share"] = rounded(through["source_share"])
@@ -120,14 +148,21 @@ def run(args: argparse.Namespace, options, loaded) -> dict:
     layer, head = args.layer - 1, args.head - 1
     for maps in (first.maps, second.maps):
         if not (0 <= layer < maps.num_layers and 0 <= head < maps.num_heads):
-            raise ValueError(f"no layer {args.layer}, head {args.head} in a model of {maps.num_layers} layers and "
-                             f"{maps.num_heads} heads")  # fmt: skip
+            raise ValueError(
+                f"no layer {args.layer}, head {args.head} in a model of {maps.num_layers} layers and "
+                f"{maps.num_heads} heads"
+            )
     delta = difference(first.maps, second.maps, args.kind, layer, head)
-    return {"translations": [first.translation, second.translation], "kind": args.kind, "layer": args.layer,
-            "head": args.head, "same_shape": delta is not None,
-            "same_tokens": same_tokens(first.maps, second.maps, args.kind),
-            "difference": None if delta is None else rounded(delta),
-            "largest_difference": None if delta is None else round(float(np.abs(delta).max()), 4)}  # fmt: skip
+    return {
+        "translations": [first.translation, second.translation],
+        "kind": args.kind,
+        "layer": args.layer,
+        "head": args.head,
+        "same_shape": delta is not None,
+        "same_tokens": same_tokens(first.maps, second.maps, args.kind),
+        "difference": None if delta is None else rounded(delta),
+        "largest_difference": None if delta is None else round(float(np.abs(delta).max()), 4),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -277,35 +277,56 @@ def model_view_grid(
     plot_height = int(min(1600, max(400, 130 * num_layers + 120)))
     traces.append(
         {
-            "type": "scatter", "mode": "markers", "name": "heads",
+            "type": "scatter",
+            "mode": "markers",
+            "name": "heads",
             "x": [head_centres[head] for layer in range(num_layers) for head in range(num_heads)],
             "y": [layer_centres[layer] for layer in range(num_layers) for head in range(num_heads)],
             "customdata": [[layer + 1, head + 1] for layer in range(num_layers) for head in range(num_heads)],
             "marker": {"size": 4, "opacity": 0},
-            "selected": {"marker": {"opacity": 0}}, "unselected": {"marker": {"opacity": 0}},
-            "hovertemplate": text["open_head"].replace("{layer}", "%{customdata[0]}")
-            .replace("{head}", "%{customdata[1]}") + "<extra></extra>",
+            "selected": {"marker": {"opacity": 0}},
+            "unselected": {"marker": {"opacity": 0}},
+            "hovertemplate": text["open_head"]
+            .replace("{layer}", "%{customdata[0]}")
+            .replace("{head}", "%{customdata[1]}")
+            + "<extra></extra>",
             "showlegend": False,
         }
-    )  # fmt: skip
+    )
     shapes = []
     if opened is not None and opened[0] is not None and opened[1] is not None:
         layer, head = opened
         first_row, first_column = layer * (num_queries + 1), head * (num_keys + 1)
-        shapes.append({
-            "type": "rect", "xref": "x", "yref": "y", "line": {"color": OPENED_OUTLINE, "width": 3},
-            "x0": first_column - 0.5, "x1": first_column + num_keys - 0.5,
-            "y0": first_row - 0.5, "y1": first_row + num_queries - 0.5,
-        })  # fmt: skip
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "line": {"color": OPENED_OUTLINE, "width": 3},
+                "x0": first_column - 0.5,
+                "x1": first_column + num_keys - 0.5,
+                "y0": first_row - 0.5,
+                "y1": first_row + num_queries - 0.5,
+            }
+        )
     layout = {
         "xaxis": {
-            "type": "category", "side": "top", "showgrid": False, "zeroline": False, "tickangle": 0,
-            "tickvals": head_centres, "ticktext": [f"H{head + 1}" for head in range(num_heads)],
+            "type": "category",
+            "side": "top",
+            "showgrid": False,
+            "zeroline": False,
+            "tickangle": 0,
+            "tickvals": head_centres,
+            "ticktext": [f"H{head + 1}" for head in range(num_heads)],
             "range": [-0.5, width - 0.5],  # fixed: autorange would leave room around the tiles' large markers
         },
         "yaxis": {
-            "type": "category", "showgrid": False, "zeroline": False, "range": [height - 0.5, -0.5],  # L1 on top
-            "tickvals": layer_centres, "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
+            "type": "category",
+            "showgrid": False,
+            "zeroline": False,
+            "range": [height - 0.5, -0.5],  # L1 on top
+            "tickvals": layer_centres,
+            "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
         },
         "hovermode": "closest",
         "hoverdistance": -1,  # the pointer always answers to the nearest tile centre: the tile it is on
@@ -314,7 +335,7 @@ def model_view_grid(
         "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
         "font": FONT,
         "plot_bgcolor": "white",
-    }  # fmt: skip
+    }
     if shapes:
         layout["shapes"] = shapes
     return figure(traces, layout)

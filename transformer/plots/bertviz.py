@@ -264,17 +264,21 @@ def _libraries() -> tuple[str, str]:
 # last head columns in a narrower frame).
 PATCHES = {
     "head": (
-        ("layerEl.append($(\"<option />\").val(layer).text(layer));",
-         "layerEl.append($(\"<option />\").val(layer).text(layer + 1));"),
+        (
+            'layerEl.append($("<option />").val(layer).text(layer));',
+            'layerEl.append($("<option />").val(layer).text(layer + 1));',
+        ),
     ),
     "model": (
         ("const DIV_WIDTH = 970;", "const DIV_WIDTH = Math.max(400, Math.min(970, window.innerWidth - 20));"),
         (".text(config.heads[i])", ".text(config.heads[i] + 1)"),
         (".text(config.layers[i])", ".text(config.layers[i] + 1)"),
-        (".text('Layer ' + config.layers[layerIndex] + \", Head \" + config.heads[headIndex])",
-         ".text('Layer ' + (config.layers[layerIndex] + 1) + \", Head \" + (config.heads[headIndex] + 1))"),
+        (
+            ".text('Layer ' + config.layers[layerIndex] + \", Head \" + config.heads[headIndex])",
+            ".text('Layer ' + (config.layers[layerIndex] + 1) + \", Head \" + (config.heads[headIndex] + 1))",
+        ),
     ),
-}  # fmt: skip
+}
 
 
 @cache

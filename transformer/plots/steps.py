@@ -78,8 +78,16 @@ def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int,
     if row is None:
         return
     where = {"row": subplot[0], "col": subplot[1]} if subplot else {}
-    fig.add_shape(type="rect", x0=-0.5, x1=columns - 0.5, y0=row - 0.5, y1=row + 0.5,
-                  line={"color": HIGHLIGHT, "width": 2.5}, fillcolor="rgba(0,0,0,0)", **where)  # fmt: skip
+    fig.add_shape(
+        type="rect",
+        x0=-0.5,
+        x1=columns - 0.5,
+        y0=row - 0.5,
+        y1=row + 0.5,
+        line={"color": HIGHLIGHT, "width": 2.5},
+        fillcolor="rgba(0,0,0,0)",
+        **where,
+    )
 
 
 def _layout(fig: go.Figure, title: str, rows: int, masked: bool = False) -> go.Figure:
@@ -115,18 +123,24 @@ def matrix_figure(
 
 
 def side_by_side(
-    matrices: Sequence[tuple[str, np.ndarray]], rows: Sequence[str] | Sequence[Sequence[str]], title: str,
-    text: Text, query: int | None = None,
-) -> go.Figure:  # fmt: skip
+    matrices: Sequence[tuple[str, np.ndarray]],
+    rows: Sequence[str] | Sequence[Sequence[str]],
+    title: str,
+    text: Text,
+    query: int | None = None,
+) -> go.Figure:
     """Several matrices in a row (e.g. Q, K, V), one colour scale, shapes in the panel titles. ``rows`` is one
     token list for all panels, or one per panel (keys and values may have other rows than the queries); panels
     with the same rows share their row labels, and the query's row is outlined in each panel that has it."""
     per_panel = [list(rows)] * len(matrices) if isinstance(rows[0], str) else [list(r) for r in rows]
     shared = all(panel == per_panel[0] for panel in per_panel)
     fig = make_subplots(
-        rows=1, cols=len(matrices), horizontal_spacing=0.03 if shared else 0.12, shared_yaxes=shared,
+        rows=1,
+        cols=len(matrices),
+        horizontal_spacing=0.03 if shared else 0.12,
+        shared_yaxes=shared,
         subplot_titles=[f"{safe_label(name)} [{m.shape[0]} × {m.shape[1]}]" for name, m in matrices],
-    )  # fmt: skip
+    )
     bound = _signed_range(*(m for _, m in matrices))
     for index, ((name, matrix), labels) in enumerate(zip(matrices, per_panel, strict=True), start=1):
         columns = [str(i) for i in range(matrix.shape[1])]
@@ -171,11 +185,18 @@ def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_
         title = _say(text, "head_output_title", head=head)
         return matrix_figure(steps.head_output, queries, None, title, text["head_output"], text, query)
     if key == "concatenated":
-        fig = matrix_figure(steps.concatenated, queries, None, text["concatenated_title"], text["concatenation"],
-                            text, query)  # fmt: skip
+        fig = matrix_figure(
+            steps.concatenated, queries, None, text["concatenated_title"], text["concatenation"], text, query
+        )
         columns = steps.head_columns
-        fig.add_shape(type="rect", x0=columns.start - 0.5, x1=columns.stop - 0.5, y0=-0.5,
-                      y1=len(queries) - 0.5, line={"color": "black", "width": 2, "dash": "dot"})  # fmt: skip
+        fig.add_shape(
+            type="rect",
+            x0=columns.start - 0.5,
+            x1=columns.stop - 0.5,
+            y0=-0.5,
+            y1=len(queries) - 0.5,
+            line={"color": "black", "width": 2, "dash": "dot"},
+        )
         return fig
     if key in ("projected", "residual", "output"):
         return matrix_figure(getattr(steps, key), queries, None, text[key], key, text, query)
@@ -188,14 +209,35 @@ def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGU
     keys = _labels(steps.key_tokens)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
-    fig.add_trace(go.Bar(x=keys, y=scaled, marker_color="#4c78a8", name=text["scaled_score"],
-                         hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 1)  # fmt: skip
-    fig.add_trace(go.Bar(x=keys, y=steps.weights[query], marker_color=HIGHLIGHT, name=text["weight"],
-                         hovertemplate="%{x}: %{y:.4f}<extra></extra>"), 1, 2)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=keys,
+            y=scaled,
+            marker_color="#4c78a8",
+            name=text["scaled_score"],
+            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+        ),
+        1,
+        1,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=keys,
+            y=steps.weights[query],
+            marker_color=HIGHLIGHT,
+            name=text["weight"],
+            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
+        ),
+        1,
+        2,
+    )
     fig.update_layout(
         title=_say(text, "query_row", token=safe_label(steps.query_tokens[query])),
-        font=FONT, height=330, showlegend=False, margin={"l": 10, "r": 10, "t": 70, "b": 40},
-    )  # fmt: skip
+        font=FONT,
+        height=330,
+        showlegend=False,
+        margin={"l": 10, "r": 10, "t": 70, "b": 40},
+    )
     fig.update_xaxes(type="category", tickangle=-45)
     return fig
 
@@ -209,47 +251,96 @@ def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: st
     """Random q, k of width d_k: the spread of q·k with and without ÷√d_k, one row's softmax both ways, and the
     mean softmax entropy against d_k (``curve``: demos of several widths)."""
     text = words(language, "plot")
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=(
-        _say(text, "demo_dots", variance=demo.variance), text["demo_row"], text["demo_entropy"],
-    ))  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.08,
+        subplot_titles=(
+            _say(text, "demo_dots", variance=demo.variance),
+            text["demo_row"],
+            text["demo_entropy"],
+        ),
+    )
     fig.add_trace(go.Histogram(x=demo.dots, name="q·k", marker_color=UNSCALED, opacity=0.6, nbinsx=60), 1, 1)
-    fig.add_trace(go.Histogram(x=demo.dots / np.sqrt(demo.d_k), name="q·k / √d_k", marker_color=SCALED,
-                               opacity=0.6, nbinsx=60), 1, 1)  # fmt: skip
+    fig.add_trace(
+        go.Histogram(x=demo.dots / np.sqrt(demo.d_k), name="q·k / √d_k", marker_color=SCALED, opacity=0.6, nbinsx=60),
+        1,
+        1,
+    )
     keys = [_say(text, "key", number=i + 1) for i in range(demo.rows_scaled.shape[1])]
     fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
     fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
     widths = [item.d_k for item in curve]
-    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(False) for item in curve], name=text["without_scaling"],
-                             mode="lines+markers", line={"color": UNSCALED}), 1, 3)  # fmt: skip
-    fig.add_trace(go.Scatter(x=widths, y=[item.entropy(True) for item in curve], name=text["with_scaling"],
-                             mode="lines+markers", line={"color": SCALED}), 1, 3)  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=widths,
+            y=[item.entropy(False) for item in curve],
+            name=text["without_scaling"],
+            mode="lines+markers",
+            line={"color": UNSCALED},
+        ),
+        1,
+        3,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=widths,
+            y=[item.entropy(True) for item in curve],
+            name=text["with_scaling"],
+            mode="lines+markers",
+            line={"color": SCALED},
+        ),
+        1,
+        3,
+    )
     fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
     fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
     fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
-    fig.update_layout(title=_say(text, "demo_title", d_k=demo.d_k), barmode="group",
-                      font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
-                      legend={"orientation": "h", "y": -0.2})  # fmt: skip
+    fig.update_layout(
+        title=_say(text, "demo_title", d_k=demo.d_k),
+        barmode="group",
+        font=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 90, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
+    )
     return fig
 
 
 def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The loaded head's scores with and without ÷√d_k, and each query's softmax entropy both ways."""
     text = words(language, "plot")
-    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
-                        subplot_titles=(text["head_scores"], text["head_entropy"]))  # fmt: skip
+    fig = make_subplots(
+        rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(text["head_scores"], text["head_entropy"])
+    )
     fig.add_trace(go.Histogram(x=values["unscaled_scores"], name="Q Kᵀ", marker_color=UNSCALED, opacity=0.6), 1, 1)
-    fig.add_trace(go.Histogram(x=values["scaled_scores"], name=text["model_scaled"], marker_color=SCALED,
-                               opacity=0.6), 1, 1)  # fmt: skip
+    fig.add_trace(
+        go.Histogram(x=values["scaled_scores"], name=text["model_scaled"], marker_color=SCALED, opacity=0.6), 1, 1
+    )
     queries = _labels(steps.query_tokens)
     fig.add_trace(go.Bar(x=queries, y=values["entropy_unscaled"], name="softmax(Q Kᵀ)", marker_color=UNSCALED), 1, 2)
-    fig.add_trace(go.Bar(x=queries, y=values["entropy_scaled"], name="softmax(Q Kᵀ / √d_k)", marker_color=SCALED),
-                  1, 2)  # fmt: skip
-    fig.add_trace(go.Scatter(x=queries, y=values["uniform"], name=text["uniform"], mode="markers",
-                             marker={"symbol": "line-ew-open", "size": 18, "color": "black"}), 1, 2)  # fmt: skip
+    fig.add_trace(go.Bar(x=queries, y=values["entropy_scaled"], name="softmax(Q Kᵀ / √d_k)", marker_color=SCALED), 1, 2)
+    fig.add_trace(
+        go.Scatter(
+            x=queries,
+            y=values["uniform"],
+            name=text["uniform"],
+            mode="markers",
+            marker={"symbol": "line-ew-open", "size": 18, "color": "black"},
+        ),
+        1,
+        2,
+    )
     fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
     title = _say(text, "head_title", head=_head(text, steps), kind=text[f"kind_{steps.kind}"])
-    fig.update_layout(title=title, barmode="group", font=FONT, height=420,
-                      margin={"l": 10, "r": 10, "t": 90, "b": 40}, legend={"orientation": "h", "y": -0.3})  # fmt: skip
+    fig.update_layout(
+        title=title,
+        barmode="group",
+        font=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 90, "b": 40},
+        legend={"orientation": "h", "y": -0.3},
+    )
     return fig
 
 
@@ -262,58 +353,123 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
     columns = min(heads, 4)
     grid = -(-heads // columns)
     fig = make_subplots(
-        rows=grid + 1, cols=columns, vertical_spacing=0.22 / grid, horizontal_spacing=0.04,
+        rows=grid + 1,
+        cols=columns,
+        vertical_spacing=0.22 / grid,
+        horizontal_spacing=0.04,
         row_heights=[1.0] * grid + [0.45],
         specs=[[{}] * columns] * grid + [[{"colspan": columns}] + [None] * (columns - 1)],
         subplot_titles=[_say(text, "head_number", head=h + 1) for h in range(heads)]
-        + [""] * (grid * columns - heads) + [text["concat_query"]],
-    )  # fmt: skip
+        + [""] * (grid * columns - heads)
+        + [text["concat_query"]],
+    )
     keys = _labels(steps.key_tokens)
     for h in range(heads):
         colour = HIGHLIGHT if h == steps.head else SCALED
         label = _say(text, "head_number", head=h + 1)
-        fig.add_trace(go.Bar(x=keys, y=weights[h, query], marker_color=colour, showlegend=False,
-                             hovertemplate=f"{label}<br>%{{x}}: %{{y:.3f}}<extra></extra>"),
-                      h // columns + 1, h % columns + 1)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=keys,
+                y=weights[h, query],
+                marker_color=colour,
+                showlegend=False,
+                hovertemplate=f"{label}<br>%{{x}}: %{{y:.3f}}<extra></extra>",
+            ),
+            h // columns + 1,
+            h % columns + 1,
+        )
     fig.update_yaxes(range=[0, 1])
     row = steps.concatenated[query][None, :]
     bound = _signed_range(row)
     owner = np.arange(row.shape[1])[None] // steps.d_k + 1
-    fig.add_trace(go.Heatmap(z=row, colorscale=SIGNED_COLOURS, zmin=-bound, zmax=bound, zmid=0, showscale=False,
-                             customdata=owner, hovertemplate=f"{text['dimension']} %{{x}} ({text['head_word']} "
-                             "%{customdata})<br>%{z:.4f}<extra></extra>"), grid + 1, 1)  # fmt: skip
+    fig.add_trace(
+        go.Heatmap(
+            z=row,
+            colorscale=SIGNED_COLOURS,
+            zmin=-bound,
+            zmax=bound,
+            zmid=0,
+            showscale=False,
+            customdata=owner,
+            hovertemplate=f"{text['dimension']} %{{x}} ({text['head_word']} "
+            "%{customdata})<br>%{z:.4f}<extra></extra>",
+        ),
+        grid + 1,
+        1,
+    )
     for h in range(1, heads):
         fig.add_vline(x=h * steps.d_k - 0.5, line={"color": "black", "width": 1}, row=grid + 1, col=1)
     fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
     fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
-    title = _say(text, "multihead_title", token=safe_label(steps.query_tokens[query]), layer=steps.layer + 1,
-                 kind=text[f"kind_{steps.kind}"])  # fmt: skip
+    title = _say(
+        text,
+        "multihead_title",
+        token=safe_label(steps.query_tokens[query]),
+        layer=steps.layer + 1,
+        kind=text[f"kind_{steps.kind}"],
+    )
     fig.update_layout(title=title, font=FONT, height=340 * grid + 240, margin={"l": 10, "r": 10, "t": 80, "b": 40})
     return fig
 
 
 # ------------------------------------------------------------------------------------------------ decoding
 def decoding_figure(
-    decoder_row: np.ndarray, cross_row: np.ndarray, source_tokens: Sequence[str], upcoming: NextTokens, t: int,
-    layer: int, head: int, language: str = DEFAULT_LANGUAGE,
-) -> go.Figure:  # fmt: skip
+    decoder_row: np.ndarray,
+    cross_row: np.ndarray,
+    source_tokens: Sequence[str],
+    upcoming: NextTokens,
+    t: int,
+    layer: int,
+    head: int,
+    language: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
     """Decoder position ``t``: its masked self-attention row (later positions masked), its cross-attention row, and
     the model's most probable next pieces with the one the search kept marked."""
     text = words(language, "plot")
     reads = _labels(upcoming.position_tokens)
-    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.07, subplot_titles=(
-        text["decoder_row"], text["cross_row"], text["next_piece"],
-    ))  # fmt: skip
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        horizontal_spacing=0.07,
+        subplot_titles=(
+            text["decoder_row"],
+            text["cross_row"],
+            text["next_piece"],
+        ),
+    )
     visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
-    fig.add_trace(go.Bar(x=reads, y=visible, marker_color=SCALED, showlegend=False,
-                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 1)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=reads, y=visible, marker_color=SCALED, showlegend=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"
+        ),
+        1,
+        1,
+    )
     future = [reads[i] for i in range(t + 1, len(reads))]
     if future:
-        fig.add_trace(go.Bar(x=future, y=[1.0] * len(future), marker_color=MASK_FILL, opacity=0.5,
-                             name=text["masked_legend"],
-                             hovertemplate=f"%{{x}}: {text['masked_future']}<extra></extra>"), 1, 1)  # fmt: skip
-    fig.add_trace(go.Bar(x=_labels(source_tokens), y=cross_row, marker_color=SCALED, showlegend=False,
-                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 2)  # fmt: skip
+        fig.add_trace(
+            go.Bar(
+                x=future,
+                y=[1.0] * len(future),
+                marker_color=MASK_FILL,
+                opacity=0.5,
+                name=text["masked_legend"],
+                hovertemplate=f"%{{x}}: {text['masked_future']}<extra></extra>",
+            ),
+            1,
+            1,
+        )
+    fig.add_trace(
+        go.Bar(
+            x=_labels(source_tokens),
+            y=cross_row,
+            marker_color=SCALED,
+            showlegend=False,
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        ),
+        1,
+        2,
+    )
     candidates = [safe_label(token) for token in upcoming.top_tokens[t]]
     chosen = safe_label(upcoming.chosen[t])
     probabilities = list(upcoming.top_probabilities[t])
@@ -321,15 +477,35 @@ def decoding_figure(
         candidates.append(chosen)
         probabilities.append(float(upcoming.chosen_probability[t]))
     colours = [HIGHLIGHT if token == chosen else SCALED for token in candidates]
-    fig.add_trace(go.Bar(x=candidates, y=probabilities, marker_color=colours, showlegend=False,
-                         hovertemplate="%{x}: %{y:.3f}<extra></extra>"), 1, 3)  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=candidates,
+            y=probabilities,
+            marker_color=colours,
+            showlegend=False,
+            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
+        ),
+        1,
+        3,
+    )
     fig.update_yaxes(range=[0, 1])
     fig.update_xaxes(type="category", tickangle=-45)
     title = _say(
-        text, "decoding_title", t=t, reads=safe_label(upcoming.position_tokens[t]), writes=chosen,
-        p=float(upcoming.chosen_probability[t]), rank=int(upcoming.chosen_rank[t]),
+        text,
+        "decoding_title",
+        t=t,
+        reads=safe_label(upcoming.position_tokens[t]),
+        writes=chosen,
+        p=float(upcoming.chosen_probability[t]),
+        rank=int(upcoming.chosen_rank[t]),
         head=_say(text, "head_of_layer", layer=layer + 1, head=head + 1),
-    )  # fmt: skip
-    fig.update_layout(title=title, font=FONT, height=420, margin={"l": 10, "r": 10, "t": 90, "b": 40},
-                      barmode="overlay", legend={"orientation": "h", "y": -0.35})  # fmt: skip
+    )
+    fig.update_layout(
+        title=title,
+        font=FONT,
+        height=420,
+        margin={"l": 10, "r": 10, "t": 90, "b": 40},
+        barmode="overlay",
+        legend={"orientation": "h", "y": -0.35},
+    )
     return fig

@@ -56,8 +56,15 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
         for axis in ("step", "hours")
     }
     if starts:  # the dashed lines' legend entry
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", name=text["fine_tuning"],
-                                 line={"dash": "dash", "color": "#888", "width": 1}))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                name=text["fine_tuning"],
+                line={"dash": "dash", "color": "#888", "width": 1},
+            )
+        )
         by_step.append([None])
         by_hours.append([None])
     if not train and not dev:
@@ -131,18 +138,32 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     run keeps the cosines low, sharpens the entropies and raises the best head's alignment."""
     text = words(language, "plot_training")
     rows = health_records(records)
-    fig = make_subplots(rows=2, cols=2, subplot_titles=[text[field] for field, _ in HEALTH_PANELS],
-                        vertical_spacing=0.16, horizontal_spacing=0.08)  # fmt: skip
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        subplot_titles=[text[field] for field, _ in HEALTH_PANELS],
+        vertical_spacing=0.16,
+        horizontal_spacing=0.08,
+    )
     steps = [r["step"] for r in rows]
     per = text["layer"]
     for index, (field, per_layer) in enumerate(HEALTH_PANELS):
         row, col = divmod(index, 2)
         if not per_layer:
             values = [r.get(field) for r in rows]
-            fig.add_trace(go.Scatter(x=steps, y=values, mode="lines+markers", name=text["best_head"], showlegend=False,
-                                     line={"color": "#222"},
-                                     hovertemplate=f"{text['alignment']} %{{y:.3f}}<extra></extra>"),
-                          row=row + 1, col=col + 1)  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=steps,
+                    y=values,
+                    mode="lines+markers",
+                    name=text["best_head"],
+                    showlegend=False,
+                    line={"color": "#222"},
+                    hovertemplate=f"{text['alignment']} %{{y:.3f}}<extra></extra>",
+                ),
+                row=row + 1,
+                col=col + 1,
+            )
             continue
         layers = max((len(r.get(field) or []) for r in rows), default=0)
         for layer in range(layers):
@@ -150,26 +171,38 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
             colour = f"rgba(31, 119, 180, {shade:.2f})" if col == 0 else f"rgba(214, 39, 40, {shade:.2f})"
             values = [(r.get(field) or [None] * layers)[layer] for r in rows]
             fig.add_trace(
-                go.Scatter(x=steps, y=values, mode="lines+markers", name=f"{per} {layer + 1}", showlegend=False,
-                           line={"color": colour}, marker={"size": 4},
-                           hovertemplate=f"{per} {layer + 1}: %{{y:.3f}}<extra></extra>"),
-                row=row + 1, col=col + 1,
-            )  # fmt: skip
+                go.Scatter(
+                    x=steps,
+                    y=values,
+                    mode="lines+markers",
+                    name=f"{per} {layer + 1}",
+                    showlegend=False,
+                    line={"color": colour},
+                    marker={"size": 4},
+                    hovertemplate=f"{per} {layer + 1}: %{{y:.3f}}<extra></extra>",
+                ),
+                row=row + 1,
+                col=col + 1,
+            )
     if not rows:
-        fig.add_annotation(text=text["no_health"], showarrow=False, x=0.5, y=0.5, xref="paper",
-                           yref="paper", font={"size": 16})  # fmt: skip
+        fig.add_annotation(
+            text=text["no_health"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
+        )
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(title_text=text["step"], row=2)
-    fig.update_layout(title={"text": text["health_title"]}, height=620,
-                      margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT)  # fmt: skip
+    fig.update_layout(
+        title={"text": text["health_title"]}, height=620, margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT
+    )
     return fig
 
 
 def dev_set_changes(starts: list[dict]) -> list[bool]:
     """For each continuation start (``kind: init`` records, in order), whether it validates on another dev set than
     the one before: only those marks get a label, since a label on every continuation would pile up at the top."""
-    return [bool(start.get("dev")) and start.get("dev") != previous.get("dev")
-            for previous, start in itertools.pairwise([{}, *starts])]  # fmt: skip
+    return [
+        bool(start.get("dev")) and start.get("dev") != previous.get("dev")
+        for previous, start in itertools.pairwise([{}, *starts])
+    ]
 
 
 def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANGUAGE, labelled: bool = True) -> dict:

@@ -37,8 +37,9 @@ def _fitted(label: str, characters: int) -> str:
     return label if len(label) <= characters else label[: max(1, characters - 1)] + "…"
 
 
-def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
-              language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+def beam_tree(
+    tree: BeamTree, pieces: Sequence[str], chosen: int | None = None, language: str = DEFAULT_LANGUAGE
+) -> go.Figure:
     """The search tree, read top to bottom: one row per output step, every hypothesis the search weighed as a node
     labelled with its piece (``pieces[node.id]``), joined to the hypothesis it extends; kept, finished and pruned
     (grey) nodes in their own colours, the path to ``chosen`` drawn in red. Hover: the whole piece, log-probability
@@ -60,55 +61,95 @@ def beam_tree(tree: BeamTree, pieces: Sequence[str], chosen: int | None = None,
             if (node.id in on_path) == highlighted:
                 xs += [columns[node.parent], columns[node.id], None]
                 ys += [tree.nodes[node.parent].step, node.step, None]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-                                 line={"color": CHOSEN if highlighted else "#bbbbbb",
-                                       "width": 3 if highlighted else 1}))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                hoverinfo="skip",
+                showlegend=False,
+                line={"color": CHOSEN if highlighted else "#bbbbbb", "width": 3 if highlighted else 1},
+            )
+        )
     for status in ("root", "kept", "finished", "pruned"):
         nodes = [node for node in tree.nodes if node.status == status]
         if not nodes:
             continue
-        fig.add_trace(go.Scatter(
-            x=[columns[node.id] for node in nodes], y=[node.step for node in nodes], mode="markers+text",
-            name=text[f"status_{status}"], text=[_fitted(safe_label(pieces[node.id]), characters) for node in nodes],
-            textposition="middle right", textfont={"color": "#999999" if status == "pruned" else "#222222"},
-            marker={"color": STATUS_COLOURS[status], "size": 9, "symbol": "diamond" if status == "finished" else
-                    "circle", "line": {"color": [CHOSEN if node.id in on_path else "white" for node in nodes],
-                                       "width": 2}},
-            customdata=[[safe_label(pieces[node.id]), node.log_prob, node.score, node.id] for node in nodes],
-            hovertemplate=f"%{{customdata[0]}}<br>{text['log_prob']}: %{{customdata[1]:.3f}}<br>"
-                          f"{text['score']}: %{{customdata[2]:.3f}}<extra>#%{{customdata[3]}}</extra>",
-        ))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[columns[node.id] for node in nodes],
+                y=[node.step for node in nodes],
+                mode="markers+text",
+                name=text[f"status_{status}"],
+                text=[_fitted(safe_label(pieces[node.id]), characters) for node in nodes],
+                textposition="middle right",
+                textfont={"color": "#999999" if status == "pruned" else "#222222"},
+                marker={
+                    "color": STATUS_COLOURS[status],
+                    "size": 9,
+                    "symbol": "diamond" if status == "finished" else "circle",
+                    "line": {"color": [CHOSEN if node.id in on_path else "white" for node in nodes], "width": 2},
+                },
+                customdata=[[safe_label(pieces[node.id]), node.log_prob, node.score, node.id] for node in nodes],
+                hovertemplate=f"%{{customdata[0]}}<br>{text['log_prob']}: %{{customdata[1]:.3f}}<br>"
+                f"{text['score']}: %{{customdata[2]:.3f}}<extra>#%{{customdata[3]}}</extra>",
+            )
+        )
     steps = tree.steps()
-    fig.update_yaxes(title_text=text["step"], dtick=1 if steps <= 40 else 5, showgrid=False, zeroline=False,
-                     range=[steps + 0.6, -0.6], fixedrange=True)  # fmt: skip
+    fig.update_yaxes(
+        title_text=text["step"],
+        dtick=1 if steps <= 40 else 5,
+        showgrid=False,
+        zeroline=False,
+        range=[steps + 0.6, -0.6],
+        fixedrange=True,
+    )
     # Each column is as wide as the space its label was shortened to; the last label needs that space too.
     fig.update_xaxes(visible=False, range=[-0.3, width], fixedrange=True)
     legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}
-    fig.update_layout(title={"text": text["tree_title"]}, height=STEP_HEIGHT * (steps + 1) + 150, font=FONT,
-                      plot_bgcolor="white", margin={"l": 10, "r": 10, "t": 70, "b": 10}, legend=legend)  # fmt: skip
+    fig.update_layout(
+        title={"text": text["tree_title"]},
+        height=STEP_HEIGHT * (steps + 1) + 150,
+        font=FONT,
+        plot_bgcolor="white",
+        margin={"l": 10, "r": 10, "t": 70, "b": 10},
+        legend=legend,
+    )
     return fig
 
 
-def token_probabilities(series: dict[str, Sequence[TokenProbability]], title: str,
-                        language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+def token_probabilities(
+    series: dict[str, Sequence[TokenProbability]], title: str, language: str = DEFAULT_LANGUAGE
+) -> go.Figure:
     """Each output token's probability, one bar series per output (e.g. the given translation and the model's),
     the pieces under the bars and the most probable alternatives on hover."""
     text = words(language, "plot_whatif")
     fig = go.Figure()
     for name, tokens in series.items():
-        alternatives = ["<br>".join(f"{safe_label(piece)} {probability:.3f}" for piece, probability in token.top)
-                        for token in tokens]  # fmt: skip
-        fig.add_trace(go.Bar(
-            x=[f"{token.position + 1}. {safe_label(token.piece)}" for token in tokens],
-            y=[token.probability for token in tokens], name=safe_label(name),
-            customdata=[[token.rank, alternatives[i]] for i, token in enumerate(tokens)],
-            hovertemplate=f"%{{x}}: %{{y:.3f}} ({text['rank']} %{{customdata[0]}})<br>{text['alternatives']}:"
-                          f"<br>%{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
-        ))  # fmt: skip
+        alternatives = [
+            "<br>".join(f"{safe_label(piece)} {probability:.3f}" for piece, probability in token.top)
+            for token in tokens
+        ]
+        fig.add_trace(
+            go.Bar(
+                x=[f"{token.position + 1}. {safe_label(token.piece)}" for token in tokens],
+                y=[token.probability for token in tokens],
+                name=safe_label(name),
+                customdata=[[token.rank, alternatives[i]] for i, token in enumerate(tokens)],
+                hovertemplate=f"%{{x}}: %{{y:.3f}} ({text['rank']} %{{customdata[0]}})<br>{text['alternatives']}:"
+                f"<br>%{{customdata[1]}}<extra>%{{fullData.name}}</extra>",
+            )
+        )
     fig.update_yaxes(range=[0, 1], title_text=text["probability"])
     fig.update_xaxes(tickangle=-60, automargin=True, type="category")
-    fig.update_layout(title={"text": safe_label(title)}, barmode="group", height=380, font=FONT,
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    fig.update_layout(
+        title={"text": safe_label(title)},
+        barmode="group",
+        height=380,
+        font=FONT,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        plot_bgcolor="white",
+    )
     return fig
 
 
@@ -119,44 +160,87 @@ def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language:
     counts = [point["heads_off"] for point in curve]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=counts, y=[point["bleu"] for point in curve], mode="lines+markers", name="BLEU"))
-    fig.add_trace(go.Scatter(x=counts, y=[point["chrf"] for point in curve], mode="lines+markers", name="chrF",
-                             line={"dash": "dot"}))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=counts, y=[point["chrf"] for point in curve], mode="lines+markers", name="chrF", line={"dash": "dot"}
+        )
+    )
     fig.add_hrect(y0=intact_bleu - 1.0, y1=intact_bleu, fillcolor="#2ca02c", opacity=0.15, line_width=0)
     fig.update_xaxes(title_text=text["heads_off"].format(total=total), range=[0, total])
     fig.update_yaxes(title_text=text["score_axis"], rangemode="tozero")
-    fig.update_layout(title={"text": text["prune_title"]}, height=380, font=FONT,
-                      margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    fig.update_layout(
+        title={"text": text["prune_title"]},
+        height=380,
+        font=FONT,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        plot_bgcolor="white",
+    )
     return fig
 
 
-def difference_heatmap(matrix: np.ndarray, query_tokens: Sequence[str], key_tokens: Sequence[str], title: str,
-                       language: str = DEFAULT_LANGUAGE) -> go.Figure:  # fmt: skip
+def difference_heatmap(
+    matrix: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    title: str,
+    language: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
     """A difference of two attention maps on a diverging scale centred on 0 (red: more on the left side)."""
     text = words(language, "plot_whatif")
     matrix = np.asarray(matrix, dtype=float)
     largest = float(np.abs(matrix).max()) or 1.0
-    fig = go.Figure(go.Heatmap(
-        z=matrix, x=np.arange(matrix.shape[1]), y=np.arange(matrix.shape[0]), colorscale="RdBu_r",
-        zmin=-largest, zmax=largest, colorbar={"title": {"text": text["difference"]}, "thickness": 14},
-        hovertemplate=f"{text['difference']}: %{{z:+.3f}}<extra></extra>",
-    ))  # fmt: skip
-    fig.update_xaxes(tickmode="array", tickvals=list(range(len(key_tokens))), tickangle=-60, automargin=True,
-                     ticktext=[safe_label(token) for token in key_tokens], showgrid=False, zeroline=False)  # fmt: skip
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(query_tokens))), autorange="reversed",
-                     ticktext=[safe_label(token) for token in query_tokens], automargin=True, showgrid=False,
-                     zeroline=False)  # fmt: skip
-    fig.update_layout(title={"text": safe_label(title)}, height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
-                      font=FONT, margin={"l": 10, "r": 10, "t": 60, "b": 10}, plot_bgcolor="white")  # fmt: skip
+    fig = go.Figure(
+        go.Heatmap(
+            z=matrix,
+            x=np.arange(matrix.shape[1]),
+            y=np.arange(matrix.shape[0]),
+            colorscale="RdBu_r",
+            zmin=-largest,
+            zmax=largest,
+            colorbar={"title": {"text": text["difference"]}, "thickness": 14},
+            hovertemplate=f"{text['difference']}: %{{z:+.3f}}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(
+        tickmode="array",
+        tickvals=list(range(len(key_tokens))),
+        tickangle=-60,
+        automargin=True,
+        ticktext=[safe_label(token) for token in key_tokens],
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_yaxes(
+        tickmode="array",
+        tickvals=list(range(len(query_tokens))),
+        autorange="reversed",
+        ticktext=[safe_label(token) for token in query_tokens],
+        automargin=True,
+        showgrid=False,
+        zeroline=False,
+    )
+    fig.update_layout(
+        title={"text": safe_label(title)},
+        height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
+        font=FONT,
+        margin={"l": 10, "r": 10, "t": 60, "b": 10},
+        plot_bgcolor="white",
+    )
     return fig
 
 
-DIFF_STYLES = {"same": "", "removed": "background:#fde0e0;text-decoration:line-through;color:#a00",
-               "added": "background:#dcf5dc;color:#060"}  # fmt: skip
+DIFF_STYLES = {
+    "same": "",
+    "removed": "background:#fde0e0;text-decoration:line-through;color:#a00",
+    "added": "background:#dcf5dc;color:#060",
+}
 
 
 def diff_html(segments: Sequence[tuple[str, str]], titles: dict[str, str]) -> str:
     """A translation diff (:func:`transformer.analysis.ablation.word_diff`) as HTML: words lost struck through in
     red, words gained in green, ``titles`` as their tooltips. Every word is escaped: it is model output."""
-    parts = [f'<span style="{DIFF_STYLES[change]}" title="{html.escape(titles.get(change, ""))}">'
-             f"{html.escape(words)}</span>" for change, words in segments]  # fmt: skip
+    parts = [
+        f'<span style="{DIFF_STYLES[change]}" title="{html.escape(titles.get(change, ""))}">{html.escape(words)}</span>'
+        for change, words in segments
+    ]
     return f'<div style="font-size:1.25rem;font-weight:600">{" ".join(parts) or "∅"}</div>'

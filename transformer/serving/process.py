@@ -86,13 +86,21 @@ def encode_translations(translations: Sequence[Translation]) -> bytes:
             shapes[name] = list(array.shape)
             blobs.append(array.tobytes())
             offset += array.nbytes
-        records.append({
-            "source_text": translation.source_text, "translation": translation.translation,
-            "truncated": translation.truncated, "read_text": translation.read_text, "seconds": translation.seconds,
-            "source_ids": translation.source_ids, "output_ids": translation.output_ids,
-            "source_tokens": maps.source_tokens, "target_tokens": maps.target_tokens,
-            "predicted_tokens": maps.predicted_tokens, "shapes": shapes,
-        })  # fmt: skip
+        records.append(
+            {
+                "source_text": translation.source_text,
+                "translation": translation.translation,
+                "truncated": translation.truncated,
+                "read_text": translation.read_text,
+                "seconds": translation.seconds,
+                "source_ids": translation.source_ids,
+                "output_ids": translation.output_ids,
+                "source_tokens": maps.source_tokens,
+                "target_tokens": maps.target_tokens,
+                "predicted_tokens": maps.predicted_tokens,
+                "shapes": shapes,
+            }
+        )
     header = json.dumps({"translations": records, "array_bytes": offset}).encode("ascii")
     return struct.pack("<Q", len(header)) + header + b"".join(blobs)
 
@@ -113,12 +121,19 @@ def decode_translations(payload: bytes, options: DecodingOptions) -> list[Transl
                 values[name] = np.frombuffer(arrays, np.float32, count, offset).reshape(shape).copy()
                 offset += 4 * count
             maps = AttentionMaps(record["source_tokens"], record["target_tokens"], record["predicted_tokens"], **values)
-            translations.append(Translation(
-                source_text=record["source_text"], translation=record["translation"], maps=maps,
-                truncated=bool(record["truncated"]), read_text=record["read_text"], options=options,
-                seconds={str(k): float(v) for k, v in record["seconds"].items()},
-                source_ids=[int(i) for i in record["source_ids"]], output_ids=[int(i) for i in record["output_ids"]],
-            ))  # fmt: skip
+            translations.append(
+                Translation(
+                    source_text=record["source_text"],
+                    translation=record["translation"],
+                    maps=maps,
+                    truncated=bool(record["truncated"]),
+                    read_text=record["read_text"],
+                    options=options,
+                    seconds={str(k): float(v) for k, v in record["seconds"].items()},
+                    source_ids=[int(i) for i in record["source_ids"]],
+                    output_ids=[int(i) for i in record["output_ids"]],
+                )
+            )
         return translations
     except (ValueError, KeyError, TypeError, struct.error, UnicodeDecodeError) as error:
         raise TranslationProcessError(f"the translation process answered something unreadable: {error}") from error
@@ -133,8 +148,14 @@ class TranslationProcess:
     :class:`TranslationProcessError` and leaves the process ended. ``threads``: PyTorch's threads in the child
     (default: every core)."""
 
-    def __init__(self, path: str | Path, model: Transformer, threads: int | None = None,
-                 start_timeout: float = 120.0, answer_timeout: float = 600.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        path: str | Path,
+        model: Transformer,
+        threads: int | None = None,
+        start_timeout: float = 120.0,
+        answer_timeout: float = 600.0,
+    ) -> None:
         self.answer_timeout = answer_timeout
         command = [sys.executable, "-m", "transformer.serving.process", str(path)]
         if threads is not None:
@@ -153,8 +174,10 @@ class TranslationProcess:
                 raise TranslationProcessError(f"the translation process sent {kind!r} instead of being ready")
             theirs, ours = json.loads(payload)["checksum"], parameter_checksum(model)
             if theirs != ours:
-                raise TranslationProcessError(f"the translation process loaded other weights from {path} "
-                                              f"(parameter checksum {theirs} against {ours})")  # fmt: skip
+                raise TranslationProcessError(
+                    f"the translation process loaded other weights from {path} "
+                    f"(parameter checksum {theirs} against {ours})"
+                )
         except BaseException:
             self.close()
             raise
@@ -175,13 +198,19 @@ class TranslationProcess:
             code = self._process.wait(timeout=5)
             raise TranslationProcessError(f"the translation process ended (exit status {code})") from error
 
-    def translate_many(self, texts: Sequence[str], options: DecodingOptions = DEFAULT_DECODING,
-                       max_tokens: int | None = None, threads: int | None = None) -> list[Translation]:  # fmt: skip
+    def translate_many(
+        self,
+        texts: Sequence[str],
+        options: DecodingOptions = DEFAULT_DECODING,
+        max_tokens: int | None = None,
+        threads: int | None = None,
+    ) -> list[Translation]:
         """Raises :class:`TranslationProcessError` if the process failed (it is then ended), and
         ``RuntimeError`` with the child's message if the search itself failed there (the process goes on).
         ``threads``: PyTorch's threads for this batch and the next (default: as before)."""
-        request = json.dumps({"texts": list(texts), "options": asdict(options), "max_tokens": max_tokens,
-                              "threads": threads})  # fmt: skip
+        request = json.dumps(
+            {"texts": list(texts), "options": asdict(options), "max_tokens": max_tokens, "threads": threads}
+        )
         with self._lock:
             if not self.alive:
                 raise TranslationProcessError("the translation process has ended")

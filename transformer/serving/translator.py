@@ -137,8 +137,12 @@ class Translator:
                 process.close()
                 return
             self.process = process
-            print(f"translation process for {self.loaded.path}: ready (pid {process.pid}, "
-                  f"{time.perf_counter() - started:.1f} s)", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"translation process for {self.loaded.path}: ready (pid {process.pid}, "
+                f"{time.perf_counter() - started:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
 
         # Not a daemon: Python waits for the start to end before it exits. A daemon thread still inside PyTorch (the
         # weights' checksum) when Python ends is stopped there, and that aborts the whole process.
