@@ -281,7 +281,7 @@ def through_the_router() -> None:
 def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> LoadedCheckpoint:
     """A page's common start: its controls restored from the URL and kept (``fields``, see
     :mod:`pages.url_state`), the sidebar pickers and the chosen checkpoint; the page stops if the checkpoint
-    cannot load. Pages call :func:`transformer.url_state.save` with the same fields once their controls are drawn."""
+    cannot load. Pages call :func:`pages.url_state.save` with the same fields once their controls are drawn."""
     through_the_router()
     fields = {**COMMON_FIELDS, **(fields or {})}
     url_state.keep(fields, page)

@@ -7,8 +7,8 @@ leaves its slot meanwhile (``paused()``), so that the sessions behind it can rea
 sentences are searched in the same batch instead of one or two at a time.
 
 A batch itself runs with every slot taken (``exclusive()``): a search is thousands of short PyTorch calls, and each
-must take the interpreter lock back from whatever Python runs beside it. With one other thread busy in Python a
-0.08 s search took 6–15 s (the lock changes hands every 5 ms); with the pages held for the batch's fraction of a
+must take the interpreter lock back from whatever Python runs beside it, so a search beside one busy thread took
+many times its own time (measured in docs/reliability.md); with the pages held for the batch's fraction of a
 second, it takes its own time, and the pages then run on.
 """
 

@@ -6,8 +6,7 @@ import pytest
 
 from transformer import checkpoint as ckpt
 from transformer.analysis.input_check import (
-    looks_german,
-    not_english_reasons,
+    looks_like,
     not_source_reasons,
     unknown_characters,
 )
@@ -20,7 +19,7 @@ def tokenizer() -> Tokenizer:
 
 
 def reasons(tokenizer: Tokenizer, text: str) -> list[str]:
-    return not_english_reasons(text, tokenizer.pieces(tokenizer.encode(text)))
+    return not_source_reasons(text, tokenizer.pieces(tokenizer.encode(text)))
 
 
 @pytest.mark.parametrize(
@@ -62,8 +61,8 @@ def test_other_input_is_flagged_with_the_reason(tokenizer, text, says):
 
 
 def test_german_words_must_outnumber_english_ones():
-    assert looks_german("ich bin der Meinung")
-    assert not looks_german("the die is cast and the Kindergarten is open")
+    assert looks_like("ich bin der Meinung", "de", "en")
+    assert not looks_like("the die is cast and the Kindergarten is open", "de", "en")
 
 
 def test_the_checks_follow_the_checkpoints_language_pair():

@@ -25,7 +25,7 @@ from markdown_it import MarkdownIt
 from tests.conftest import needs_browser
 from tests.test_browser import checkpoint, open_app, robot_visitor, server, server_log  # noqa: F401 (fixtures)
 from transformer.analysis.figures import FIGURES
-from transformer.analysis.input_check import COMMON_WORDS, looks_german, not_source_reasons
+from transformer.analysis.input_check import COMMON_WORDS, looks_like, not_source_reasons
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, META_FILE, REPOSITORY_CHECKPOINTS, read_json
 from transformer.i18n import LANGUAGES, catalogue
 
@@ -184,7 +184,7 @@ def german(clause: str) -> bool:
     """A clause of a German translation or reference (data): frequent German words and no English ones."""
     words = {word.lower() for word in re.findall(r"\w+", clause)}
     return (
-        looks_german(clause)
+        looks_like(clause, "de", "en")
         or bool(re.search(r"[äöüßÄÖÜ]", clause))
         or (bool(words & COMMON_WORDS["de"]) and not words & COMMON_WORDS["en"])
     )

@@ -128,11 +128,6 @@ def looks_like(text: str, language: str, other: str) -> bool:
     return ours >= 2 and ours > theirs
 
 
-def looks_german(text: str) -> bool:
-    """More frequent German words than English ones (at least two German words)."""
-    return looks_like(text, "de", "en")
-
-
 def not_source_reasons(
     text: str, pieces: Sequence[str], source: str = "en", target: str = "de", language: str = DEFAULT_LANGUAGE
 ) -> list[str]:
@@ -155,8 +150,3 @@ def not_source_reasons(
     if source in COMMON_WORDS and target in COMMON_WORDS and looks_like(text, target, source):
         reasons.append(message(language, "input.reads_like", source=source_name, target=target_name))
     return reasons
-
-
-def not_english_reasons(text: str, pieces: Sequence[str]) -> list[str]:
-    """:func:`not_source_reasons` of an English → German model."""
-    return not_source_reasons(text, pieces, "en", "de")

@@ -27,7 +27,7 @@ import networkx as nx
 import numpy as np
 from networkx.algorithms.flow import build_residual_network, preflow_push
 
-MAX_FLOW_TOKENS = 24  # 20 tokens take about 2 s on one core, 40 about 40 s
+MAX_FLOW_TOKENS = 24  # max-flow time grows steeply with the tokens: beyond this a visitor would wait too long
 """The longest sequence :func:`attention_flow` accepts: it solves S² max-flow problems on a graph of L·S² edges."""
 
 

@@ -6,8 +6,7 @@ assembled with every script inline — d3 v5 (shipped by mpld3), jQuery (XStatic
 ``head_view.js`` / ``model_view.js``, all read from the installed packages — and the attention and tokens travel as a
 JSON data block whose ``<``, ``>`` and ``&`` are escaped; bertviz's JavaScript writes tokens with d3's ``.text()``, so
 they reach the page as text only. A Content-Security-Policy forbids every fetch, so the page behaves the same inside
-Streamlit (``streamlit.components.v1.html(page, height=frame_height(...), scrolling=True)``) and as a downloaded file
-opened with no network.
+Streamlit (``st.iframe(page, height=frame_height(...))``) and as a downloaded file opened with no network.
 """
 
 from __future__ import annotations

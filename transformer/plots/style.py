@@ -23,8 +23,8 @@ def safe_label(token: str) -> str:
 
 def figure(traces: list[dict], layout: dict) -> go.Figure:
     """A figure from plain trace and layout dicts, as plotly.js reads them, without plotly.py checking every
-    property on the way in: that check is most of the time it takes to build an attention heatmap (~20 ms of the
-    interpreter, per figure and page run, for every visitor). The JSON sent to the browser is the same;
+    property on the way in: that check is most of the time it takes to build an attention heatmap, per figure and
+    page run, for every visitor. The JSON sent to the browser is the same;
     ``tests/test_plots.py`` passes every figure built this way through the checking constructor as well, so a
     misspelt property still fails there. Colour scales must be given resolved (:func:`colour_scale`)."""
     return go.Figure({"data": traces, "layout": layout}, _validate=False)
