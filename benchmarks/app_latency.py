@@ -29,9 +29,7 @@ import argparse
 import contextlib
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,11 @@ from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
+    sys.path.insert(0, str(REPOSITORY))
+
+from benchmarks.app_server import serving  # noqa: E402
+
 SENTENCE = (
     "The committee rejected the proposal because it was too expensive, but its members promised to discuss a "
     "cheaper version of the plan next week."
@@ -131,12 +134,6 @@ def dev_sentences_latency(loaded, precision: str, count: int = 25) -> None:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 FLOOR_APP = """
 import plotly.graph_objects as go
 import streamlit as st
@@ -150,20 +147,6 @@ st.plotly_chart(go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.6, 0.4]])))
 def served(playwright, script: Path, environment: dict | None):
     """A Chromium page (started first: its own start-up is not part of the app's) and ``streamlit run script`` on a
     free local port; yields (page, the server's address, the launch time). Both end whatever happens."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        script.name,
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-    ]
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM,
         args=[
@@ -176,14 +159,10 @@ def served(playwright, script: Path, environment: dict | None):
     )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     started = time.perf_counter()
-    server = subprocess.Popen(
-        command, cwd=script.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=environment
-    )
     try:
-        yield page, f"http://127.0.0.1:{port}/", started
+        with serving(script=script, environment=environment, wait=False) as (origin, _):
+            yield page, f"{origin}/", started
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         browser.close()
 
 

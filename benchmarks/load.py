@@ -43,12 +43,15 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 REPOSITORY = Path(__file__).resolve().parents[1]
+if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
+    sys.path.insert(0, str(REPOSITORY))
+
+from benchmarks.app_server import serving  # noqa: E402
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -90,57 +93,6 @@ def sentences(session: int, count: int) -> list[str]:
         f"({session + 1}.{i + 1})."
         for i in range(count)
     ]
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serving(checkpoint: str | None, log: Path) -> Iterator[tuple[str, subprocess.Popen]]:
-    """The real server on a free port; yields its origin and process, and ends it whatever happens."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-    ]
-    environment = {**os.environ, **({"TRANSFORMER_CHECKPOINT": checkpoint} if checkpoint else {})}
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
-    origin = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{origin}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if process.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"the server did not start: {log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.3)
-        yield origin, process
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def peak_memory_mb(pid: int) -> float:

@@ -38,7 +38,7 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks.load import serving  # noqa: E402
+from benchmarks.app_server import serving  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

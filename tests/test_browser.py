@@ -16,12 +16,7 @@ import functools
 import importlib.util
 import os
 import re
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from benchmarks.app_server import REPOSITORY, serving
 from tests.conftest import needs_browser
 from tests.test_plots_bertviz import shown
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
@@ -40,7 +36,6 @@ if TYPE_CHECKING:
 
 pytestmark = needs_browser
 
-REPOSITORY = Path(__file__).resolve().parent.parent
 SHIPPED = REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME
 VIEWPORT = {"width": 1400, "height": 1000}
 HOSTILE = "</script><img src=x onerror=alert(1)>"
@@ -78,60 +73,9 @@ def checkpoint_tokenizer(checkpoint: Path) -> Tokenizer:
     return Tokenizer.load(checkpoint / "spm.model")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_until_healthy(server: subprocess.Popen, url: str, log: Path) -> None:
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {server.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not answer {url} within {SERVER_START_SECONDS} s:\n{log.read_text()[-3000:]}")
-
-
-@contextlib.contextmanager
-def serving(checkpoint: Path, log: Path) -> Iterator[str]:
-    """``streamlit run app.py`` on a free local port; yields its origin. The process is ended whatever happens."""
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.address",
-        "127.0.0.1",
-        "--server.headless",
-        "true",
-    ]
-    # The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a local path.
-    chosen = DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
-    environment = {**os.environ, "TRANSFORMER_CHECKPOINT": chosen}
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        origin = f"http://127.0.0.1:{port}"
-        wait_until_healthy(process, f"{origin}/_stcore/health", log)
-        yield origin
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+def served_name(checkpoint: Path) -> str:
+    """The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a path."""
+    return DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +86,7 @@ def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def server(checkpoint: Path, server_log: Path) -> Iterator[str]:
     """The app, served for the module's tests."""
-    with serving(checkpoint, server_log) as origin:
+    with serving(served_name(checkpoint), server_log) as (origin, _):
         yield origin
 
 
@@ -420,7 +364,7 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
 def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browser, checkpoint: Path, tmp_path: Path):
     """A shared link as a fresh server's very first request: the linked page with the app's sidebar, not
     Streamlit's listing of every module in pages/."""
-    with serving(checkpoint, tmp_path / "server.log") as origin:
+    with serving(served_name(checkpoint), tmp_path / "server.log") as (origin, _):
         blocked: list[str] = []
         context = offline_context(browser, origin, blocked, None)
         try:

@@ -8,13 +8,11 @@ lookup and connection to anything but this machine is refused and recorded; the 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from tests.test_browser import REPOSITORY, free_port, wait_until_healthy
+from benchmarks.app_server import REPOSITORY, serving
 
 RECORDER = """
 import os, socket
@@ -65,28 +63,20 @@ socket.socket.connect_ex = guarded(connect_ex)
 def test_server_start_and_first_page_make_no_outside_request(tmp_path: Path, trained_checkpoint: Path):
     (tmp_path / "sitecustomize.py").write_text(RECORDER, encoding="utf-8")
     requests, log = tmp_path / "outside.log", tmp_path / "server.log"
-    port = free_port()
     environment = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])),
         "OUTSIDE_REQUESTS_LOG": str(requests),
-        "TRANSFORMER_CHECKPOINT": str(trained_checkpoint),
     }
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]  # config.toml's rest
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=REPOSITORY, env=environment, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        wait_until_healthy(process, f"http://localhost:{port}/_stcore/health", log)
-        with urllib.request.urlopen(f"http://localhost:{port}/", timeout=10) as response:
+    # Everything but the port as .streamlit/config.toml says.
+    with serving(str(trained_checkpoint), log, environment=environment, only_config=True) as (origin, _):
+        with urllib.request.urlopen(f"{origin}/", timeout=10) as response:
             assert response.status == 200
         time.sleep(2)  # anything the start-up does in the background has had its chance
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
     printed = log.read_text(encoding="utf-8", errors="replace")
     assert not requests.exists(), requests.read_text(encoding="utf-8")
     assert "External URL" not in printed and "external IP" not in printed, printed
-    assert f"localhost:{port}" in printed  # it says where to open the app
+    assert f"{origin.removeprefix('http://')}" in printed  # it says where to open the app
 
 
 def test_the_server_configuration_is_hardened():

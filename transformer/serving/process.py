@@ -53,6 +53,18 @@ def parameter_checksum(model: Transformer) -> float:
         return float(sum(parameter.double().sum() for parameter in model.parameters()))
 
 
+def stop(process: subprocess.Popen, grace: float = 15.0, terminate: bool = True) -> None:
+    """End a child process: ask it to stop (SIGTERM; with ``terminate=False`` only wait, when it has been told
+    otherwise), wait up to ``grace`` seconds, then kill it."""
+    if terminate:
+        process.terminate()
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def write_frame(stream: IO[bytes], kind: bytes, payload: bytes) -> None:
     stream.write(HEADER.pack(kind, len(payload)) + payload)
     stream.flush()
@@ -242,11 +254,7 @@ class TranslationProcess:
                     stream.close()
             except OSError:
                 pass
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, grace=5, terminate=False)  # with its input closed, it ends by itself
 
     def __enter__(self) -> TranslationProcess:
         return self

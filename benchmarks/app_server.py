@@ -1,0 +1,73 @@
+"""The app's real server for the browser tests and the benchmarks: ``streamlit run`` on a free local port, ready once
+its health check answers, and ended whatever happens (:func:`transformer.serving.process.stop`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from transformer.serving.process import stop
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+START_SECONDS = 120  # a cold start imports torch and Streamlit on a busy 2-core machine
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_until_healthy(process: subprocess.Popen, origin: str, log: Path | None) -> None:
+    """Until ``origin``'s health check answers; RuntimeError (with the log's end) if the server ends or is late."""
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"{origin}/_stcore/health", timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    printed = log.read_text(errors="replace")[-3000:] if log else ""
+    raise RuntimeError(f"streamlit did not start at {origin} (exit code {process.poll()}):\n{printed}")
+
+
+@contextlib.contextmanager
+def serving(
+    checkpoint: str | None = None,
+    log: Path | None = None,
+    script: Path = REPOSITORY / "app.py",
+    environment: dict[str, str] | None = None,
+    only_config: bool = False,
+    wait: bool = True,
+) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``streamlit run script`` on a free port (with ``checkpoint`` as ``TRANSFORMER_CHECKPOINT`` when given); yields
+    its origin and process. By default bound to 127.0.0.1 and headless; ``only_config`` leaves everything but the
+    port to ``.streamlit/config.toml``. ``wait=False`` yields at once (for timing the start itself)."""
+    port = free_port()
+    command = [sys.executable, "-m", "streamlit", "run", script.name, "--server.port", str(port)]
+    if not only_config:
+        command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
+    environment = {**(os.environ if environment is None else environment)}
+    if checkpoint:
+        environment["TRANSFORMER_CHECKPOINT"] = checkpoint
+    origin = f"http://{'localhost' if only_config else '127.0.0.1'}:{port}"
+    with log.open("wb") if log else contextlib.nullcontext(subprocess.DEVNULL) as output:
+        process = subprocess.Popen(command, cwd=script.parent, env=environment, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        if wait:
+            wait_until_healthy(process, origin, log)
+        yield origin, process
+    finally:
+        stop(process, grace=30)
