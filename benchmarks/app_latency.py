@@ -44,6 +44,7 @@ from transformer.data import DATA_ROOT
 from transformer.decode import PRECISIONS, DecodingOptions, default_precision
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
+from transformer.plots import grid as plot_grid
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
@@ -69,7 +70,7 @@ def other_views(translation) -> None:
     """The other tabs, each built only when opened: layers × heads grid and a large cell, token focus, bertviz."""
     maps = translation.maps
     queries, keys = maps.tokens("encoder")
-    plot_attention.model_view_grid(maps.encoder, queries, keys, "grid")
+    plot_grid.model_view_grid(maps.encoder, queries, keys, "grid")
     plot_attention.attention_heatmap(maps.matrix("encoder", 4, 1), queries, keys, "cell")
     plot_attention.token_lines(maps.encoder[4], queries, keys, title="focus")
     bertviz_view.head_view_html(maps)

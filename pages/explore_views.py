@@ -23,6 +23,7 @@ from transformer.analysis.attention import (
 )
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
+from transformer.plots import grid as plot_grid
 
 BERTVIZ_VIEWS = ("head view", "model view")
 
@@ -168,7 +169,7 @@ def grid_view(maps: AttentionMaps) -> None:
     chart_key = f"grid_{kind}_{layer}_{head}"
     with grid:
         show_figure(
-            plot_attention.model_view_grid(
+            plot_grid.model_view_grid(
                 maps.weights(kind),
                 queries,
                 keys,

@@ -14,6 +14,7 @@ from transformer.checkpoint import read_metrics
 from transformer.config import preset
 from transformer.model import Transformer, sinusoidal_positional_encoding
 from transformer.plots import attention as plot_attention
+from transformer.plots import grid as plot_grid
 from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
 from transformer.plots import training as plot_training
@@ -94,7 +95,7 @@ def test_heatmap_colour_scale_is_0_to_1_unless_fitted():
     fitted = plot_attention.attention_heatmap(weak, tokens, tokens, "t", fitted=True).data[0]
     assert (fixed.zmin, fixed.zmax) == (0.0, 1.0)
     assert fitted.zmax == pytest.approx(0.30)
-    grid = plot_attention.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
+    grid = plot_grid.model_view_grid(np.tile(weak, (2, 3, 1, 1)), tokens, tokens, "g")
     assert heatmaps(grid)[-1].zmax == 1.0
 
 
@@ -114,7 +115,7 @@ def test_nearly_uniform_maps_say_so_and_sharp_ones_do_not():
 
 def test_model_view_grid_shows_every_layer_and_head_in_its_tile():
     weights = row_normalised((2, 3, 4, 4), causal=True)
-    fig = plot_attention.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
+    fig = plot_grid.model_view_grid(weights, TOKENS[:4], TOKENS[:4], "decoder", causal=True)
     mask, canvas = heatmaps(fig)
     z = np.asarray(canvas.z, dtype=float)
     assert z.shape == (2 * 5 - 1, 3 * 5 - 1)  # tiles of 4 × 4 with one empty row / column between them
@@ -337,10 +338,8 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
             row_normalised((5, 5), causal=True), TOKENS, TOKENS, "d", causal=True, fitted=True
         ),
         lambda: plot_attention.attention_heatmap(np.full((5, 5), 0.2), TOKENS, TOKENS, "uniform"),
-        lambda: plot_attention.model_view_grid(
-            row_normalised((2, 3, 5, 5), causal=True), TOKENS, TOKENS, "g", causal=True
-        ),
-        lambda: plot_attention.model_view_grid(
+        lambda: plot_grid.model_view_grid(row_normalised((2, 3, 5, 5), causal=True), TOKENS, TOKENS, "g", causal=True),
+        lambda: plot_grid.model_view_grid(
             row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", fitted=True, opened=(1, 2)
         ),
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, heads=[0, 2], title="t"),
@@ -404,7 +403,7 @@ def test_every_tile_of_the_grid_answers_a_click_with_its_own_head():
     """One clickable point per head, on the centre of its tile (where its layer's and head's ticks are), carrying
     [layer, head] 1-based; the open head is outlined exactly round its tile; no hover cut-off, so a click anywhere
     reaches the nearest centre."""
-    fig = plot_attention.model_view_grid(row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", opened=(1, 2))
+    fig = plot_grid.model_view_grid(row_normalised((2, 3, 5, 4)), TOKENS, TOKENS[:4], "g", opened=(1, 2))
     (points,) = [trace for trace in fig.data if trace.type == "scatter"]
     tiles = {(layer, head): (x, y) for (layer, head), x, y in zip(points.customdata, points.x, points.y, strict=True)}
     assert set(tiles) == {(layer, head) for layer in (1, 2) for head in (1, 2, 3)}

@@ -48,6 +48,11 @@ class ModelConfig:
     source_language: str = "en"  # ISO 639-1 codes of the pair the model translates; not part of the network
     target_language: str = "de"
 
+    @property
+    def languages(self) -> tuple[str, str]:
+        """(source, target): the pair's ISO 639-1 codes, which are also its corpus files' suffixes."""
+        return self.source_language, self.target_language
+
     def __post_init__(self) -> None:
         # A config.json is read from disk: wrong types and sizes no machine could hold are refused before any
         # tensor is made.

@@ -23,6 +23,7 @@ from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer
 
 # Where the corpora live: ../shared/data/en-de beside the repository, unless $TRANSFORMER_DATA says otherwise.
 DATA_ROOT = Path(os.environ.get("TRANSFORMER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data" / "en-de"))
+DEV_PREFIX = DATA_ROOT / "dev" / "newstest2013"  # the paper's development set: PREFIX.en, PREFIX.de
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,16 @@ def read_parallel(source_path: str | Path, target_path: str | Path) -> list[tupl
 
 def read_corpus(spec: CorpusSpec, source_language: str = "en", target_language: str = "de") -> list[tuple[str, str]]:
     return read_parallel(spec.file(source_language), spec.file(target_language))
+
+
+def read_pairs(prefix: str | Path, languages: tuple[str, str] = ("en", "de")) -> list[tuple[str, str]]:
+    """The (source, target) pairs of the corpus ``prefix`` in the pair ``languages``: PREFIX.<source> and
+    PREFIX.<target> (a checkpoint's ``config.languages``)."""
+    return read_parallel(f"{prefix}.{languages[0]}", f"{prefix}.{languages[1]}")
+
+
+def has_pairs(prefix: str | Path, languages: tuple[str, str] = ("en", "de")) -> bool:
+    return all(Path(f"{prefix}.{language}").is_file() for language in languages)
 
 
 # A lower-case word of three or more letters that does not open the sentence.

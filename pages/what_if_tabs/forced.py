@@ -27,7 +27,7 @@ def cached_force(checkpoint: str, text: str, given: str, options: DecodingOption
 
 def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
     st.caption(t("whatif.forced_intro"))
-    reference = reference_for(text)
+    reference = reference_for(text, languages=loaded.config.languages)
     if reference is not None:
         st.button(
             t("whatif.use_reference", name=reference[0]),

@@ -17,24 +17,23 @@ from pages.what_if_tabs.shared import download_json, set_heads_off
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DATA_ROOT, read_parallel
+from transformer.data import DEV_PREFIX, has_pairs, read_pairs
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
 from transformer.serving.translator import scratch_model
 
 MEASURES = ("bleu_drop", "chrf_drop", "gradient")
 IMPORTANCE_SAMPLE = (5, 50)  # dev sentences the page may measure on (every head: one search of them each)
-DEV = DATA_ROOT / "dev" / "newstest2013"
 
 
 # Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
 @called_outside_the_slot
 @st.cache_data(max_entries=8, show_spinner=False)
 def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded) -> dict:
-    pairs = read_parallel(f"{DEV}.en", f"{DEV}.de")[:sample]
+    pairs = read_pairs(DEV_PREFIX, _loaded.config.languages)[:sample]
     with scratch_model(_loaded) as model:
         result = ablation.measure_importance(model, _loaded.tokenizer, pairs, ablation=with_ablation)
-    return {**result, "source": f"{DEV.name}, first {sample} pairs"}
+    return {**result, "source": f"{DEV_PREFIX.name}, first {sample} pairs"}
 
 
 def render(loaded: LoadedCheckpoint) -> None:
@@ -45,8 +44,8 @@ def render(loaded: LoadedCheckpoint) -> None:
         left, right = st.columns([2, 1], vertical_alignment="bottom")
         sample = left.slider(t("whatif.sample"), *IMPORTANCE_SAMPLE, key="wi_sample")
         measure_all = right.button(t("whatif.measure"), help=t("whatif.measure_help"))
-        if not DEV.with_suffix(".en").is_file():
-            st.warning(t("whatif.no_dev", path=str(DEV)))
+        if not has_pairs(DEV_PREFIX, loaded.config.languages):
+            st.warning(t("whatif.no_dev", path=str(DEV_PREFIX)))
             return
         with_ablation = measure_all or st.session_state.get(f"_wi_measured_{sample}", False)
         if measure_all:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from transformer.analysis.attention import AttentionMaps, Translation, teacher_forced
 from transformer.analysis.beam import TokenProbability, token_probabilities
-from transformer.data import DATA_ROOT, read_parallel
+from transformer.data import DATA_ROOT, read_pairs
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
@@ -95,11 +95,11 @@ REFERENCE_SETS = (
 
 
 @functools.cache
-def _references(root: str) -> dict[str, tuple[str, str]]:
+def _references(root: str, languages: tuple[str, str]) -> dict[str, tuple[str, str]]:
     found: dict[str, tuple[str, str]] = {}
     for name in REFERENCE_SETS:
         try:
-            pairs = read_parallel(f"{root}/{name}.en", f"{root}/{name}.de")
+            pairs = read_pairs(f"{root}/{name}", languages)
         except (OSError, ValueError):
             continue  # the data is not on this machine: no references to offer
         for source, reference in pairs:
@@ -107,7 +107,9 @@ def _references(root: str) -> dict[str, tuple[str, str]]:
     return found
 
 
-def reference_for(sentence: str, root: str | None = None) -> tuple[str, str] | None:
+def reference_for(
+    sentence: str, root: str | None = None, languages: tuple[str, str] = ("en", "de")
+) -> tuple[str, str] | None:
     """(test set, reference translation) when ``sentence`` is a source line of one of the dev or test sets in the
     data folder (``$TRANSFORMER_DATA``, default ``../shared/data/en-de``), else None."""
-    return _references(str(root or DATA_ROOT)).get(sentence.strip())
+    return _references(str(root or DATA_ROOT), tuple(languages)).get(sentence.strip())

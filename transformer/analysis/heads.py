@@ -55,7 +55,7 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DATA_ROOT
+from transformer.data import DEV_PREFIX
 from transformer.decode import GREEDY, translate_ids
 from transformer.tokenizer import EOS_ID
 
@@ -64,9 +64,10 @@ DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"
 WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def dev_sample(count: int) -> tuple[str, list[str]]:
-    """The first ``count`` English sentences of newstest2013, or the shipped pronoun sentences without the data."""
-    path = DATA_ROOT / "dev" / "newstest2013.en"
+def dev_sample(count: int, language: str = "en") -> tuple[str, list[str]]:
+    """The first ``count`` sentences of newstest2013 in ``language`` (a model's source language), or the shipped
+    (English) pronoun sentences without the data."""
+    path = Path(f"{DEV_PREFIX}.{language}")
     if path.exists():
         lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         return f"newstest2013 (first {min(count, len(lines))} sentences)", lines[:count]
@@ -453,7 +454,7 @@ def head_score_tables(
     ``sentences`` when given (the anaphora scores are always over the pronoun sentences). ``cross=False`` leaves out
     what needs the model's translations (the decoder's and the cross-attention's scores): no decoding."""
     if sentences is None:
-        description, sentences = dev_sample(sample)
+        description, sentences = dev_sample(sample, loaded.config.source_language)
     else:
         description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
     kinds = KINDS if cross else ("encoder",)

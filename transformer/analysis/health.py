@@ -21,7 +21,6 @@ translations stand in for the references.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ from torch import Tensor
 
 from transformer.analysis.attention import entropy_bits
 from transformer.analysis.heads import AlignmentTally, dev_sample, load_dictionary
-from transformer.data import DATA_ROOT, pad, read_parallel
+from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
 from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
@@ -45,13 +44,15 @@ HEALTH_KEYS = (
 )
 
 
-def health_sample(count: int = HEALTH_SENTENCES) -> tuple[str, list[tuple[str, str]]]:
-    """The fixed sample: a description and (English, German reference) pairs; no references without the data."""
-    path = DATA_ROOT / "dev" / "newstest2013"
-    if Path(f"{path}.en").is_file() and Path(f"{path}.de").is_file():
-        pairs = read_parallel(f"{path}.en", f"{path}.de")[:count]
-        return f"newstest2013, first {len(pairs)} pairs, reference translations", pairs
-    description, sentences = dev_sample(count)
+def health_sample(
+    count: int = HEALTH_SENTENCES, languages: tuple[str, str] = ("en", "de")
+) -> tuple[str, list[tuple[str, str]]]:
+    """The fixed sample in the pair ``languages``: a description and (source, reference translation) pairs; no
+    references without the data."""
+    if has_pairs(DEV_PREFIX, languages):
+        pairs = read_pairs(DEV_PREFIX, languages)[:count]
+        return f"{DEV_PREFIX.name}, first {len(pairs)} pairs, reference translations", pairs
+    description, sentences = dev_sample(count, languages[0])
     return description + ", greedy translations", [(sentence, "") for sentence in sentences]
 
 
@@ -154,7 +155,7 @@ def model_health(
     """Every health measure (see the module's docstring), rounded to 4 places, with the sample's description.
 
     ``sample``: (description, [(English, German reference or "")]) instead of :func:`health_sample`'s."""
-    description, pairs = sample if sample is not None else health_sample()
+    description, pairs = sample if sample is not None else health_sample(languages=model.config.languages)
     was_training = model.training
     model.eval()
     try:

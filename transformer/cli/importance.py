@@ -18,17 +18,15 @@ from pathlib import Path
 
 from transformer.analysis.ablation import measure_importance, save_importance
 from transformer.cli.translate import add_decoding_arguments, start
-from transformer.data import DATA_ROOT, read_parallel
-
-DEV = DATA_ROOT / "dev" / "newstest2013"
+from transformer.data import DEV_PREFIX, read_parallel
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m transformer.importance", description=__doc__.split("\n\n")[0])
     add_decoding_arguments(parser)
     parser.set_defaults(beam=1)  # greedy: one search per head keeps the whole table to minutes
-    parser.add_argument("--src", type=Path, default=Path(f"{DEV}.en"))
-    parser.add_argument("--ref", type=Path, default=Path(f"{DEV}.de"))
+    parser.add_argument("--src", type=Path, help="source sentences (default: newstest2013 in the model's pair)")
+    parser.add_argument("--ref", type=Path, help="their reference translations (default: newstest2013's)")
     parser.add_argument("--sample", type=int, default=50, help="the first N sentence pairs")
     parser.add_argument("--gradient-only", action="store_true", help="skip the ablations (one backward pass only)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -37,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if started is None:
         return 1
     args, options, loaded = started
+    source, target = (Path(f"{DEV_PREFIX}.{language}") for language in loaded.config.languages)
+    args.src, args.ref = args.src or source, args.ref or target
     try:
         pairs = read_parallel(args.src, args.ref)[: args.sample]
     except (FileNotFoundError, ValueError) as error:

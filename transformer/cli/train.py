@@ -56,7 +56,7 @@ from transformer.data import (
     case_augmented,
     encode_pairs,
     read_corpus,
-    read_parallel,
+    read_pairs,
 )
 from transformer.model import Transformer
 from transformer.schedule import learning_rate
@@ -82,8 +82,8 @@ class Trainer:
         self.tokenizer = self.load_tokenizer(resume_from)
         overrides: dict[str, Any] = {
             "vocab_size": self.tokenizer.vocab_size,
-            "source_language": options.src_lang,
-            "target_language": options.tgt_lang,
+            "source_language": options.source_language,
+            "target_language": options.target_language,
         }
         if options.dropout is not None:
             overrides["dropout"] = options.dropout
@@ -123,8 +123,10 @@ class Trainer:
             sort_by=options.batch_order,
         )
         dev = options.dev
-        self.dev_pairs = read_parallel(f"{dev}.{options.src_lang}", f"{dev}.{options.tgt_lang}") if dev else []
-        self.health_sample = health_sample() if options.health else None
+        self.dev_pairs = read_pairs(dev, (options.source_language, options.target_language)) if dev else []
+        self.health_sample = (
+            health_sample(languages=(options.source_language, options.target_language)) if options.health else None
+        )
         self.snapshot_steps = {int(s) for s in options.snapshot_steps.split(",") if s.strip()}
 
     # ----------------------------------------------------------------------------------------------- set-up
@@ -166,7 +168,7 @@ class Trainer:
         elif self.dist.main:
             sentences = []
             for spec in map(CorpusSpec.parse, options.train):
-                for source, target in read_corpus(spec, options.src_lang, options.tgt_lang):
+                for source, target in read_corpus(spec, options.source_language, options.target_language):
                     sentences += [source, target]
             self.say(f"training a {options.vocab_size}-piece SentencePiece model on {len(sentences):,} sentences")
             tokenizer = train_tokenizer(sentences, options.vocab_size, seed=options.seed)
@@ -178,7 +180,7 @@ class Trainer:
     def load_examples(self) -> list[Example]:
         examples: list[Example] = []
         for spec in map(CorpusSpec.parse, self.options.train):
-            pairs = read_corpus(spec, self.options.src_lang, self.options.tgt_lang)
+            pairs = read_corpus(spec, self.options.source_language, self.options.target_language)
             if self.options.case_augment:  # case_augmented refuses a fraction outside 0–1
                 copies = case_augmented(
                     pairs, self.options.case_augment, seed=f"{self.options.seed}:{spec.prefix.name}"

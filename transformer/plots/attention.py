@@ -1,5 +1,5 @@
-"""Attention as figures: one head as a heatmap, every layer and head as a grid, the paper's token lines, and per-head
-score maps.
+"""Attention as figures: one head as a heatmap, the paper's token lines, and per-head score maps (every layer and
+head at once as a grid: :mod:`transformer.plots.grid`).
 
 Tokens are user text: plotly renders labels, hover text and titles as a subset of HTML, so every token, and every
 title passed in (which may quote a token), goes through :func:`safe_label` before it reaches a figure: ``</b>`` in a
@@ -19,24 +19,23 @@ from transformer.plots.style import FONT, colour_scale, figure, safe_label
 
 ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
-OPENED_OUTLINE = "#d62728"  # the grid's tile that is open below it
 MASK_HATCH = "#8c8c8c"
 HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
 OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
 
 
-def _labels(tokens: Sequence[str]) -> list[str]:
+def token_labels(tokens: Sequence[str]) -> list[str]:
     return [safe_label(token) for token in tokens]
 
 
-def _check_tokens(shape: tuple[int, ...], query_tokens: Sequence[str], key_tokens: Sequence[str]) -> None:
+def check_tokens(shape: tuple[int, ...], query_tokens: Sequence[str], key_tokens: Sequence[str]) -> None:
     if shape[-2:] != (len(query_tokens), len(key_tokens)):
         raise ValueError(
             f"attention of shape {shape} does not match {len(query_tokens)} query and {len(key_tokens)} key tokens"
         )
 
 
-def _future(num_queries: int, num_keys: int) -> np.ndarray:
+def future_cells(num_queries: int, num_keys: int) -> np.ndarray:
     """True where the key comes after the query: what the decoder's causal mask hides (§3.2.3)."""
     return np.arange(num_keys)[None, :] > np.arange(num_queries)[:, None]
 
@@ -53,7 +52,7 @@ def _mask_outline(num_queries: int, num_keys: int) -> tuple[list[float], list[fl
     return xs, ys
 
 
-def _finite_max(values: np.ndarray) -> float:
+def finite_max(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
@@ -67,7 +66,7 @@ def uniformity_note(matrix: np.ndarray, causal: bool = False, language: str = DE
     if num_queries == 0 or num_keys < 2:
         return ""
     visible = np.minimum(np.arange(1, num_queries + 1), num_keys) if causal else np.full(num_queries, num_keys)
-    masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
+    masked = future_cells(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
     largest = np.where(masked, -np.inf, np.nan_to_num(matrix)).max(axis=1)
     rows = visible >= 2  # a row with one visible key has nothing to choose
     if not rows.any() or (largest[rows] * visible[rows]).mean() >= 1.5:
@@ -110,10 +109,10 @@ def attention_heatmap(
     """
     text = words(language, "plot_attention")
     matrix = np.asarray(matrix, dtype=float)
-    _check_tokens(matrix.shape, query_tokens, key_tokens)
+    check_tokens(matrix.shape, query_tokens, key_tokens)
     num_queries, num_keys = matrix.shape
-    queries, keys = _labels(query_tokens), _labels(key_tokens)
-    masked = _future(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
+    queries, keys = token_labels(query_tokens), token_labels(key_tokens)
+    masked = future_cells(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
     shown = np.where(masked, np.nan, matrix)
     weight_text = np.where(masked, text["masked_future"], np.char.mod("%.3f", np.nan_to_num(matrix)))
     # One hover string per cell: a cell as [query, key, weight] is four objects for plotly.py to copy twice and
@@ -135,7 +134,7 @@ def attention_heatmap(
             "hovertemplate": "%{customdata}<extra></extra>",
             "colorscale": colour_scale(ATTENTION_COLOURS),
             "zmin": 0.0,
-            "zmax": _finite_max(shown) if fitted else 1.0,
+            "zmax": finite_max(shown) if fitted else 1.0,
             "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
             "hoverongaps": True,
             "name": "attention",
@@ -193,154 +192,6 @@ def attention_heatmap(
     return figure(traces, layout)
 
 
-def model_view_grid(
-    weights: np.ndarray,
-    query_tokens: Sequence[str],
-    key_tokens: Sequence[str],
-    title: str,
-    causal: bool = False,
-    fitted: bool = False,
-    language: str = DEFAULT_LANGUAGE,
-    opened: tuple[int, int] | None = None,
-) -> go.Figure:
-    """Every head of every layer at once: a layers × heads grid of small heatmaps on one colour scale (0 to 1, or
-    to the largest weight with ``fitted``), each tile a target to click.
-
-    ``weights`` is [L, H, queries, keys]. The tiles are drawn as one heatmap on a shared canvas, separated by empty
-    rows and columns: a single trace builds and draws in a few milliseconds where L × H subplots take hundreds.
-    Rows and columns are categories ("layer l · query (position)", "head h · key (position)"). With ``causal`` the
-    future cells are empty and a grey layer behind them shows through.
-
-    Plotly reports no clicks on a heatmap, so an invisible marker sits on each tile's centre, carrying
-    ``customdata`` [layer, head] (1-based): with no hover cut-off, a click anywhere selects the marker nearest to
-    the pointer (the centre of the tile it is on), which the page reads as "open this head"; hovering a tile names
-    it and says so (a tile's single weights are read on the large heatmap of the head
-    it opens). ``opened`` (0-based layer, head) outlines the tile that is open.
-    """
-    text = words(language, "plot_attention")
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 4:
-        raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
-    _check_tokens(weights.shape, query_tokens, key_tokens)
-    num_layers, num_heads, num_queries, num_keys = weights.shape
-    queries, keys = _labels(query_tokens), _labels(key_tokens)
-    masked = _future(num_queries, num_keys) if causal else np.zeros((num_queries, num_keys), dtype=bool)
-    height, width = num_layers * (num_queries + 1) - 1, num_heads * (num_keys + 1) - 1
-    canvas = np.full((height, width), np.nan, dtype=np.float32)  # float32: half the bytes sent to the browser
-    mask = np.full((height, width), np.nan, dtype=np.float32)
-    for layer in range(num_layers):
-        for head in range(num_heads):
-            rows = slice(layer * (num_queries + 1), layer * (num_queries + 1) + num_queries)
-            columns = slice(head * (num_keys + 1), head * (num_keys + 1) + num_keys)
-            canvas[rows, columns] = np.where(masked, np.nan, weights[layer, head])
-            mask[rows, columns] = np.where(masked, 1.0, np.nan)
-    y = [
-        f"layer {layer + 1} · query {queries[i]} ({i})" if i < num_queries else f"gap {layer}"
-        for layer in range(num_layers)
-        for i in range(num_queries + 1)
-    ][:height]
-    x = [
-        f"head {head + 1} · key {keys[j]} ({j})" if j < num_keys else f"gap {head}"
-        for head in range(num_heads)
-        for j in range(num_keys + 1)
-    ][:width]
-    traces = []
-    if causal:
-        traces.append(
-            {
-                "type": "heatmap",
-                "z": mask,
-                "x": x,
-                "y": y,
-                "colorscale": [[0, MASK_FILL], [1, MASK_FILL]],
-                "showscale": False,
-                "hoverinfo": "skip",
-                "name": text["masked_future"],
-            }
-        )
-    traces.append(
-        {
-            "type": "heatmap",
-            "z": canvas,
-            "x": x,
-            "y": y,
-            "colorscale": colour_scale(ATTENTION_COLOURS),
-            "zmin": 0.0,
-            "zmax": _finite_max(canvas) if fitted else 1.0,
-            "hoverinfo": "skip",  # the tiles' markers answer the pointer (below)
-            "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
-            "name": "attention",
-        }
-    )
-    head_centres = [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)]
-    layer_centres = [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)]
-    plot_height = int(min(1600, max(400, 130 * num_layers + 120)))
-    traces.append(
-        {
-            "type": "scatter",
-            "mode": "markers",
-            "name": "heads",
-            "x": [head_centres[head] for layer in range(num_layers) for head in range(num_heads)],
-            "y": [layer_centres[layer] for layer in range(num_layers) for head in range(num_heads)],
-            "customdata": [[layer + 1, head + 1] for layer in range(num_layers) for head in range(num_heads)],
-            "marker": {"size": 4, "opacity": 0},
-            "selected": {"marker": {"opacity": 0}},
-            "unselected": {"marker": {"opacity": 0}},
-            "hovertemplate": text["open_head"]
-            .replace("{layer}", "%{customdata[0]}")
-            .replace("{head}", "%{customdata[1]}")
-            + "<extra></extra>",
-            "showlegend": False,
-        }
-    )
-    shapes = []
-    if opened is not None and opened[0] is not None and opened[1] is not None:
-        layer, head = opened
-        first_row, first_column = layer * (num_queries + 1), head * (num_keys + 1)
-        shapes.append(
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y",
-                "line": {"color": OPENED_OUTLINE, "width": 3},
-                "x0": first_column - 0.5,
-                "x1": first_column + num_keys - 0.5,
-                "y0": first_row - 0.5,
-                "y1": first_row + num_queries - 0.5,
-            }
-        )
-    layout = {
-        "xaxis": {
-            "type": "category",
-            "side": "top",
-            "showgrid": False,
-            "zeroline": False,
-            "tickangle": 0,
-            "tickvals": head_centres,
-            "ticktext": [f"H{head + 1}" for head in range(num_heads)],
-            "range": [-0.5, width - 0.5],  # fixed: autorange would leave room around the tiles' large markers
-        },
-        "yaxis": {
-            "type": "category",
-            "showgrid": False,
-            "zeroline": False,
-            "range": [height - 0.5, -0.5],  # L1 on top
-            "tickvals": layer_centres,
-            "ticktext": [f"L{layer + 1}" for layer in range(num_layers)],
-        },
-        "hovermode": "closest",
-        "hoverdistance": -1,  # the pointer always answers to the nearest tile centre: the tile it is on
-        "title": {"text": safe_label(title) + (text["grey_masked"] if causal else "")},
-        "height": plot_height,
-        "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
-        "font": FONT,
-        "plot_bgcolor": "white",
-    }
-    if shapes:
-        layout["shapes"] = shapes
-    return figure(traces, layout)
-
-
 def _head_colour(head: int) -> str:
     return HEAD_COLOURS[head % len(HEAD_COLOURS)]
 
@@ -367,7 +218,7 @@ def token_lines(
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3:
         raise ValueError(f"expected one layer's weights shaped [heads, queries, keys], got {weights.shape}")
-    _check_tokens(weights.shape, query_tokens, key_tokens)
+    check_tokens(weights.shape, query_tokens, key_tokens)
     num_heads, num_queries, num_keys = weights.shape
     heads = list(range(num_heads)) if heads is None else list(heads)
     if any(not 0 <= head < num_heads for head in heads):
@@ -413,7 +264,7 @@ def token_lines(
                 }
             )
 
-    queries, keys = _labels(query_tokens), _labels(key_tokens)
+    queries, keys = token_labels(query_tokens), token_labels(key_tokens)
     if query_index is not None:
         queries[query_index] = f"<b>{queries[query_index]}</b>"
     query_colours = ["black" if query_index in (None, i) else "#9a9a9a" for i in range(num_queries)]

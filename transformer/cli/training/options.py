@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformer.data import DATA_ROOT
+from transformer.data import DATA_ROOT, DEV_PREFIX
 
 DEFAULT_TRAIN = [
     f"{DATA_ROOT / 'train' / 'news'}:3",
     f"{DATA_ROOT / 'train' / 'multi30k'}:2",
     str(DATA_ROOT / "train" / "tatoeba"),
 ]
-DEFAULT_DEV = DATA_ROOT / "dev" / "newstest2013"
 GROUPS = ("run", "data", "model and optimisation", "checkpoints, validation and logging")
 EARLIER_DEFAULTS = {
     "branch_init_gain": 1.0,
     "batch_order": "source",
 }  # what runs that predate an argument did, where the default changed
+RENAMED = {"source_language": "src_lang", "target_language": "tgt_lang"}  # field → its name in runs saved before
 
 
 def option(default: Any, help: str | None = None, group: int = 0, defines_run: bool = False, **argparse_options):
@@ -58,9 +58,9 @@ class TrainingConfig:
     )
     # data
     train: list[str] = option(DEFAULT_TRAIN, "corpus prefixes PREFIX[:UPSAMPLE]", 1, True)
-    dev: Path | None = option(DEFAULT_DEV, "dev corpus prefix (PREFIX.en, PREFIX.de)", 1, True)
-    src_lang: str = option("en", None, 1, True)
-    tgt_lang: str = option("de", None, 1, True)
+    dev: Path | None = option(DEV_PREFIX, "dev corpus prefix (PREFIX.<source>, PREFIX.<target>)", 1, True)
+    source_language: str = option("en", "ISO 639-1 code of the language translated from (the corpora's .en)", 1, True)
+    target_language: str = option("de", "ISO 639-1 code of the language translated into (the corpora's .de)", 1, True)
     spm: Path | None = option(None, "use this SentencePiece model instead of training one", 1, True)
     vocab_size: int = option(8000, "pieces of the joint vocabulary trained here", 1, True)
     max_tokens: int = option(128, "drop training pairs with a longer side", 1, True)
@@ -132,7 +132,7 @@ class TrainingConfig:
                 continue
             default = spec.default_factory() if spec.default_factory is not dataclasses.MISSING else spec.default
             # Runs saved by older versions lack newer fields: they ran with those fields' earlier behaviour.
-            value = saved.get(name, EARLIER_DEFAULTS.get(name, serialisable(default)))
+            value = saved.get(name, saved.get(RENAMED.get(name, ""), EARLIER_DEFAULTS.get(name, serialisable(default))))
             defining = spec.metadata["defines_run"] or (name == "max_steps" and saved.get("cooldown", 0) > 0)
             if name in given and not defining:
                 continue
