@@ -21,6 +21,8 @@ ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
 MASK_HATCH = "#8c8c8c"
 HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
+# What every attention heatmap shares; a figure adds its cells, colour bar and upper bound.
+ATTENTION_TRACE = {"type": "heatmap", "colorscale": colour_scale(ATTENTION_COLOURS), "zmin": 0.0, "name": "attention"}
 OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
 
 
@@ -114,49 +116,18 @@ def attention_heatmap(
     queries, keys = token_labels(query_tokens), token_labels(key_tokens)
     masked = future_cells(num_queries, num_keys) if causal else np.zeros(matrix.shape, dtype=bool)
     shown = np.where(masked, np.nan, matrix)
-    weight_text = np.where(masked, text["masked_future"], np.char.mod("%.3f", np.nan_to_num(matrix)))
-    # One hover string per cell: a cell as [query, key, weight] is four objects for plotly.py to copy twice and
-    # walk twice more on the way to the browser: about half the time from building a heatmap to sending it.
-    hover = [
-        [
-            f"{text['query']}: {query}<br>{text['key']}: {key}<br>{text['weight']}: {weight}"
-            for key, weight in zip(keys, row, strict=True)
-        ]
-        for query, row in zip(queries, weight_text.tolist(), strict=True)
-    ]
-    traces = [
-        {
-            "type": "heatmap",
-            "z": shown,
-            "x": np.arange(num_keys),
-            "y": np.arange(num_queries),
-            "customdata": hover,
-            "hovertemplate": "%{customdata}<extra></extra>",
-            "colorscale": colour_scale(ATTENTION_COLOURS),
-            "zmin": 0.0,
-            "zmax": finite_max(shown) if fitted else 1.0,
-            "colorbar": {"title": {"text": text["weight"]}, "thickness": 14},
-            "hoverongaps": True,
-            "name": "attention",
-        }
-    ]
-    if causal:
-        xs, ys = _mask_outline(num_queries, num_keys)
-        traces.append(
-            {
-                "type": "scatter",
-                "x": xs,
-                "y": ys,
-                "fill": "toself",
-                "mode": "lines",
-                "line": {"width": 0},
-                "fillcolor": MASK_FILL,
-                "fillpattern": {"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
-                "name": text["masked_future"],
-                "hoverinfo": "skip",  # the heatmap's own hover already names masked cells per query and key
-                "showlegend": True,
-            }
-        )
+    heatmap = dict(
+        ATTENTION_TRACE,
+        z=shown,
+        x=np.arange(num_keys),
+        y=np.arange(num_queries),
+        customdata=_cell_hover(queries, keys, np.where(masked, text["masked_future"], _weights_text(matrix)), text),
+        hovertemplate="%{customdata}<extra></extra>",
+        hoverongaps=True,
+        zmax=finite_max(shown) if fitted else 1.0,
+        colorbar={"title": {"text": text["weight"]}, "thickness": 14},
+    )
+    traces = [heatmap, _mask_polygon(num_queries, num_keys, text["masked_future"])] if causal else [heatmap]
     note = uniformity_note(matrix, causal, language)
     layout = {
         "title": {"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
@@ -165,31 +136,61 @@ def attention_heatmap(
         "font": FONT,
         "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
         "plot_bgcolor": "white",
-        "xaxis": {
-            "tickmode": "array",
-            "tickvals": list(range(num_keys)),
-            "ticktext": keys,
-            "tickangle": -60 if num_keys <= 25 else -90,  # long sentences: upright, smaller labels that never overlap
-            "tickfont": {"size": _tick_size(num_keys)},
-            "automargin": True,
-            "title": {"text": text["key"]},
-            "range": [-0.5, num_keys - 0.5],
-            "showgrid": False,
-            "zeroline": False,
-        },
-        "yaxis": {
-            "tickmode": "array",
-            "tickvals": list(range(num_queries)),
-            "ticktext": queries,
-            "tickfont": {"size": _tick_size(num_queries)},
-            "automargin": True,  # the labels push the plot right instead of being cut at the left edge
-            "autorange": "reversed",
-            "title": {"text": text["query"]},
-            "showgrid": False,
-            "zeroline": False,
-        },
+        # Long sentences: upright, smaller labels that never overlap.
+        "xaxis": dict(
+            _token_axis(keys, text["key"]), tickangle=-60 if num_keys <= 25 else -90, range=[-0.5, num_keys - 0.5]
+        ),
+        "yaxis": dict(_token_axis(queries, text["query"]), autorange="reversed"),
     }
     return figure(traces, layout)
+
+
+def _weights_text(matrix: np.ndarray) -> np.ndarray:
+    return np.char.mod("%.3f", np.nan_to_num(matrix))
+
+
+def _cell_hover(queries: list[str], keys: list[str], weights: np.ndarray, text: dict) -> list[list[str]]:
+    """One hover string per cell: a cell as [query, key, weight] is four objects for plotly.py to copy twice and
+    walk twice more on the way to the browser: about half the time from building a heatmap to sending it."""
+    return [
+        [
+            f"{text['query']}: {query}<br>{text['key']}: {key}<br>{text['weight']}: {weight}"
+            for key, weight in zip(keys, row, strict=True)
+        ]
+        for query, row in zip(queries, weights.tolist(), strict=True)
+    ]
+
+
+def _mask_polygon(num_queries: int, num_keys: int, name: str) -> dict:
+    """The grey hatched staircase over the decoder's future cells (no hover: the heatmap's names them)."""
+    xs, ys = _mask_outline(num_queries, num_keys)
+    return {
+        "type": "scatter",
+        "x": xs,
+        "y": ys,
+        "fill": "toself",
+        "mode": "lines",
+        "line": {"width": 0},
+        "fillcolor": MASK_FILL,
+        "fillpattern": {"shape": "/", "fgcolor": MASK_HATCH, "bgcolor": MASK_FILL, "size": 8},
+        "name": name,
+        "hoverinfo": "skip",
+        "showlegend": True,
+    }
+
+
+def _token_axis(labels: list[str], title: str) -> dict:
+    """An axis of positions labelled with their tokens; the labels push the plot aside instead of being cut."""
+    return {
+        "tickmode": "array",
+        "tickvals": list(range(len(labels))),
+        "ticktext": labels,
+        "tickfont": {"size": _tick_size(len(labels))},
+        "automargin": True,
+        "title": {"text": title},
+        "showgrid": False,
+        "zeroline": False,
+    }
 
 
 def _head_colour(head: int) -> str:
@@ -226,69 +227,31 @@ def token_lines(
     if query_index is not None and not 0 <= query_index < num_queries:
         raise ValueError(f"query_index must lie in 0…{num_queries - 1}, got {query_index}")
     query_rows = range(num_queries) if query_index is None else [query_index]
-
     traces = []
     for head in heads:
-        colour = _head_colour(head)
-        # The legend entry is its own trace so every chosen head is listed at full opacity, even one with no line.
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [None],
-                "y": [None],
-                "mode": "lines",
-                "line": {"color": colour, "width": 3},
-                "name": message(language, "plot_scores.head", head=head + first),
-                "legendgroup": f"head {head}",
-            }
-        )
-        segments: dict[int, tuple[list[float | None], list[float | None]]] = {}
-        for query in query_rows:
-            for key in np.flatnonzero(weights[head, query] >= min_weight):
-                level = max(1, round(weights[head, query, key] * OPACITY_LEVELS))
-                xs, ys = segments.setdefault(level, ([], []))
-                xs += [0.0, 1.0, None]
-                ys += [query, int(key), None]
-        for level, (xs, ys) in sorted(segments.items()):
-            traces.append(
-                {
-                    "type": "scatter",
-                    "x": xs,
-                    "y": ys,
-                    "mode": "lines",
-                    "line": {"color": colour, "width": 2.5},
-                    "opacity": level / OPACITY_LEVELS,
-                    "legendgroup": f"head {head}",
-                    "showlegend": False,
-                    "hoverinfo": "skip",
-                }
-            )
-
+        name = message(language, "plot_scores.head", head=head + first)
+        traces += _head_lines(weights[head], head, name, query_rows, min_weight)
     queries, keys = token_labels(query_tokens), token_labels(key_tokens)
     if query_index is not None:
         queries[query_index] = f"<b>{queries[query_index]}</b>"
     query_colours = ["black" if query_index in (None, i) else "#9a9a9a" for i in range(num_queries)]
-    for side, labels, colours, position in (
-        (-0.03, queries, query_colours, "middle left"),
-        (1.03, keys, "black", "middle right"),
-    ):
-        traces.append(
-            {
-                "type": "scatter",
-                "x": [side] * len(labels),
-                "y": list(range(len(labels))),
-                "mode": "text",
-                "text": labels,
-                "textposition": position,
-                "textfont": {"color": colours, "size": 13},
-                "showlegend": False,
-                "hoverinfo": "skip",
-                "cliponaxis": False,
-            }
-        )
-    shapes = []
-    if query_index is not None:
-        shapes.append(
+    traces += [
+        _token_column(-0.03, queries, query_colours, "middle left"),
+        _token_column(1.03, keys, "black", "middle right"),
+    ]
+    rows = max(num_queries, num_keys)
+    layout = {
+        "xaxis": {"visible": False, "range": [-0.9, 1.9], "fixedrange": True},
+        "yaxis": {"visible": False, "range": [rows - 0.5, -0.5], "fixedrange": True},
+        "title": {"text": safe_label(title)},
+        "height": int(max(320, 24 * rows + 120)),
+        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+        "font": FONT,
+        "legend": {"title": {"text": message(language, "plot_attention.legend")}},
+        "plot_bgcolor": "white",
+    }
+    if query_index is not None:  # the chosen query's row, highlighted behind its label
+        layout["shapes"] = [
             {
                 "type": "rect",
                 "x0": -0.9,
@@ -299,20 +262,61 @@ def token_lines(
                 "line": {"width": 0},
                 "layer": "below",
             }
-        )
-    rows = max(num_queries, num_keys)
-    layout = {
-        "xaxis": {"visible": False, "range": [-0.9, 1.9], "fixedrange": True},
-        "yaxis": {"visible": False, "range": [rows - 0.5, -0.5], "fixedrange": True},
-        **({"shapes": shapes} if shapes else {}),
-        "title": {"text": safe_label(title)},
-        "height": int(max(320, 24 * rows + 120)),
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
-        "font": FONT,
-        "legend": {"title": {"text": message(language, "plot_attention.legend")}},
-        "plot_bgcolor": "white",
-    }
+        ]
     return figure(traces, layout)
+
+
+def _head_lines(weights: np.ndarray, head: int, name: str, query_rows, min_weight: float) -> list[dict]:
+    """One head's lines [queries, keys] ≥ ``min_weight``, grouped by opacity level, after their legend entry."""
+    colour = _head_colour(head)
+    # The legend entry is its own trace so every chosen head is listed at full opacity, even one with no line.
+    legend = {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "lines",
+        "line": {"color": colour, "width": 3},
+        "name": name,
+        "legendgroup": f"head {head}",
+    }
+    segments: dict[int, tuple[list[float | None], list[float | None]]] = {}
+    for query in query_rows:
+        for key in np.flatnonzero(weights[query] >= min_weight):
+            level = max(1, round(weights[query, key] * OPACITY_LEVELS))
+            xs, ys = segments.setdefault(level, ([], []))
+            xs += [0.0, 1.0, None]
+            ys += [query, int(key), None]
+    lines = [
+        {
+            "type": "scatter",
+            "x": xs,
+            "y": ys,
+            "mode": "lines",
+            "line": {"color": colour, "width": 2.5},
+            "opacity": level / OPACITY_LEVELS,
+            "legendgroup": f"head {head}",
+            "showlegend": False,
+            "hoverinfo": "skip",
+        }
+        for level, (xs, ys) in sorted(segments.items())
+    ]
+    return [legend, *lines]
+
+
+def _token_column(side: float, labels: list[str], colours, position: str) -> dict:
+    """The tokens of one side of :func:`token_lines`, as text beside the lines' ends."""
+    return {
+        "type": "scatter",
+        "x": [side] * len(labels),
+        "y": list(range(len(labels))),
+        "mode": "text",
+        "text": labels,
+        "textposition": position,
+        "textfont": {"color": colours, "size": 13},
+        "showlegend": False,
+        "hoverinfo": "skip",
+        "cliponaxis": False,
+    }
 
 
 def score_heatmap(

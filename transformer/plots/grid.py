@@ -10,25 +10,18 @@ import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import (
-    ATTENTION_COLOURS,
+    ATTENTION_TRACE,
     MASK_FILL,
     check_tokens,
     finite_max,
     future_cells,
     token_labels,
 )
-from transformer.plots.style import FONT, colour_scale, figure, safe_label
+from transformer.plots.style import FONT, figure, safe_label
 
 OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
 # Fixed axis ranges: autorange would leave room around the tiles' markers.
 AXIS = {"type": "category", "showgrid": False, "zeroline": False}
-ATTENTION_TRACE = {
-    "type": "heatmap",
-    "colorscale": colour_scale(ATTENTION_COLOURS),
-    "zmin": 0.0,
-    "hoverinfo": "skip",  # the tiles' markers answer the pointer
-    "name": "attention",
-}
 MASK_TRACE = {
     "type": "heatmap",
     "colorscale": [[0, MASK_FILL], [1, MASK_FILL]],
@@ -76,6 +69,7 @@ def model_view_grid(
         0,
         dict(
             ATTENTION_TRACE,
+            hoverinfo="skip",  # the tiles' markers answer the pointer
             z=canvas,
             x=x,
             y=y,
