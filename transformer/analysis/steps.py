@@ -130,6 +130,50 @@ def head_steps(
     device = next(model.parameters()).device
     source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
+    seen = _recorded(model, kind, attention, norm, source, target_input)
+    x = seen["x"]
+    memory = seen["memory"]
+    mask = torch.ones(x.shape[0], (x if memory is None else memory).shape[0], dtype=torch.bool, device=device)
+    if seen["mask"] is not None:
+        mask = mask & seen["mask"][0, 0].expand(*mask.shape)
+    steps = _recomputed(attention, norm, x, x if memory is None else memory, mask, head)
+    ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
+    embedding = positional = None
+    if layer == 0 and kind != "cross":
+        embedding = model.embedding.weight[ids].float() * math.sqrt(model.config.d_model)
+        positional = model.positional_encoding[: len(ids)].float()
+    source_tokens, target_tokens = tokenizer.pieces(source_ids), tokenizer.pieces([BOS_ID, *output_ids])
+    columns = slice(head * attention.head_dim, (head + 1) * attention.head_dim)
+    arrays = {name: _array(value) for name, value in steps.items()}
+    return HeadSteps(
+        kind=kind,
+        layer=layer,
+        head=head,
+        query_tokens=source_tokens if kind == "encoder" else target_tokens,
+        key_tokens=target_tokens if kind == "decoder" else source_tokens,
+        x=_array(x),
+        memory=_array(memory),
+        embedding=_array(embedding),
+        positional=_array(positional),
+        w_q=_array(attention.query.weight[columns].T),
+        w_k=_array(attention.key.weight[columns].T),
+        w_v=_array(attention.value.weight[columns].T),
+        mask=mask.cpu().numpy(),
+        model_concatenated=_array(seen["concatenated"]),
+        model_projected=_array(seen["projected"]),
+        model_output=_array(seen["output"]),
+        **arrays,
+    )
+
+
+def _array(tensor: torch.Tensor | None) -> np.ndarray | None:
+    return None if tensor is None else tensor.detach().float().cpu().numpy()
+
+
+def _recorded(model: Transformer, kind: str, attention, norm, source, target_input) -> dict[str, torch.Tensor | None]:
+    """What one sub-layer sees and makes in the model's own pass (its batch's one sentence, as float): its input
+    ``x``, cross-attention's ``memory``, its ``mask``, the heads ``concatenated`` before Wᴼ, the ``projected``
+    output, the ``residual`` sum and the LayerNorm's ``output``."""
     seen: dict[str, torch.Tensor | None] = {}
 
     def attention_inputs(module, args, kwargs, output):
@@ -156,86 +200,46 @@ def head_steps(
     finally:
         for hook in hooks:
             hook.remove()
+    return {name: value if name == "mask" or value is None else value[0].float() for name, value in seen.items()}
 
-    def rows(name: str) -> torch.Tensor:
-        return seen[name][0].float()  # the batch's one sentence
 
-    x = rows("x")
-    memory = rows("memory") if seen["memory"] is not None else None
-    keys_from = x if memory is None else memory
+def _recomputed(attention, norm, x: torch.Tensor, keys_from: torch.Tensor, mask: torch.Tensor, head: int) -> dict:
+    """The sub-layer computed again step by step from its weights (§3.2): every head's scaled dot-product
+    attention, their concatenation, Wᴼ, the residual sum and LayerNorm; ``head``'s intermediate matrices."""
     d_k = attention.head_dim
-    columns = slice(head * d_k, (head + 1) * d_k)
 
-    def project(linear: torch.nn.Linear, inputs: torch.Tensor, part: slice) -> torch.Tensor:
-        return inputs @ linear.weight[part].float().T + linear.bias[part].float()
+    def project(linear: torch.nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs @ linear.weight.float().T + linear.bias.float()
 
-    every = slice(None)
     all_q, all_k, all_v = (
-        project(attention.query, x, every),
-        project(attention.key, keys_from, every),
-        project(attention.value, keys_from, every),
+        project(attention.query, x),
+        project(attention.key, keys_from),
+        project(attention.value, keys_from),
     )
-    length_q, length_k = x.shape[0], keys_from.shape[0]
-    mask = torch.ones(length_q, length_k, dtype=torch.bool, device=device)
-    if seen["mask"] is not None:
-        mask = mask & seen["mask"][0, 0].expand(length_q, length_k)
-    heads, chosen = [], {}
+    outputs, chosen = [], {}
     for index in range(attention.num_heads):
         part = slice(index * d_k, (index + 1) * d_k)
         scores = all_q[:, part] @ all_k[:, part].T
         scaled = scores / math.sqrt(d_k)
         masked = scaled.masked_fill(~mask, float("-inf"))
         weights = torch.softmax(masked, dim=-1)
-        heads.append(weights @ all_v[:, part])
+        outputs.append(weights @ all_v[:, part])
         if index == head:
-            chosen = {"scores": scores, "scaled": scaled, "masked": masked, "weights": weights}
-    concatenated = torch.cat(heads, dim=-1)
-    projected = concatenated @ attention.output.weight.float().T + attention.output.bias.float()
+            chosen = {
+                "q": all_q[:, part],
+                "k": all_k[:, part],
+                "v": all_v[:, part],
+                "scores": scores,
+                "scaled": scaled,
+                "masked": masked,
+                "weights": weights,
+                "head_output": outputs[-1],
+            }
+    concatenated = torch.cat(outputs, dim=-1)
+    projected = project(attention.output, concatenated)
     residual = x + projected
     output = torch.nn.functional.layer_norm(residual, (x.shape[-1],), norm.weight.float(), norm.bias.float(), norm.eps)
-
-    q, k, v = all_q[:, columns], all_k[:, columns], all_v[:, columns]
-    scores, scaled, masked, weights = chosen["scores"], chosen["scaled"], chosen["masked"], chosen["weights"]
-    ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
-    embedding = positional = None
-    if layer == 0 and kind != "cross":
-        embedding = model.embedding.weight[ids].float() * math.sqrt(model.config.d_model)
-        positional = model.positional_encoding[: len(ids)].float()
-    source_tokens, target_tokens = tokenizer.pieces(source_ids), tokenizer.pieces([BOS_ID, *output_ids])
-
-    def array(tensor: torch.Tensor | None) -> np.ndarray | None:
-        return None if tensor is None else tensor.detach().float().cpu().numpy()
-
-    return HeadSteps(
-        kind=kind,
-        layer=layer,
-        head=head,
-        query_tokens=source_tokens if kind == "encoder" else target_tokens,
-        key_tokens=target_tokens if kind == "decoder" else source_tokens,
-        x=array(x),
-        memory=array(memory),
-        embedding=array(embedding),
-        positional=array(positional),
-        w_q=array(attention.query.weight[columns].T),
-        w_k=array(attention.key.weight[columns].T),
-        w_v=array(attention.value.weight[columns].T),
-        q=array(q),
-        k=array(k),
-        v=array(v),
-        scores=array(scores),
-        scaled=array(scaled),
-        mask=mask.cpu().numpy(),
-        masked=array(masked),
-        weights=array(weights),
-        head_output=array(heads[head]),
-        concatenated=array(concatenated),
-        projected=array(projected),
-        residual=array(residual),
-        output=array(output),
-        model_concatenated=array(rows("concatenated")),
-        model_projected=array(rows("projected")),
-        model_output=array(rows("output")),
-    )
+    return {**chosen, "concatenated": concatenated, "projected": projected, "residual": residual, "output": output}
 
 
 # ------------------------------------------------------------------------------------------------ why √d_k
