@@ -66,85 +66,94 @@ def rounded(matrix: np.ndarray, digits: int = 4) -> list:
     return np.round(np.asarray(matrix, dtype=float), digits).tolist()
 
 
-def run(args: argparse.Namespace, options, loaded) -> dict:
+def ablate(args: argparse.Namespace, options, loaded) -> dict:
     model, tokenizer = loaded.model, loaded.tokenizer
-    if args.command == "ablate":
-        off = ablation.expand_heads(model, ablation.parse_heads(args.off))
-        intact = translate_with_attention(model, tokenizer, args.sentence, options)
-        ablated = ablation.translate_ablated(model, tokenizer, args.sentence, off, options)
-        return {
-            "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
-            "translation": intact.translation,
-            "ablated": ablated.translation,
-            "diff": ablation.word_diff(intact.translation, ablated.translation),
+    off = ablation.expand_heads(model, ablation.parse_heads(args.off))
+    intact = translate_with_attention(model, tokenizer, args.sentence, options)
+    ablated = ablation.translate_ablated(model, tokenizer, args.sentence, off, options)
+    return {
+        "heads_off": [[kind, layer + 1, head + 1] for kind, layer, head in off],
+        "translation": intact.translation,
+        "ablated": ablated.translation,
+        "diff": ablation.word_diff(intact.translation, ablated.translation),
+    }
+
+
+def beam(args: argparse.Namespace, options, loaded) -> dict:
+    model, tokenizer = loaded.model, loaded.tokenizer
+    tree = explore_beam(model, tokenizer, args.sentence, options)
+    best = tree.best()
+    output = tree.tokens(best.id) if best else []
+    probabilities = token_probabilities(model, tokenizer, tree.source_ids, output, args.top)
+    return {
+        "decoding": options.describe(),
+        "steps": tree.steps(),
+        "hypotheses": len(tree.nodes) - 1,
+        "pruned": sum(node.status == "pruned" for node in tree.nodes),
+        "nbest": [
+            {
+                "translation": tokenizer.decode(tree.tokens(node.id)),
+                "log_prob": round(node.log_prob, 4),
+                "score": round(node.score, 4),
+            }
+            for node in tree.finished()
+        ],
+        "tokens": [
+            {
+                "piece": p.piece,
+                "probability": round(p.probability, 4),
+                "rank": p.rank,
+                "top": [[piece, round(prob, 4)] for piece, prob in p.top],
+            }
+            for p in probabilities
+        ],
+    }
+
+
+def forced(args: argparse.Namespace, options, loaded) -> dict:
+    translation = translate_with_attention(loaded.model, loaded.tokenizer, args.sentence, options)
+    result = force(loaded.model, loaded.tokenizer, translation, args.given, top_k=5)
+    scores = {
+        name: {
+            "log_prob": round(scored.log_prob, 4),
+            "mean_log_prob": round(scored.mean_log_prob, 4),
+            "tokens": [[p.piece, round(p.probability, 4), p.rank] for p in scored.tokens],
         }
-    if args.command == "beam":
-        tree = explore_beam(model, tokenizer, args.sentence, options)
-        best = tree.best()
-        output = tree.tokens(best.id) if best else []
-        probabilities = token_probabilities(model, tokenizer, tree.source_ids, output, args.top)
-        return {
-            "decoding": options.describe(),
-            "steps": tree.steps(),
-            "hypotheses": len(tree.nodes) - 1,
-            "pruned": sum(node.status == "pruned" for node in tree.nodes),
-            "nbest": [
-                {
-                    "translation": tokenizer.decode(tree.tokens(node.id)),
-                    "log_prob": round(node.log_prob, 4),
-                    "score": round(node.score, 4),
-                }
-                for node in tree.finished()
-            ],
-            "tokens": [
-                {
-                    "piece": p.piece,
-                    "probability": round(p.probability, 4),
-                    "rank": p.rank,
-                    "top": [[piece, round(prob, 4)] for piece, prob in p.top],
-                }
-                for p in probabilities
-            ],
-        }
-    if args.command == "force":
-        translation = translate_with_attention(model, tokenizer, args.sentence, options)
-        forced = force(model, tokenizer, translation, args.given, top_k=5)
-        return {
-            "translation": translation.translation,
-            "given": args.given,
-            "bleu": round(forced.bleu, 2),
-            "chrf": round(forced.chrf, 2),
-            **{
-                name: {
-                    "log_prob": round(scored.log_prob, 4),
-                    "mean_log_prob": round(scored.mean_log_prob, 4),
-                    "tokens": [[p.piece, round(p.probability, 4), p.rank] for p in scored.tokens],
-                }
-                for name, scored in (("given_scores", forced.given), ("model_scores", forced.model))
-            },
-        }
-    if args.command == "rollout":
-        translation = translate_with_attention(model, tokenizer, args.sentence, options)
-        maps = translation.maps
-        result = {
-            "translation": translation.translation,
-            "source_tokens": maps.source_tokens,
-            "target_tokens": maps.target_tokens,
-            "encoder_rollout": rounded(rollout.attention_rollout(maps.encoder)[-1]),
-        }
-        through = rollout.cross_rollout(maps.encoder, maps.decoder, maps.cross)
-        result["cross_rollout"] = rounded(through["source"])
-        result["source_share"] = rounded(through["source_share"])
-        if args.flow:
-            result["encoder_flow"] = rounded(rollout.attention_flow(maps.encoder))
-        return result
-    # compare
-    first = translate_with_attention(model, tokenizer, args.sentence, options)
+        for name, scored in (("given_scores", result.given), ("model_scores", result.model))
+    }
+    return {
+        "translation": translation.translation,
+        "given": args.given,
+        "bleu": round(result.bleu, 2),
+        "chrf": round(result.chrf, 2),
+        **scores,
+    }
+
+
+def rolled_out(args: argparse.Namespace, options, loaded) -> dict:
+    translation = translate_with_attention(loaded.model, loaded.tokenizer, args.sentence, options)
+    maps = translation.maps
+    through = rollout.cross_rollout(maps.encoder, maps.decoder, maps.cross)
+    result = {
+        "translation": translation.translation,
+        "source_tokens": maps.source_tokens,
+        "target_tokens": maps.target_tokens,
+        "encoder_rollout": rounded(rollout.attention_rollout(maps.encoder)[-1]),
+        "cross_rollout": rounded(through["source"]),
+        "source_share": rounded(through["source_share"]),
+    }
+    if args.flow:
+        result["encoder_flow"] = rounded(rollout.attention_flow(maps.encoder))
+    return result
+
+
+def compared(args: argparse.Namespace, options, loaded) -> dict:
+    first = translate_with_attention(loaded.model, loaded.tokenizer, args.sentence, options)
     if args.other:
         other = load_checkpoint(args.other)
         second = translate_with_attention(other.model, other.tokenizer, args.sentence, options)
     else:
-        second = translate_with_attention(model, tokenizer, args.other_sentence, options)
+        second = translate_with_attention(loaded.model, loaded.tokenizer, args.other_sentence, options)
     layer, head = args.layer - 1, args.head - 1
     for maps in (first.maps, second.maps):
         if not (0 <= layer < maps.num_layers and 0 <= head < maps.num_heads):
@@ -163,6 +172,14 @@ def run(args: argparse.Namespace, options, loaded) -> dict:
         "difference": None if delta is None else rounded(delta),
         "largest_difference": None if delta is None else round(float(np.abs(delta).max()), 4),
     }
+
+
+COMMANDS = {"ablate": ablate, "beam": beam, "force": forced, "rollout": rolled_out, "compare": compared}
+
+
+def run(args: argparse.Namespace, options, loaded) -> dict:
+    """The chosen command's result, as the JSON it prints."""
+    return COMMANDS[args.command](args, options, loaded)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
