@@ -10,8 +10,9 @@ from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.i18n import language, sample_label, score_text, t
 from pages.url_state import Field
+from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE
-from transformer.analysis.heads import DICTIONARY_FILE, SCORES, head_score_tables
+from transformer.analysis.heads import SCORES, head_score_tables
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 

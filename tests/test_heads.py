@@ -11,15 +11,14 @@ import pytest
 
 from tests.conftest import needs_browser, uniform_encoder_copy
 from transformer.analysis import figures, timeline
+from transformer.analysis.alignment import build_dictionary, word_alignment_hits
 from transformer.analysis.attention import attention_for
 from transformer.analysis.heads import (
     SCORES,
     HeadScore,
-    build_dictionary,
     head_score_tables,
     head_statistics,
     pronoun_to_antecedent,
-    word_alignment_hits,
 )
 from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
 from transformer.cli import dictionary as dictionary_cli

@@ -27,8 +27,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from transformer.analysis.alignment import AlignmentTally, load_dictionary
 from transformer.analysis.attention import entropy_bits
-from transformer.analysis.heads import AlignmentTally, dev_sample, load_dictionary
+from transformer.analysis.heads import dev_sample
 from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
 from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 from transformer.model import Transformer

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.heads import DICTIONARY_FILE, build_dictionary
+from transformer.analysis.alignment import DICTIONARY_FILE, build_dictionary
 from transformer.data import CorpusSpec, read_corpus
 
 
