@@ -12,8 +12,9 @@ from pages import url_state
 from pages.common import page_checkpoint, save_page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
-from transformer.checkpoint import LOG_FILES, TRAINER_FILE, portable, portable_path, read_metrics, training_log
+from transformer.checkpoint import LOG_FILES, TRAINER_FILE
 from transformer.plots import training as plot_training
+from transformer.runs import portable, portable_path, read_metrics, training_log
 
 MODEL_CARD = "MODEL_CARD.md"
 

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.analysis import precompute
 from transformer.checkpoint import read_json, write_json
 from transformer.cli import train
@@ -109,7 +110,7 @@ def trained_checkpoint(corpus: dict[str, Path], spm_path: Path, tmp_path_factory
     """A tiny model trained for a few hundred steps on the synthetic corpus by the real trainer."""
     out = tmp_path_factory.mktemp("run")
     assert train.main(train_arguments(corpus, spm_path, out, "--max-steps", "600", "--log-every", "50")) == 0
-    checkpoint = ckpt.run_checkpoints(out)[-1]
+    checkpoint = runs.run_checkpoints(out)[-1]
     # Stored beside it as for a shipped model, so that every test sees the same first view whatever ran before.
     loaded = ckpt.load_checkpoint(checkpoint)
     precompute.write(loaded, precompute.measure_all(loaded))

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.cli import checkpoint as checkpoint_cli
 from transformer.cli.evaluate import record_scores
 from transformer.config import preset
@@ -43,7 +44,7 @@ def test_round_trip_gives_the_same_model(saved):
 
 def test_fp16_export_is_half_the_size_and_close(saved, tmp_path: Path):
     path, model = saved
-    exported = ckpt.export(path, tmp_path / "shipped")
+    exported = runs.export(path, tmp_path / "shipped")
     size = (exported / ckpt.MODEL_FILE).stat().st_size
     assert size < 0.55 * (path / ckpt.MODEL_FILE).stat().st_size
     loaded = ckpt.load_checkpoint(exported)
@@ -67,7 +68,7 @@ def test_export_records_no_folder_of_the_training_machine(saved, tmp_path: Path)
     ckpt.write_json(path / ckpt.META_FILE, meta)
     log = '{"kind": "init", "step": 0, "dev": "/srv/alice/data/en-de/dev/newstest2013"}\n{"step": 5, "loss": 2.0}\n'
     (path / ckpt.METRICS_FILE).write_text(log, encoding="utf-8")
-    exported = ckpt.export(path, tmp_path / "shipped")
+    exported = runs.export(path, tmp_path / "shipped")
     written = (exported / ckpt.META_FILE).read_text() + (exported / ckpt.TRAINING_LOG_FILE).read_text()
     assert "alice" not in written and "corpora" not in written
     shipped = ckpt.read_json(exported / ckpt.META_FILE)
@@ -85,7 +86,7 @@ def test_averaging_is_the_element_wise_mean(saved, tmp_path: Path, tokenizer):
     other_path = ckpt.save_checkpoint(
         tmp_path / "other", ckpt.state_dict_for_saving(other), model.config, tokenizer, {}
     )
-    averaged = ckpt.load_checkpoint(ckpt.export(path, tmp_path / "avg", [path, other_path], fp16=False))
+    averaged = ckpt.load_checkpoint(runs.export(path, tmp_path / "avg", [path, other_path], fp16=False))
     expected = (
         model.encoder_layers[0].feed_forward.inner.weight + other.encoder_layers[0].feed_forward.inner.weight
     ) / 2

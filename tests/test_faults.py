@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.cli import train
 
 REPOSITORY = Path(__file__).resolve().parents[1]
@@ -26,7 +27,7 @@ STEPS = 24
 def losses(run: Path) -> dict[int, float]:
     return {
         record["step"]: record["loss"]
-        for record in ckpt.read_metrics(run / "metrics.jsonl")
+        for record in runs.read_metrics(run / "metrics.jsonl")
         if record.get("kind") == "train"
     }
 
@@ -51,7 +52,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(cor
     moments = random.Random(7)
     kills = 0
     for attempt in range(8):
-        resume = ["--resume"] if ckpt.run_checkpoints(run) else []
+        resume = ["--resume"] if runs.run_checkpoints(run) else []
         process = subprocess.Popen(
             [*command, *resume], cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
@@ -66,7 +67,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(cor
                 process.send_signal(signal.SIGKILL)
                 kills += 1
         output, _ = process.communicate(timeout=300)
-        for checkpoint in ckpt.run_checkpoints(run):  # never a partial checkpoint among the complete ones
+        for checkpoint in runs.run_checkpoints(run):  # never a partial checkpoint among the complete ones
             ckpt.read_checkpoint(checkpoint)
             json.loads((checkpoint / ckpt.TRAINER_FILE).read_text())
         if process.returncode == 0 and f"stopped at step {STEPS}" in output:
@@ -104,7 +105,7 @@ def test_a_full_disk_while_saving_keeps_the_previous_checkpoint(
         "could not save the checkpoint of step 8 (No space left on device); the previous one, step-0000004, is "
         "intact" in err
     )
-    assert [path.name for path in ckpt.run_checkpoints(run)] == ["step-0000004"] and leftovers(run) == []
+    assert [path.name for path in runs.run_checkpoints(run)] == ["step-0000004"] and leftovers(run) == []
     ckpt.load_checkpoint(run / "checkpoints" / "step-0000004")
 
     monkeypatch.setattr(ckpt, "save_file", written)  # space freed

@@ -13,6 +13,7 @@ import torch
 
 from tests.conftest import ENGLISH, GERMAN, train_arguments, uniform_encoder_copy, write_corpus
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.analysis.health import HEALTH_KEYS, KINDS, model_health, normalised_entropy, position_cosine
 from transformer.cli import train
 
@@ -85,7 +86,7 @@ def test_default_recipe_learns_sharp_cross_attention(spm_path: Path, tmp_path: P
     }
     extra = ("--max-steps", "1000", "--batch-tokens", "512", "--log-every", "500", "--no-health")
     assert train.main(train_arguments(corpus, spm_path, tmp_path / "run", *extra)) == 0
-    loaded = ckpt.load_checkpoint(ckpt.run_checkpoints(tmp_path / "run")[-1])
+    loaded = ckpt.load_checkpoint(runs.run_checkpoints(tmp_path / "run")[-1])
     health = model_health(loaded.model, loaded.tokenizer, ("copy", long_copy_pairs(30, seed=3)), DICTIONARY)
     assert health["cross_alignment_best"] >= 0.5
     assert min(health["cross_entropy_normalised"]) < 0.6
@@ -93,7 +94,7 @@ def test_default_recipe_learns_sharp_cross_attention(spm_path: Path, tmp_path: P
 
 
 def test_trainer_logs_health_at_every_validation(trained_checkpoint: Path):
-    log = ckpt.training_log(trained_checkpoint)
+    log = runs.training_log(trained_checkpoint)
     assert log is not None
     dev = [json.loads(line) for line in log.read_text().splitlines() if '"kind": "dev"' in line]
     assert dev and all(key in dev[-1] for key in HEALTH_KEYS)

@@ -2,7 +2,7 @@
 
 A module's layer is the folder it sits in:
 
-transformer/*.py       the core: configuration, tokenizer, model, data, decoding, schedule, checkpoints, messages
+transformer/*.py       the core: configuration, tokenizer, model, data, decoding, schedule, checkpoints, runs, messages
 transformer/analysis/  what the heads do, measured
 transformer/serving/   the app's model sharing: the translation queue and its child process
 transformer/plots/     figures

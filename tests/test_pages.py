@@ -16,8 +16,9 @@ from tests.conftest import array, charts, no_exceptions, uniform_encoder_copy
 from transformer.analysis import precompute, timeline
 from transformer.analysis.attention import word_groups, word_index
 from transformer.analysis.figures import SentenceAttention, figure_metrics, making_metrics
-from transformer.checkpoint import load_checkpoint, read_json, read_metrics, write_json
+from transformer.checkpoint import load_checkpoint, read_json, write_json
 from transformer.cli import timeline as timeline_cli
+from transformer.runs import read_metrics
 from transformer.schedule import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"

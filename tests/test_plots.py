@@ -10,7 +10,6 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from transformer.checkpoint import read_metrics
 from transformer.config import preset
 from transformer.model import Transformer, sinusoidal_positional_encoding
 from transformer.plots import attention as plot_attention
@@ -18,6 +17,7 @@ from transformer.plots import grid as plot_grid
 from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
 from transformer.plots import training as plot_training
+from transformer.runs import read_metrics
 
 HOSTILE = "</script><b>x</b>&"
 HOSTILE_SHOWN = "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;&amp;"  # what plotly then displays as the literal token

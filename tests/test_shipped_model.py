@@ -8,9 +8,9 @@ import pytest
 from safetensors import safe_open
 
 from transformer import checkpoint as ckpt
-from transformer.checkpoint import read_metrics
 from transformer.config import preset
 from transformer.decode import translate
+from transformer.runs import read_metrics
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEST_SETS = ("multi30k_test2016", "newstest2014", "tatoeba_new")  # the targets; newstest2013 too where recorded

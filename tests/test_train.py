@@ -18,6 +18,7 @@ import torch
 
 from tests.conftest import train_arguments
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.cli import checkpoint as checkpoint_cli
 from transformer.cli import evaluate, train
 from transformer.cli import translate as translate_cli
@@ -112,7 +113,7 @@ def test_checkpoints_rotate_and_snapshots_stay(corpus, spm_path, tmp_path: Path)
     run = tmp_path / "run"
     arguments = ("--max-steps", "10", "--save-every-steps", "2", "--keep-last", "3", "--snapshot-steps", "1,4")
     assert train.main(train_arguments(corpus, spm_path, run, *arguments)) == 0
-    assert [p.name for p in ckpt.run_checkpoints(run)] == ["step-0000006", "step-0000008", "step-0000010"]
+    assert [p.name for p in runs.run_checkpoints(run)] == ["step-0000006", "step-0000008", "step-0000010"]
     snapshots = sorted(p.name for p in (run / "snapshots").iterdir())
     assert snapshots == ["step-0000001", "step-0000004"]
     assert ckpt.load_checkpoint(run / "snapshots" / "step-0000004").model.embedding.weight.dtype.is_floating_point
@@ -143,7 +144,7 @@ def test_sigterm_saves_a_checkpoint_before_exiting(corpus, spm_path, tmp_path: P
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=120)
     assert process.returncode == 0, output
-    saved = ckpt.run_checkpoints(run)
+    saved = runs.run_checkpoints(run)
     assert len(saved) == 1
     step = json.loads((saved[0] / ckpt.META_FILE).read_text())["step"]
     assert step >= 3 and f"interrupted at step {step}" in output and "--resume" in output
@@ -166,7 +167,7 @@ def test_two_process_torchrun_trains_a_loadable_checkpoint(corpus, spm_path, tmp
     result = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=600, env=environment)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 process(es)" in result.stdout
-    loaded = ckpt.load_checkpoint(ckpt.run_checkpoints(run)[-1])
+    loaded = ckpt.load_checkpoint(runs.run_checkpoints(run)[-1])
     assert loaded.meta["step"] == 6 and loaded.meta["processes"] == 2
     assert [r["step"] for r in records(run)] == list(range(1, 7))
 
@@ -204,7 +205,7 @@ def test_evaluate_cli_reports_bleu_chrf_and_health_as_json(trained_checkpoint: P
 
 
 def test_evaluate_records_scores_in_the_checkpoint(trained_checkpoint: Path, corpus, tmp_path: Path, capsys):
-    shipped = ckpt.export(trained_checkpoint, tmp_path / "shipped")
+    shipped = runs.export(trained_checkpoint, tmp_path / "shipped")
     arguments = ["--checkpoint", str(shipped), "--src", f"{corpus['dev']}.en", "--ref", f"{corpus['dev']}.de"]
     assert evaluate.main([*arguments, "--beam", "1", "--limit", "10", "--json", "--record"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -214,7 +215,7 @@ def test_evaluate_records_scores_in_the_checkpoint(trained_checkpoint: Path, cor
 
 def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tmp_path: Path, capsys):
     broken = tmp_path / "broken"
-    ckpt.export(trained_checkpoint, broken)
+    runs.export(trained_checkpoint, broken)
     (broken / ckpt.MODEL_FILE).write_bytes(b"")
     assert translate_cli.main(["--checkpoint", str(broken)]) == 1
     error = capsys.readouterr().err
@@ -222,7 +223,7 @@ def test_cli_on_a_broken_checkpoint_prints_one_line(trained_checkpoint: Path, tm
 
 
 def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path, corpus, spm_path, tmp_path: Path):
-    shipped = ckpt.export(trained_checkpoint, tmp_path / "shipped")
+    shipped = runs.export(trained_checkpoint, tmp_path / "shipped")
     parent = json.loads((shipped / ckpt.META_FILE).read_text())
     run = tmp_path / "fine-tune"
     start = parent["step"]
@@ -237,7 +238,7 @@ def test_init_from_continues_from_a_shipped_checkpoint(trained_checkpoint: Path,
     assert steps[len(logged)]["loss"] < 0.5 * steps[0]["loss"]
     # The schedule warms up again from its first step.
     assert steps[len(logged)]["lr"] == pytest.approx(learning_rate(1, 32, warmup=100, scale=0.5))
-    meta = json.loads((ckpt.run_checkpoints(run)[-1] / ckpt.META_FILE).read_text())
+    meta = json.loads((runs.run_checkpoints(run)[-1] / ckpt.META_FILE).read_text())
     assert meta["step"] == start + 3 and meta["tokens_seen"] > parent["tokens_seen"]
     assert meta["fine_tuned_from"] == {"checkpoint": str(shipped), "step": start, "data": parent["data"]}
 
@@ -252,7 +253,7 @@ def test_fine_tuning_may_change_dropout_but_not_shape(trained_checkpoint: Path, 
     run = tmp_path / "regularised"
     extra = ("--max-steps", str(start + 2), "--init-from", str(trained_checkpoint), "--dropout", "0.3")
     assert train.main(train_arguments(corpus, spm_path, run, *extra)) == 0
-    saved = ckpt.load_config(ckpt.run_checkpoints(run)[-1])
+    saved = ckpt.load_config(runs.run_checkpoints(run)[-1])
     assert saved.dropout == 0.3 and saved.d_model == ckpt.load_config(trained_checkpoint).d_model
     # The weights were loaded despite the new rate: the loss starts near the parent's (dropout 0.3 raises it), far
     # below a fresh model's (≈ ln of the vocabulary).
@@ -275,7 +276,7 @@ def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_
     run = tmp_path / "run"
     assert train.main(train_arguments(corpus, spm_path, run, "--max-steps", "3", "--snapshot-steps", "2,5")) == 0
     # A run saved before newer arguments existed still resumes (its trainer.json lacks them).
-    last = ckpt.run_checkpoints(run)[-1] / ckpt.TRAINER_FILE
+    last = runs.run_checkpoints(run)[-1] / ckpt.TRAINER_FILE
     trainer = json.loads(last.read_text())
     del trainer["args"]["init_from"]
     last.write_text(json.dumps(trainer))
@@ -296,7 +297,7 @@ def test_resume_keeps_the_runs_settings_unless_overridden(corpus, spm_path, tmp_
     ]
     assert train.main(resumed) == 0
     assert sorted(p.name for p in (run / "snapshots").iterdir()) == ["step-0000002", "step-0000005"]
-    steps = [p.name for p in ckpt.run_checkpoints(run)]
+    steps = [p.name for p in runs.run_checkpoints(run)]
     assert steps == ["step-0000003", "step-0000004", "step-0000005", "step-0000006"]
 
 

@@ -9,7 +9,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.checkpoint import CheckpointError, export, load_checkpoint, run_checkpoints
+from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.runs import export, run_checkpoints
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.heads import head_score_tables
-from transformer.checkpoint import LoadedCheckpoint, portable_path
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import load_or_report
 from transformer.plots.paper import figure_page, paper_figures
+from transformer.runs import portable_path
 
 
 def find_browser() -> str | None:

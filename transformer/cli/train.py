@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.analysis.health import health_sample
 from transformer.cli.training import state
 from transformer.cli.training.options import TrainingConfig, parse
@@ -196,9 +197,9 @@ class Trainer:
         """Fine-tune: another checkpoint's weights (see :func:`~transformer.cli.training.state.load_initial_weights`);
         its training log (if it has one) opens this run's log, so the curves and the model's history stay whole."""
         self.progress = state.load_initial_weights(path, self.model, self.config, self.options.preset)
-        parent_log = ckpt.training_log(path)
+        parent_log = runs.training_log(path)
         if self.log.enabled and parent_log is not None and not self.log.path.exists():
-            ckpt.write_atomically(self.log.path, ckpt.log_up_to(parent_log, self.progress.step))
+            ckpt.write_atomically(self.log.path, runs.log_up_to(parent_log, self.progress.step))
         # Dev scores after this record may come from another dev set than those before it.
         dev = Path(self.options.dev).name if self.options.dev else None
         hours = self.progress.train_seconds / 3600
@@ -240,7 +241,7 @@ class Trainer:
                 self.device,
             )
         except OSError as error:
-            kept = ckpt.run_checkpoints(self.run)
+            kept = runs.run_checkpoints(self.run)
             previous = f"the previous one, {kept[-1].name}, is intact" if kept else "there is no earlier one"
             print(
                 f"warning: could not save the checkpoint of step {self.progress.step} ({error.strerror or error}); "
@@ -420,7 +421,7 @@ class Trainer:
         if not interrupted:
             if not options.eval_every or progress.step % options.eval_every:
                 self.run_validation(started)
-            saved = ckpt.run_checkpoints(self.run)
+            saved = runs.run_checkpoints(self.run)
             if not saved or saved[-1].name != f"step-{progress.step:07d}":
                 final_save_failed = not self.save()
         if interrupted:

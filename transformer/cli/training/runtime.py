@@ -18,6 +18,7 @@ import torch
 import torch.distributed as dist
 
 from transformer import checkpoint as ckpt
+from transformer import runs
 
 
 class Distributed:
@@ -86,7 +87,7 @@ class MetricsLog:
         """Forget records past ``step`` (written after the checkpoint a resumed run starts from)."""
         if not self.enabled or not self.path.is_file():
             return
-        ckpt.write_atomically(self.path, ckpt.log_up_to(self.path, step))
+        ckpt.write_atomically(self.path, runs.log_up_to(self.path, step))
 
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:

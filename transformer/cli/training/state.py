@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from transformer import checkpoint as ckpt
+from transformer import runs
 from transformer.cli.training.options import TrainingConfig
 from transformer.config import ModelConfig
 from transformer.tokenizer import Tokenizer
@@ -44,7 +45,7 @@ class Progress:
 def newest_state(run: Path) -> tuple[Path, dict[str, Any]] | None:
     """The run's newest checkpoint whose ``trainer.json`` reads, with that file; None when it has no checkpoint.
     Unreadable ones (a machine stopped while writing) are skipped with a warning."""
-    latest = ckpt.run_checkpoints(run)
+    latest = runs.run_checkpoints(run)
     if not latest:
         return None
     for candidate in reversed(latest):
@@ -98,7 +99,7 @@ def save_state(
     trainer = {"args": options.to_json(), "optimizer": groups, "progress": dataclasses.asdict(progress)}
     path = run / "checkpoints" / f"step-{progress.step:07d}"
     ckpt.save_checkpoint(path, ckpt.state_dict_for_saving(model), config, tokenizer, meta, tensors, trainer)
-    for old in ckpt.run_checkpoints(run)[: -options.keep_last]:
+    for old in runs.run_checkpoints(run)[: -options.keep_last]:
         shutil.rmtree(old, ignore_errors=True)
     return path
 
