@@ -9,12 +9,11 @@ import torch
 from torch import nn
 
 from transformer.config import ModelConfig, preset
+from transformer.loss import label_smoothed_losses, projected_label_smoothed_loss
 from transformer.model import (
     Dropout,
     MultiHeadAttention,
     Transformer,
-    label_smoothed_losses,
-    projected_label_smoothed_loss,
     sinusoidal_positional_encoding,
 )
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from transformer.cache import DecoderCache
 from transformer.data import pad
-from transformer.model import DecoderCache, MultiHeadAttention, Transformer
+from transformer.model import MultiHeadAttention, Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 EXTRA_OUTPUT_TOKENS = 50  # §6.1: maximum output length = input length + 50

@@ -19,7 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from transformer.cache import DecoderCache, LayerCache, SelfAttentionCache
 from transformer.config import ModelConfig
+from transformer.loss import projected_label_smoothed_loss
 
 ATTENTION_KINDS = ("encoder", "decoder", "cross")
 HeadMask = Mapping[str, "Tensor | list"]  # attention kind → [layers, heads] factors (1 keep, 0 off)
@@ -67,78 +69,6 @@ class Dropout(nn.Dropout):
         # 1 where kept, 0 where dropped, made in x's dtype directly (a boolean mask would be converted at every use)
         mask = torch.ge(bits.bitwise_and_(0x7FFF), round(self.p * 2**15), out=torch.empty_like(x))
         return x * mask.mul_(1.0 / (1.0 - self.p))  # autograd keeps the mask for the backward pass
-
-
-def label_smoothed_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> tuple[Tensor, Tensor]:
-    """Per-position label-smoothed loss (§5.4, ε_ls) and negative log-likelihood: logits (…, V), target (…) →
-    two (…) tensors. The loss is (1 − ε)·NLL + ε·(cross-entropy with the uniform distribution over V), as in
-    ``F.cross_entropy(label_smoothing=ε)``."""
-    log_probs = torch.log_softmax(logits.float(), dim=-1)
-    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    smooth = -log_probs.mean(dim=-1)
-    return (1.0 - label_smoothing) * nll + label_smoothing * smooth, nll
-
-
-def projected_label_smoothed_loss(
-    hidden: Tensor, weight: Tensor, target: Tensor, label_smoothing: float, block_rows: int | None = None
-) -> tuple[Tensor, Tensor]:
-    """Summed :func:`label_smoothed_losses` of the logits ``hidden`` (N, D) · ``weight`` (V, D)ᵀ for ``target`` (N,).
-
-    On the CPU without autocast the projection and the loss run in blocks of rows and the gradients are formed on
-    the way (:class:`_ProjectedLoss`), so the (N, V) logits, the largest tensors of a training step, are never held
-    whole (``block_rows`` rows at a time; default: about 8 MB of logits); the summed NLL is then a value without
-    gradient. Elsewhere: the plain product and loss."""
-    if hidden.device.type != "cpu" or torch.is_autocast_enabled("cpu") or hidden.dtype != torch.float32:
-        loss, nll = label_smoothed_losses(F.linear(hidden, weight), target, label_smoothing)
-        return loss.sum(), nll.sum()
-    rows = block_rows or max(1, 2**21 // weight.size(0))
-    return _ProjectedLoss.apply(hidden, weight, target, label_smoothing, rows, torch.is_grad_enabled())
-
-
-class _ProjectedLoss(torch.autograd.Function):
-    """Σ label-smoothed loss and Σ NLL of hidden · weightᵀ, gradients computed block by block in the forward pass:
-    d loss / d logits = softmax − (1 − ε)·one-hot − ε/V, then d hidden = that · weight and d weight += thatᵀ · hidden.
-    The backward pass scales them by the loss's gradient (a scalar). Without grad mode only the sums are formed."""
-
-    @staticmethod
-    def forward(ctx, hidden: Tensor, weight: Tensor, target: Tensor, smoothing: float, rows: int, grad_mode: bool):
-        count, vocab = hidden.size(0), weight.size(0)
-        need_hidden, need_weight = grad_mode and ctx.needs_input_grad[0], grad_mode and ctx.needs_input_grad[1]
-        grad_hidden = torch.empty_like(hidden) if need_hidden else None
-        grad_weight = torch.zeros_like(weight) if need_weight else None
-        loss = hidden.new_zeros(())
-        nll = hidden.new_zeros(())
-        buffer = hidden.new_empty(min(rows, count), vocab)
-        for start in range(0, count, rows):
-            block, block_target = hidden[start : start + rows], target[start : start + rows]
-            logits = torch.mm(block, weight.t(), out=buffer[: block.size(0)])
-            log_z = torch.logsumexp(logits, dim=-1)
-            block_nll = log_z - logits.gather(1, block_target[:, None]).squeeze(1)
-            loss += ((1.0 - smoothing) * block_nll + smoothing * (log_z - logits.mean(dim=-1))).sum()
-            nll += block_nll.sum()
-            if not (need_hidden or need_weight):
-                continue
-            grad = logits.sub_(log_z[:, None]).exp_().sub_(smoothing / vocab)  # softmax − ε/V, in place
-            grad[torch.arange(block.size(0)), block_target] -= 1.0 - smoothing
-            if need_hidden:
-                torch.mm(grad, weight, out=grad_hidden[start : start + rows])
-            if need_weight:
-                grad_weight.addmm_(grad.t(), block)
-        ctx.save_for_backward(grad_hidden, grad_weight)
-        ctx.mark_non_differentiable(nll)
-        return loss, nll
-
-    @staticmethod
-    def backward(ctx, grad_loss: Tensor, _grad_nll: Tensor):
-        grad_hidden, grad_weight = ctx.saved_tensors
-        return (
-            None if grad_hidden is None else grad_hidden * grad_loss,
-            None if grad_weight is None else grad_weight * grad_loss,
-            None,
-            None,
-            None,
-            None,
-        )
 
 
 class MultiHeadAttention(nn.Module):
@@ -304,71 +234,6 @@ class Seq2SeqOutput:
     cross_attention: Tensor | None = None
     loss: Tensor | None = None
     nll: Tensor | None = None
-
-
-class DecoderCache:
-    """Keys and values of every decoder layer for incremental (one token at a time) decoding.
-
-    Self-attention keys and values of all layers live in one buffer shaped (B, L, 2, H, capacity, K) that grows by
-    doubling, so a step writes the new position in place instead of concatenating, and beam search reorders every
-    layer's history with one ``index_select``. Cross-attention keys and values are computed once per sentence.
-    """
-
-    def __init__(self, num_layers: int) -> None:
-        self.num_layers = num_layers
-        self.length = 0  # target positions already decoded
-        self.buffer: Tensor | None = None
-        self.layers = [LayerCache(SelfAttentionCache(self, index), {}) for index in range(num_layers)]
-
-    def extend(self, layer: int, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
-        """Write layer ``layer``'s new keys/values (B, H, T_new, K) after the cached ones; return all of them."""
-        start, end = self.length, self.length + key.size(2)
-        if self.buffer is None or end > self.buffer.size(4):
-            self.grow(key, end)
-        assert self.buffer is not None
-        self.buffer[:, layer, 0, :, start:end] = key
-        self.buffer[:, layer, 1, :, start:end] = value
-        return self.buffer[:, layer, 0, :, :end], self.buffer[:, layer, 1, :, :end]
-
-    def grow(self, like: Tensor, needed: int) -> None:
-        batch, heads, _, width = like.shape
-        capacity = max(needed, 16 if self.buffer is None else 2 * self.buffer.size(4))
-        buffer = like.new_zeros(batch, self.num_layers, 2, heads, capacity, width)
-        if self.buffer is not None:
-            buffer[..., : self.length, :] = self.buffer[..., : self.length, :]
-        self.buffer = buffer
-
-    def advance(self, positions: int) -> None:
-        """Called once every layer has written ``positions`` new positions."""
-        self.length += positions
-
-    def reorder(self, indices: Tensor, sentences_left: bool = False) -> None:
-        """Keep rows ``indices`` of the batch (beam search). Cross-attention keys are the same for all of a
-        sentence's beams and stay as they are, unless sentences left the batch (``sentences_left``: ``indices``
-        then lists only the rows of the sentences that remain, each within its own sentence's block)."""
-        if self.buffer is not None:
-            self.buffer = self.buffer.index_select(0, indices)
-        if sentences_left:
-            for layer in self.layers:
-                for name, tensor in layer.cross_attention.items():
-                    layer.cross_attention[name] = tensor.index_select(0, indices)
-
-
-@dataclass
-class SelfAttentionCache:
-    """One decoder layer's view of :class:`DecoderCache`."""
-
-    owner: DecoderCache
-    layer: int
-
-    def extend(self, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor]:
-        return self.owner.extend(self.layer, key, value)
-
-
-@dataclass
-class LayerCache:
-    self_attention: SelfAttentionCache
-    cross_attention: dict[str, Tensor]
 
 
 class Transformer(nn.Module):

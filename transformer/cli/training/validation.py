@@ -15,7 +15,8 @@ from transformer.analysis.health import format_health, model_health
 from transformer.cli.training.runtime import autocast
 from transformer.data import Batch, collate, encode_pairs
 from transformer.decode import GREEDY, translate
-from transformer.model import Transformer, label_smoothed_losses
+from transformer.loss import label_smoothed_losses
+from transformer.model import Transformer
 from transformer.tokenizer import PAD_ID, Tokenizer
 
 SAMPLE_SENTENCES = [
@@ -37,7 +38,7 @@ def sequence_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> t
 
 def training_losses(model: nn.Module, batch: Batch, label_smoothing: float) -> tuple[Tensor, Tensor]:
     """:func:`sequence_losses` of a batch, computed without the logits of padding positions or whole (N, V)
-    logits (:func:`transformer.model.projected_label_smoothed_loss`); the NLL carries no gradient."""
+    logits (:func:`transformer.loss.projected_label_smoothed_loss`); the NLL carries no gradient."""
     output = model(batch.source, batch.target_input, target_output=batch.target_output, label_smoothing=label_smoothing)
     return output.loss, output.nll
 
