@@ -28,6 +28,7 @@ from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import LoadedCheckpoint
+from transformer.plots import scaling as plot_scaling
 from transformer.plots import steps as plot_steps
 
 st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
@@ -41,7 +42,7 @@ FIELDS = {
     "steps_query": Field(0, url_state.integer(0, 10_000)),
     "steps_step": Field(1, url_state.integer(1, len(STEPS))),
     "steps_all": Field(False, url_state.flag, url_state.dump_flag),
-    "steps_dk": Field(64, url_state.choice(plot_steps.WIDTHS)),
+    "steps_dk": Field(64, url_state.choice(plot_scaling.WIDTHS)),
     "steps_t": Field(0, url_state.integer(0, 10_000)),
     "steps_tab": Field(TABS[0], url_state.choice(TABS)),
 }
@@ -176,11 +177,11 @@ if scaling.open:
     with scaling:
         st.markdown(t("steps.scaling_intro"))
         d_k = st.select_slider(
-            t("steps.d_k"), plot_steps.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k)
+            t("steps.d_k"), plot_scaling.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k)
         )
         demo = cached_demo(d_k)
         show_figure(
-            plot_steps.scaling_figure(demo, [cached_demo(width) for width in plot_steps.WIDTHS], language()),
+            plot_scaling.scaling_figure(demo, [cached_demo(width) for width in plot_scaling.WIDTHS], language()),
             key="steps_scaling_demo",
             filename=f"why-sqrt-dk-{d_k}",
         )
@@ -189,7 +190,7 @@ if scaling.open:
         )
         values = head_scaling(steps)
         show_figure(
-            plot_steps.head_scaling_figure(values, steps, language()),
+            plot_scaling.head_scaling_figure(values, steps, language()),
             key="steps_scaling_head",
             filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}",
         )

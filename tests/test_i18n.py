@@ -16,6 +16,8 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 FIGURE_WORDS = {
     "steps.py": "plot",
+    "scaling.py": "plot",
+    "grid.py": "plot_attention",
     "positional.py": "plot_pe",
     "training.py": "plot_training",
     "attention.py": ("plot_attention", "plot_scores"),

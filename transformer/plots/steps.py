@@ -15,24 +15,25 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.analysis.steps import HeadSteps, NextTokens, ScalingDemo
+from transformer.analysis.steps import HeadSteps, NextTokens
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
 from transformer.plots.style import FONT, safe_label
 
 SIGNED_COLOURS = "RdBu_r"
 HIGHLIGHT = "#e45756"
+BAR = "#4c78a8"  # a bar that is not highlighted
 ROW_HEIGHT = 22
 
 
 Text = Mapping[str, str]
 
 
-def _say(text: Text, key: str, **values: object) -> str:
+def say(text: Text, key: str, **values: object) -> str:
     return text[key].format(**values) if values else text[key]
 
 
-def _labels(tokens: Sequence[str]) -> list[str]:
+def position_labels(tokens: Sequence[str]) -> list[str]:
     # Positions make repeated tokens distinct rows (plotly merges equal category labels).
     return [f"{index}: {safe_label(token)}" for index, token in enumerate(tokens)]
 
@@ -144,7 +145,7 @@ def side_by_side(
     bound = _signed_range(*(m for _, m in matrices))
     for index, ((name, matrix), labels) in enumerate(zip(matrices, per_panel, strict=True), start=1):
         columns = [str(i) for i in range(matrix.shape[1])]
-        trace = _heatmap(matrix, _labels(labels), columns, True, bound, name, text, show_scale=index == 1)
+        trace = _heatmap(matrix, position_labels(labels), columns, True, bound, name, text, show_scale=index == 1)
         fig.add_trace(trace, 1, index)
         if labels == per_panel[0]:
             _mark_row(fig, query, matrix.shape[1], (1, index))
@@ -152,15 +153,15 @@ def side_by_side(
     return _layout(fig, title, max(m.shape[0] for _, m in matrices))
 
 
-def _head(text: Text, steps: HeadSteps) -> str:
-    return _say(text, "head_of_layer", layer=steps.layer + 1, head=steps.head + 1)
+def head_name(text: Text, steps: HeadSteps) -> str:
+    return say(text, "head_of_layer", layer=steps.layer + 1, head=steps.head + 1)
 
 
 def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The figure of one step (``key`` of :data:`~transformer.analysis.steps.STEPS`) for the chosen query row."""
     text = words(language, "plot")
-    queries, keys = _labels(steps.query_tokens), _labels(steps.key_tokens)
-    head = _head(text, steps)
+    queries, keys = position_labels(steps.query_tokens), position_labels(steps.key_tokens)
+    head = head_name(text, steps)
     if key == "x":
         panels = [("X", steps.x)]
         if steps.embedding is not None:
@@ -170,19 +171,19 @@ def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_
         rows = [steps.query_tokens] * len(panels)
         if steps.memory is not None:
             rows = [steps.query_tokens, steps.key_tokens]
-        return side_by_side(panels, rows, _say(text, "input_rows", head=head), text, query)
+        return side_by_side(panels, rows, say(text, "input_rows", head=head), text, query)
     if key == "qkv":
         rows = [steps.query_tokens, steps.key_tokens, steps.key_tokens]
         panels = [("Q", steps.q), ("K", steps.k), ("V", steps.v)]
-        return side_by_side(panels, rows, _say(text, "qkv", head=head), text, query)
+        return side_by_side(panels, rows, say(text, "qkv", head=head), text, query)
     if key in ("scores", "scaled", "masked"):
         name = text[key]
         return matrix_figure(getattr(steps, key), queries, keys, f"{name}, {head}", name, text, query)
     if key == "weights":
-        title = _say(text, "weights_title", head=head)
+        title = say(text, "weights_title", head=head)
         return matrix_figure(steps.weights, queries, keys, title, text["weight"], text, query, signed=False)
     if key == "head_output":
-        title = _say(text, "head_output_title", head=head)
+        title = say(text, "head_output_title", head=head)
         return matrix_figure(steps.head_output, queries, None, title, text["head_output"], text, query)
     if key == "concatenated":
         fig = matrix_figure(
@@ -206,7 +207,7 @@ def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_
 def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
     """The chosen query's row through scaling, masking and softmax, as bars over the keys."""
     text = words(language, "plot")
-    keys = _labels(steps.key_tokens)
+    keys = position_labels(steps.key_tokens)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
     fig.add_trace(
@@ -232,115 +233,13 @@ def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGU
         2,
     )
     fig.update_layout(
-        title=_say(text, "query_row", token=safe_label(steps.query_tokens[query])),
+        title=say(text, "query_row", token=safe_label(steps.query_tokens[query])),
         font=FONT,
         height=330,
         showlegend=False,
         margin={"l": 10, "r": 10, "t": 70, "b": 40},
     )
     fig.update_xaxes(type="category", tickangle=-45)
-    return fig
-
-
-# ------------------------------------------------------------------------------------------------ why √d_k
-WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
-UNSCALED, SCALED = "#e45756", "#4c78a8"
-
-
-def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """Random q, k of width d_k: the spread of q·k with and without ÷√d_k, one row's softmax both ways, and the
-    mean softmax entropy against d_k (``curve``: demos of several widths)."""
-    text = words(language, "plot")
-    fig = make_subplots(
-        rows=1,
-        cols=3,
-        horizontal_spacing=0.08,
-        subplot_titles=(
-            _say(text, "demo_dots", variance=demo.variance),
-            text["demo_row"],
-            text["demo_entropy"],
-        ),
-    )
-    fig.add_trace(go.Histogram(x=demo.dots, name="q·k", marker_color=UNSCALED, opacity=0.6, nbinsx=60), 1, 1)
-    fig.add_trace(
-        go.Histogram(x=demo.dots / np.sqrt(demo.d_k), name="q·k / √d_k", marker_color=SCALED, opacity=0.6, nbinsx=60),
-        1,
-        1,
-    )
-    keys = [_say(text, "key", number=i + 1) for i in range(demo.rows_scaled.shape[1])]
-    fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
-    fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
-    widths = [item.d_k for item in curve]
-    fig.add_trace(
-        go.Scatter(
-            x=widths,
-            y=[item.entropy(False) for item in curve],
-            name=text["without_scaling"],
-            mode="lines+markers",
-            line={"color": UNSCALED},
-        ),
-        1,
-        3,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=widths,
-            y=[item.entropy(True) for item in curve],
-            name=text["with_scaling"],
-            mode="lines+markers",
-            line={"color": SCALED},
-        ),
-        1,
-        3,
-    )
-    fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
-    fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
-    fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
-    fig.update_layout(
-        title=_say(text, "demo_title", d_k=demo.d_k),
-        barmode="group",
-        font=FONT,
-        height=420,
-        margin={"l": 10, "r": 10, "t": 90, "b": 40},
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
-
-
-def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, language: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """The loaded head's scores with and without ÷√d_k, and each query's softmax entropy both ways."""
-    text = words(language, "plot")
-    fig = make_subplots(
-        rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(text["head_scores"], text["head_entropy"])
-    )
-    fig.add_trace(go.Histogram(x=values["unscaled_scores"], name="Q Kᵀ", marker_color=UNSCALED, opacity=0.6), 1, 1)
-    fig.add_trace(
-        go.Histogram(x=values["scaled_scores"], name=text["model_scaled"], marker_color=SCALED, opacity=0.6), 1, 1
-    )
-    queries = _labels(steps.query_tokens)
-    fig.add_trace(go.Bar(x=queries, y=values["entropy_unscaled"], name="softmax(Q Kᵀ)", marker_color=UNSCALED), 1, 2)
-    fig.add_trace(go.Bar(x=queries, y=values["entropy_scaled"], name="softmax(Q Kᵀ / √d_k)", marker_color=SCALED), 1, 2)
-    fig.add_trace(
-        go.Scatter(
-            x=queries,
-            y=values["uniform"],
-            name=text["uniform"],
-            mode="markers",
-            marker={"symbol": "line-ew-open", "size": 18, "color": "black"},
-        ),
-        1,
-        2,
-    )
-    fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
-    title = _say(text, "head_title", head=_head(text, steps), kind=text[f"kind_{steps.kind}"])
-    fig.update_layout(
-        title=title,
-        barmode="group",
-        font=FONT,
-        height=420,
-        margin={"l": 10, "r": 10, "t": 90, "b": 40},
-        legend={"orientation": "h", "y": -0.3},
-    )
     return fig
 
 
@@ -359,14 +258,14 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
         horizontal_spacing=0.04,
         row_heights=[1.0] * grid + [0.45],
         specs=[[{}] * columns] * grid + [[{"colspan": columns}] + [None] * (columns - 1)],
-        subplot_titles=[_say(text, "head_number", head=h + 1) for h in range(heads)]
+        subplot_titles=[say(text, "head_number", head=h + 1) for h in range(heads)]
         + [""] * (grid * columns - heads)
         + [text["concat_query"]],
     )
-    keys = _labels(steps.key_tokens)
+    keys = position_labels(steps.key_tokens)
     for h in range(heads):
-        colour = HIGHLIGHT if h == steps.head else SCALED
-        label = _say(text, "head_number", head=h + 1)
+        colour = HIGHLIGHT if h == steps.head else BAR
+        label = say(text, "head_number", head=h + 1)
         fig.add_trace(
             go.Bar(
                 x=keys,
@@ -401,7 +300,7 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
         fig.add_vline(x=h * steps.d_k - 0.5, line={"color": "black", "width": 1}, row=grid + 1, col=1)
     fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
     fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
-    title = _say(
+    title = say(
         text,
         "multihead_title",
         token=safe_label(steps.query_tokens[query]),
@@ -426,7 +325,7 @@ def decoding_figure(
     """Decoder position ``t``: its masked self-attention row (later positions masked), its cross-attention row, and
     the model's most probable next pieces with the one the search kept marked."""
     text = words(language, "plot")
-    reads = _labels(upcoming.position_tokens)
+    reads = position_labels(upcoming.position_tokens)
     fig = make_subplots(
         rows=1,
         cols=3,
@@ -439,9 +338,7 @@ def decoding_figure(
     )
     visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
     fig.add_trace(
-        go.Bar(
-            x=reads, y=visible, marker_color=SCALED, showlegend=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"
-        ),
+        go.Bar(x=reads, y=visible, marker_color=BAR, showlegend=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
         1,
         1,
     )
@@ -461,9 +358,9 @@ def decoding_figure(
         )
     fig.add_trace(
         go.Bar(
-            x=_labels(source_tokens),
+            x=position_labels(source_tokens),
             y=cross_row,
-            marker_color=SCALED,
+            marker_color=BAR,
             showlegend=False,
             hovertemplate="%{x}: %{y:.3f}<extra></extra>",
         ),
@@ -476,7 +373,7 @@ def decoding_figure(
     if chosen not in candidates:  # the search kept a piece outside the top k: show it too
         candidates.append(chosen)
         probabilities.append(float(upcoming.chosen_probability[t]))
-    colours = [HIGHLIGHT if token == chosen else SCALED for token in candidates]
+    colours = [HIGHLIGHT if token == chosen else BAR for token in candidates]
     fig.add_trace(
         go.Bar(
             x=candidates,
@@ -490,7 +387,7 @@ def decoding_figure(
     )
     fig.update_yaxes(range=[0, 1])
     fig.update_xaxes(type="category", tickangle=-45)
-    title = _say(
+    title = say(
         text,
         "decoding_title",
         t=t,
@@ -498,7 +395,7 @@ def decoding_figure(
         writes=chosen,
         p=float(upcoming.chosen_probability[t]),
         rank=int(upcoming.chosen_rank[t]),
-        head=_say(text, "head_of_layer", layer=layer + 1, head=head + 1),
+        head=say(text, "head_of_layer", layer=layer + 1, head=head + 1),
     )
     fig.update_layout(
         title=title,
