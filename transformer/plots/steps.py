@@ -337,53 +337,27 @@ def decoding_figure(
         ),
     )
     visible = np.where(np.arange(len(reads)) <= t, decoder_row, np.nan)
-    fig.add_trace(
-        go.Bar(x=reads, y=visible, marker_color=BAR, showlegend=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"),
-        1,
-        1,
-    )
+    fig.add_trace(_bars(reads, visible), 1, 1)
     future = [reads[i] for i in range(t + 1, len(reads))]
     if future:
-        fig.add_trace(
-            go.Bar(
-                x=future,
-                y=[1.0] * len(future),
-                marker_color=MASK_FILL,
-                opacity=0.5,
-                name=text["masked_legend"],
-                hovertemplate=f"%{{x}}: {text['masked_future']}<extra></extra>",
-            ),
-            1,
-            1,
+        masked = go.Bar(
+            x=future,
+            y=[1.0] * len(future),
+            marker_color=MASK_FILL,
+            opacity=0.5,
+            name=text["masked_legend"],
+            hovertemplate=f"%{{x}}: {text['masked_future']}<extra></extra>",
         )
-    fig.add_trace(
-        go.Bar(
-            x=position_labels(source_tokens),
-            y=cross_row,
-            marker_color=BAR,
-            showlegend=False,
-            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
-        ),
-        1,
-        2,
-    )
+        fig.add_trace(masked, 1, 1)
+    fig.add_trace(_bars(position_labels(source_tokens), cross_row), 1, 2)
     candidates = [safe_label(token) for token in upcoming.top_tokens[t]]
     chosen = safe_label(upcoming.chosen[t])
     probabilities = list(upcoming.top_probabilities[t])
     if chosen not in candidates:  # the search kept a piece outside the top k: show it too
         candidates.append(chosen)
         probabilities.append(float(upcoming.chosen_probability[t]))
-    colours = [HIGHLIGHT if token == chosen else BAR for token in candidates]
     fig.add_trace(
-        go.Bar(
-            x=candidates,
-            y=probabilities,
-            marker_color=colours,
-            showlegend=False,
-            hovertemplate="%{x}: %{y:.3f}<extra></extra>",
-        ),
-        1,
-        3,
+        _bars(candidates, probabilities, [HIGHLIGHT if token == chosen else BAR for token in candidates]), 1, 3
     )
     fig.update_yaxes(range=[0, 1])
     fig.update_xaxes(type="category", tickangle=-45)
@@ -406,3 +380,9 @@ def decoding_figure(
         legend={"orientation": "h", "y": -0.35},
     )
     return fig
+
+
+def _bars(labels: Sequence[str], values, colours: str | list[str] = BAR) -> go.Bar:
+    return go.Bar(
+        x=labels, y=values, marker_color=colours, showlegend=False, hovertemplate="%{x}: %{y:.3f}<extra></extra>"
+    )

@@ -69,38 +69,10 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
         by_hours.append([None])
     if not train and not dev:
         fig.add_annotation(
-            text=text["no_records"],
-            showarrow=False,
-            x=0.5,
-            y=0.5,
-            xref="paper",
-            yref="paper",
-            font={"size": 16},
+            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
         )
     fig.update_layout(
-        updatemenus=[
-            {
-                "type": "buttons",
-                "direction": "left",
-                "x": 1.0,
-                "xanchor": "right",
-                "y": 1.12,
-                "yanchor": "bottom",
-                "showactive": True,
-                "buttons": [
-                    {
-                        "label": text["by_step"],
-                        "method": "update",
-                        "args": [{"x": by_step}, {"xaxis.title.text": text["step"], "shapes": marks["step"]}],
-                    },
-                    {
-                        "label": text["by_hours"],
-                        "method": "update",
-                        "args": [{"x": by_hours}, {"xaxis.title.text": text["hours"], "shapes": marks["hours"]}],
-                    },
-                ],
-            }
-        ],
+        updatemenus=[_axis_buttons(text, by_step, by_hours, marks)],
         title={"text": text["curves_title"]},
         shapes=marks["step"],
         hovermode="x unified",
@@ -113,6 +85,27 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
     fig.update_yaxes(title_text=text["loss_axis"], secondary_y=False)
     fig.update_yaxes(title_text=text["dev_bleu"], secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
+
+
+def _axis_buttons(text: dict, by_step: list, by_hours: list, marks: dict) -> dict:
+    """Two buttons that redraw every trace (and the fine-tuning marks) against steps or training hours."""
+
+    def button(label: str, xs: list, title: str, shapes: list) -> dict:
+        return {"label": label, "method": "update", "args": [{"x": xs}, {"xaxis.title.text": title, "shapes": shapes}]}
+
+    return {
+        "type": "buttons",
+        "direction": "left",
+        "x": 1.0,
+        "xanchor": "right",
+        "y": 1.12,
+        "yanchor": "bottom",
+        "showactive": True,
+        "buttons": [
+            button(text["by_step"], by_step, text["step"], marks["step"]),
+            button(text["by_hours"], by_hours, text["hours"], marks["hours"]),
+        ],
+    }
 
 
 HEALTH_PANELS = (  # the measure and whether it has one value per layer; titles are plot_training.<measure>
