@@ -39,6 +39,7 @@ from transformer.cli.training import state
 from transformer.cli.training.options import TrainingConfig, parse
 from transformer.cli.training.runtime import (
     Distributed,
+    LogWindow,
     MetricsLog,
     StopRequest,
     adam,
@@ -362,8 +363,8 @@ class Trainer:
         )
         bar = progress_bar(options.progress, options.max_steps, progress.step, self.dist.main)
         stream = self.batches()
-        window_tokens, window_start, window = 0.0, time.time(), []
-        interrupted, last_save_ok, final_save_failed = False, True, False
+        window = LogWindow()
+        interrupted, last_save_ok = False, True
         try:
             while progress.step < options.max_steps:
                 step_start, cpu_start = time.time(), time.process_time()
@@ -371,35 +372,12 @@ class Trainer:
                 stats = self.train_step(micro_batches)
                 progress.train_seconds += time.time() - step_start
                 progress.cpu_seconds += time.process_time() - cpu_start
-                window_tokens += stats["tokens"]
-                window.append(stats)
+                window.steps.append(stats)
                 if bar is not None:
                     bar.update(1)
                 if progress.step % options.log_every == 0 or progress.step == options.max_steps:
-                    elapsed = time.time() - window_start
-                    record = {
-                        "kind": "train",
-                        "step": progress.step,
-                        "epoch": progress.epoch,
-                        "loss": sum(s["loss"] for s in window) / len(window),
-                        "nll": sum(s["nll"] for s in window) / len(window),
-                        "lr": stats["lr"],
-                        "grad_norm": sum(s["grad_norm"] for s in window) / len(window),
-                        "tokens_per_second": window_tokens / max(elapsed, 1e-9),
-                        "tokens_seen": progress.tokens_seen,
-                        "train_hours": progress.train_seconds / 3600,
-                        "cpu_hours": progress.cpu_seconds / 3600,
-                        "wall_seconds": time.time() - started,
-                    }
-                    self.log.write(record)
-                    summary = (
-                        f"loss {record['loss']:.3f} lr {record['lr']:.2e} {record['tokens_per_second']:,.0f} tok/s"
-                    )
-                    if bar is not None:
-                        bar.set_postfix_str(summary)
-                    else:
-                        self.say(f"step {progress.step} epoch {progress.epoch} {summary}")
-                    window_tokens, window_start, window = 0.0, time.time(), []
+                    self.log_training(window.record(progress, time.time() - started), bar)
+                    window = LogWindow()
                 if progress.step in self.snapshot_steps:
                     self.snapshot()
                 if options.eval_every and progress.step % options.eval_every == 0:
@@ -418,14 +396,28 @@ class Trainer:
             stop.restore()
             if bar is not None:
                 bar.close()
+        return self.finish(interrupted, last_save_ok, started)
+
+    def log_training(self, record: dict[str, Any], bar) -> None:
+        """Write a training record to the log and show its summary (on the progress bar when there is one)."""
+        self.log.write(record)
+        summary = f"loss {record['loss']:.3f} lr {record['lr']:.2e} {record['tokens_per_second']:,.0f} tok/s"
+        if bar is not None:
+            bar.set_postfix_str(summary)
+        else:
+            self.say(f"step {record['step']} epoch {record['epoch']} {summary}")
+
+    def finish(self, interrupted: bool, last_save_ok: bool, started: float) -> int:
+        """After the loop: a finished run is validated and saved at its last step; 1 if that step has no checkpoint."""
+        options, progress = self.options, self.progress
+        final_save_failed = not last_save_ok
         if not interrupted:
             if not options.eval_every or progress.step % options.eval_every:
                 self.run_validation(started)
             saved = runs.run_checkpoints(self.run)
+            final_save_failed = False
             if not saved or saved[-1].name != f"step-{progress.step:07d}":
                 final_save_failed = not self.save()
-        if interrupted:
-            final_save_failed = not last_save_ok
         if final_save_failed:
             self.say(
                 f"stopped at step {progress.step}, but its checkpoint could not be written: free some space and "

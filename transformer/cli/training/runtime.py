@@ -10,7 +10,9 @@ import queue
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,33 @@ import torch.distributed as dist
 
 from transformer import checkpoint as ckpt
 from transformer import runs
+
+
+@dataclass
+class LogWindow:
+    """The training steps since the last log record (each step's loss, NLL, learning rate, gradient norm and tokens),
+    and when the window opened."""
+
+    steps: list[dict[str, float]] = field(default_factory=list)
+    opened: float = field(default_factory=time.time)
+
+    def record(self, progress, wall_seconds: float) -> dict[str, Any]:
+        """The log's ``train`` record: means over the window, its throughput, and the run's totals so far."""
+        count = len(self.steps)
+        return {
+            "kind": "train",
+            "step": progress.step,
+            "epoch": progress.epoch,
+            "loss": sum(s["loss"] for s in self.steps) / count,
+            "nll": sum(s["nll"] for s in self.steps) / count,
+            "lr": self.steps[-1]["lr"],
+            "grad_norm": sum(s["grad_norm"] for s in self.steps) / count,
+            "tokens_per_second": sum(s["tokens"] for s in self.steps) / max(time.time() - self.opened, 1e-9),
+            "tokens_seen": progress.tokens_seen,
+            "train_hours": progress.train_seconds / 3600,
+            "cpu_hours": progress.cpu_seconds / 3600,
+            "wall_seconds": wall_seconds,
+        }
 
 
 class Distributed:
