@@ -249,9 +249,8 @@ def beam_search(
     """
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
-    config = model.config
+    config, device = model.config, source.device
     batch, beams = source.size(0), beam_size
-    device = source.device
     memory, _ = model.encode(source)
     memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D)
     source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
@@ -270,14 +269,9 @@ def beam_search(
     # sentence that has finished costs nothing at the steps after (a batch runs until its longest sentence ends).
     live = list(range(batch))
     for step in range(1, int(limits.max()) + 1):
-        hidden, _, _ = model.decode(sequences[:, -1:], memory, source_mask, cache=cache)
-        log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)  # (A·K, V)
-        vocab = log_probs.size(-1)
         at_limit = (step >= limits).repeat_interleave(beams)
-        if at_limit.any():  # a hypothesis that reached the length limit must end here
-            forced = torch.full_like(log_probs[at_limit], float("-inf"))
-            forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]
-            log_probs[at_limit] = forced
+        log_probs = _next_log_probs(model, sequences[:, -1:], memory, source_mask, cache, at_limit)  # (A·K, V)
+        vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
         top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (A, 2K): at least K of them do not end
         origins = top_indices // vocab
@@ -295,20 +289,9 @@ def beam_search(
         alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (A, K), in order of score
         if recorder is not None:
             recorder.step(step, top_scores, origins, tokens, ends, alive_ranks, live)
-        still = []  # rows of the sentences that search on
-        for row, sentence in enumerate(live):
-            if len(finished[sentence]) >= beams or step >= limits[row]:
-                continue
-            if early_stop and finished[sentence]:
-                # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is
-                # its score now over the largest length penalty it can get. Below the best finished score, the
-                # rest of the search cannot change the result.
-                longest = int(limits[row])
-                largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(longest, alpha))
-                best_finished = max(score for score, _ in finished[sentence])
-                if float(alive_scores[row, 0]) / largest_penalty < best_finished:
-                    continue
-            still.append(row)
+        still = _searching_on(
+            [finished[sentence] for sentence in live], alive_scores[:, 0], limits, step, beams, alpha, early_stop
+        )
         if not still:
             break
 
@@ -327,13 +310,48 @@ def beam_search(
         sequences = torch.cat([sequences.index_select(0, rows), next_tokens.view(-1, 1)], dim=1)
         cache.reorder(rows, sentences_left=dropped)
 
-    best = []
-    for sentence in range(batch):
-        if finished[sentence]:
-            best.append(max(finished[sentence], key=lambda item: item[0])[1])
-        else:  # unreachable with a positive limit; kept so a caller always gets a list
-            best.append([])
-    return best
+    # A sentence always finishes with a positive limit; [] keeps the answer a list of lists whatever happens.
+    return [max(found, key=lambda item: item[0])[1] if found else [] for found in finished]
+
+
+def _next_log_probs(
+    model: Transformer, last: Tensor, memory: Tensor, source_mask: Tensor, cache: DecoderCache, at_limit: Tensor
+) -> Tensor:
+    """Log-probabilities of every hypothesis's next token (A·K, V) from its ``last`` one; a hypothesis ``at_limit``
+    (its sentence's length limit) may only end."""
+    hidden, _, _ = model.decode(last, memory, source_mask, cache=cache)
+    log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)
+    if at_limit.any():
+        forced = torch.full_like(log_probs[at_limit], float("-inf"))
+        forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]
+        log_probs[at_limit] = forced
+    return log_probs
+
+
+def _searching_on(
+    finished: list[list[tuple[float, list[int]]]],
+    best_alive: Tensor,
+    limits: Tensor,
+    step: int,
+    beams: int,
+    alpha: float,
+    early_stop: bool,
+) -> list[int]:
+    """The rows of the sentences whose search goes on after ``step``: not yet ``beams`` finished hypotheses, below
+    their length limit, and (with ``early_stop``) a live hypothesis that could still beat the best finished one."""
+    still = []
+    for row, found in enumerate(finished):
+        if len(found) >= beams or step >= limits[row]:
+            continue
+        if early_stop and found:
+            # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is its
+            # score now over the largest length penalty it can get. Below the best finished score, the rest of the
+            # search cannot change the result.
+            largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(int(limits[row]), alpha))
+            if float(best_alive[row]) / largest_penalty < max(score for score, _ in found):
+                continue
+        still.append(row)
+    return still
 
 
 def search(model: Transformer, source: Tensor, options: DecodingOptions = DEFAULT_DECODING) -> list[list[int]]:
