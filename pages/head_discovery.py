@@ -91,9 +91,9 @@ st.caption(
 # ------------------------------------------------------------------------------------------------ the paper's heads
 st.header(t("heads.paper_heads"))
 metrics = point.metrics
-a, b, c = st.columns(3)
+making_column, its_column, weight_column = st.columns(3)
 if metrics.get("making_heads_on_more_difficult") is not None:
-    a.metric(
+    making_column.metric(
         t("heads.figure3"),
         t(
             "heads.in_layer",
@@ -104,8 +104,8 @@ if metrics.get("making_heads_on_more_difficult") is not None:
     )
 if metrics.get("its_to_law") is not None:
     best = t("heads.layer_head", layer=metrics["best_layer_its"] + first, head=metrics["best_head_its"] + first)
-    b.metric(t("heads.figure4"), best)
-    c.metric(
+    its_column.metric(t("heads.figure4"), best)
+    weight_column.metric(
         t("heads.its_weight"),
         f"{metrics['its_to_law']:.2f} / {metrics['its_to_application']:.2f}",
         help=t("heads.its_weight_help"),

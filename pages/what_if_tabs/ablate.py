@@ -31,14 +31,12 @@ from transformer.plots import whatif as plot_whatif
 from transformer.serving.translator import scratch_model
 
 
-# ------------------------------------------------------------------------------------------------ cached work
 @st.cache_data(max_entries=32, show_spinner=False)
 def cached_ablation(checkpoint: str, text: str, off: tuple, options: DecodingOptions, _loaded) -> Translation:
     with scratch_model(_loaded) as model:  # switching heads off changes a model: never the one all sessions share
         return ablation.translate_ablated(model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
 
 
-# ------------------------------------------------------------------------------------------------ tabs
 def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
     st.caption(t("whatif.ablate_intro"))
     config = loaded.config

@@ -22,9 +22,6 @@ def cached_force(checkpoint: str, text: str, given: str, options: DecodingOption
     return force(_loaded.model, _loaded.tokenizer, _translation, given)
 
 
-# Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
-
-
 def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
     st.caption(t("whatif.forced_intro"))
     reference = reference_for(text, languages=loaded.config.languages)
@@ -42,15 +39,15 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
         forced: ForcedDecoding = cached_force(str(loaded.path), text, given, options, translation, loaded)
     if forced.given.truncated:
         st.warning(t("whatif.given_truncated", tokens=len(forced.given.output_ids)))
-    a, b, c, d = st.columns(4)
-    a.metric(t("whatif.bleu_against"), f"{forced.bleu:.1f}")
-    b.metric(t("whatif.chrf_against"), f"{forced.chrf:.1f}")
-    c.metric(
+    bleu_column, chrf_column, given_column, model_column = st.columns(4)
+    bleu_column.metric(t("whatif.bleu_against"), f"{forced.bleu:.1f}")
+    chrf_column.metric(t("whatif.chrf_against"), f"{forced.chrf:.1f}")
+    given_column.metric(
         t("whatif.given_log_prob"),
         f"{forced.given.log_prob:.2f}",
         help=t("whatif.mean_per_token", mean=forced.given.mean_log_prob),
     )
-    d.metric(
+    model_column.metric(
         t("whatif.model_log_prob"),
         f"{forced.model.log_prob:.2f}",
         help=t("whatif.mean_per_token", mean=forced.model.mean_log_prob),

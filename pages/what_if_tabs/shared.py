@@ -30,7 +30,6 @@ def cached_score(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded)
     return score_output(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids), "")
 
 
-# ------------------------------------------------------------------------------------------------ helpers
 def kind_names() -> dict[str, str]:
     return {kind: t(f"kind.{kind}") for kind in KINDS}
 

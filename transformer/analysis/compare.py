@@ -9,8 +9,8 @@ from transformer.analysis.attention import AttentionMaps
 def difference(first: AttentionMaps, second: AttentionMaps, kind: str, layer: int | None, head: int | None):
     """``first`` minus ``second`` for one kind, layer and head (None: the average, as :meth:`AttentionMaps.matrix`),
     or None when the two matrices differ in shape (other tokens, or outputs of other lengths)."""
-    a, b = first.matrix(kind, layer, head), second.matrix(kind, layer, head)
-    return a - b if a.shape == b.shape else None
+    ours, theirs = first.matrix(kind, layer, head), second.matrix(kind, layer, head)
+    return ours - theirs if ours.shape == theirs.shape else None
 
 
 def same_tokens(first: AttentionMaps, second: AttentionMaps, kind: str) -> bool:
