@@ -166,7 +166,7 @@ def grid_view(maps: AttentionMaps) -> None:
     layer, head = layer_head_pickers(maps, prefix="grid_")
     # A chart keeps its last click: keyed by the open head, a click on the tile that was open before another
     # choice is a new click.
-    chart_key = f"grid_{kind}_{layer}_{head}"
+    chart_key = f"model_view_{kind}_{layer}_{head}"
     with grid:
         show_figure(
             plot_grid.model_view_grid(
