@@ -15,7 +15,6 @@ import io
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
@@ -23,6 +22,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.i18n import LANGUAGE_KEY, language_picker, t
+from pages.navigation import through_the_router
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.checkpoint import (
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
 CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
-ROUTER = Path(__file__).resolve().parent.parent / "app.py"  # the app's navigation
 # Controls every page has (the sidebar's checkpoint, presenter mode): part of each page's URL.
 COMMON_FIELDS = {
     CHECKPOINT_KEY: Field(None),
@@ -258,24 +257,6 @@ def show_figure(
             },
         },
     )
-
-
-def through_the_router() -> None:
-    """Make sure the page runs under ``app.py``'s navigation.
-
-    Streamlit starts in its legacy multipage mode whenever a ``pages/`` folder sits beside the main script, and
-    stays in it until ``st.navigation`` is called. A link straight to a page (``/paper_figures?…``), opened as a
-    fresh server's first request, is therefore run without ``app.py``: the page alone, under a sidebar that lists
-    every module of ``pages/``. Here the page switches that mode off and runs the request again, through ``app.py``
-    (same page, same URL)."""
-    from streamlit.runtime.pages_manager import PagesManager
-    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-
-    context = get_script_run_ctx()
-    router = context is not None and Path(context.main_script_path).resolve() == ROUTER
-    if router and PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
 
 
 def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> LoadedCheckpoint:

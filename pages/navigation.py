@@ -1,0 +1,81 @@
+"""The app's pages and the navigation that runs them.
+
+``app.py`` shows :func:`app_pages` with ``st.navigation`` and runs each page inside :func:`routed`. Streamlit starts
+in its legacy multipage mode whenever a ``pages/`` folder sits beside the main script, and stays in it until
+``st.navigation`` is called: a link straight to a page (``/paper_figures?…``), opened as a fresh server's first
+request, would run the page alone, under a sidebar that lists every module of ``pages/``. A page that finds itself
+outside :func:`routed` on the app's server calls ``st.navigation`` with the app's pages (which ends that mode) and
+runs the request again, through ``app.py``: same page, same URL (:func:`through_the_router`).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.i18n import t
+
+ROUTER = Path(__file__).resolve().parent.parent / "app.py"  # the app's main script
+_routing = threading.local()  # each session's script runs in its own thread
+
+
+def loading_figure() -> go.Figure:
+    """An empty chart shown while the server's first visitor waits for the model: the browser fetches and starts
+    plotly.js while Python is still importing torch and loading the checkpoint."""
+    fig = go.Figure()
+    fig.add_annotation(text="Loading the model and translating…", showarrow=False, font={"size": 16})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=160, margin={"l": 0, "r": 0, "t": 0, "b": 0}, plot_bgcolor="white")
+    return fig
+
+
+def translate_and_explore() -> None:
+    page = st.container()
+    loading = None
+    if "pages.explore" not in sys.modules:  # the first visit since the server started
+        loading = st.empty()
+        loading.plotly_chart(loading_figure(), config={"displayModeBar": False}, key="loading")
+    from pages import explore  # torch, the model code and the figures: a second or two, once per server
+
+    with page:
+        explore.main(loading)
+
+
+def app_pages() -> list:
+    """The pages, with the names and order the sidebar shows (instead of file names)."""
+    return [
+        st.Page(translate_and_explore, title=t("nav.explore"), icon=":material/translate:", default=True),
+        st.Page(str(ROUTER.parent / "pages/step_by_step.py"), title=t("nav.steps"), icon=":material/school:"),
+        st.Page(str(ROUTER.parent / "pages/paper_figures.py"), title=t("nav.figures"), icon=":material/article:"),
+        st.Page(str(ROUTER.parent / "pages/head_discovery.py"), title=t("nav.heads"), icon=":material/search:"),
+        st.Page(str(ROUTER.parent / "pages/what_if.py"), title=t("nav.whatif"), icon=":material/science:"),
+        st.Page(
+            str(ROUTER.parent / "pages/positional_encoding.py"), title=t("nav.positional"), icon=":material/waves:"
+        ),
+        st.Page(str(ROUTER.parent / "pages/model_and_training.py"), title=t("nav.model"), icon=":material/monitoring:"),
+    ]
+
+
+@contextmanager
+def routed() -> Iterator[None]:
+    """``app.py`` runs the chosen page inside this block."""
+    _routing.active = True
+    try:
+        yield
+    finally:
+        _routing.active = False
+
+
+def through_the_router() -> None:
+    """Make sure the page runs under ``app.py``'s navigation (see the module docstring). A page's script run on its
+    own (``streamlit run pages/…``, or a test's ``AppTest``) is left as it is."""
+    if not getattr(_routing, "active", False) and Path(sys.argv[0]).resolve() == ROUTER:
+        st.navigation(app_pages(), position="hidden")
+        st.rerun()
