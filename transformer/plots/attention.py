@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 
 from transformer.i18n import DEFAULT_LANGUAGE, message, words
-from transformer.plots.style import FONT, colour_scale, figure, safe_label
+from transformer.plots.style import base_layout, colour_scale, figure, safe_label
 
 ATTENTION_COLOURS = "Blues"
 MASK_FILL = "#c8c8c8"
@@ -132,8 +132,7 @@ def attention_heatmap(
     layout = {
         "title": {"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
         "height": _heatmap_height(num_queries),
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
-        "font": FONT,
+        **base_layout(),
         "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
         "plot_bgcolor": "white",
         # Long sentences: upright, smaller labels that never overlap.
@@ -245,8 +244,7 @@ def token_lines(
         "yaxis": {"visible": False, "range": [rows - 0.5, -0.5], "fixedrange": True},
         "title": {"text": safe_label(title)},
         "height": int(max(320, 24 * rows + 120)),
-        "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
-        "font": FONT,
+        **base_layout(),
         "legend": {"title": {"text": message(language, "plot_attention.legend")}},
         "plot_bgcolor": "white",
     }
@@ -353,7 +351,6 @@ def score_heatmap(
         "yaxis": {"autorange": "reversed"},
         "title": {"text": safe_label(title)},
         "height": int(120 + 38 * values.shape[0]),
-        "margin": {"l": 10, "r": 10, "t": 50, "b": 10},
-        "font": FONT,
+        **base_layout(50),
     }
     return figure([{key: value for key, value in trace.items() if value is not None}], layout)

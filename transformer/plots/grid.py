@@ -17,7 +17,7 @@ from transformer.plots.attention import (
     future_cells,
     token_labels,
 )
-from transformer.plots.style import FONT, figure, safe_label
+from transformer.plots.style import base_layout, figure, safe_label
 
 OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
 # Fixed axis ranges: autorange would leave room around the tiles' markers.
@@ -98,8 +98,7 @@ def model_view_grid(
         "hoverdistance": -1,  # the pointer always answers to the nearest tile centre: the tile it is on
         "title": {"text": safe_label(title) + (text["grey_masked"] if causal else "")},
         "height": int(min(1600, max(400, 130 * num_layers + 120))),
-        "margin": {"l": 10, "r": 10, "t": 90, "b": 10},
-        "font": FONT,
+        **base_layout(90),
         "plot_bgcolor": "white",
     }
     if opened is not None and None not in opened:

@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
-from transformer.plots.style import FONT
+from transformer.plots.style import base_layout
 
 
 def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -34,10 +34,9 @@ def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE
     fig.update_xaxes(title_text=text["dimension_axis"])
     fig.update_yaxes(title_text=text["position"], autorange="reversed")
     fig.update_layout(
+        **base_layout(),
         title={"text": text["table_title"].format(positions=num_positions, d_model=d_model)},
         height=int(min(900, max(380, 3 * num_positions + 160))),
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
     )
     return fig
 
@@ -69,10 +68,9 @@ def sinusoid_curves(pe: np.ndarray, dimensions: list[int], language: str = DEFAU
     fig.update_xaxes(title_text=text["position"])
     fig.update_yaxes(title_text="PE(pos, dim)", range=[-1.1, 1.1])
     fig.update_layout(
+        **base_layout(),
         title={"text": text["curves_title"]},
         height=420,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -94,10 +92,9 @@ def position_similarity(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.
     fig.update_xaxes(title_text=text["position"], scaleanchor="y", constrain="domain")
     fig.update_yaxes(title_text=text["position"], autorange="reversed", constrain="domain")
     fig.update_layout(
+        **base_layout(),
         title={"text": text["similarity_title"].format(diagonal=f"{pe.shape[1] / 2:g}")},
         height=560,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
     )
     return fig
 
@@ -173,14 +170,13 @@ def offset_linearity(pe: np.ndarray, offset: int, language: str = DEFAULT_LANGUA
     fig.update_xaxes(title_text=text["position_pos"])
     fig.update_yaxes(title_text=text["relative_residual"], type="log", exponentformat="e")
     fig.update_layout(
+        **base_layout(),
         title={
             "text": text["linearity_title"].format(
                 offset=offset, largest=stats["max_residual"], rotation=stats["rotation_max_residual"]
             )
         },
         height=420,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
         legend={"orientation": "h", "y": -0.25},
     )
     return fig, stats
@@ -244,10 +240,9 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
     fig.update_xaxes(title_text=text["position"], row=1, col=2)
     fig.update_yaxes(title_text=text["norm"], rangemode="tozero", row=1, col=2)
     fig.update_layout(
+        **base_layout(80),
         title={"text": text["norms_title"]},
         height=420,
-        margin={"l": 10, "r": 10, "t": 80, "b": 10},
-        font=FONT,
         legend={"orientation": "h", "y": -0.25},
         bargap=0.05,
     )

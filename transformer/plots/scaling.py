@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from transformer.analysis.steps import HeadSteps, ScalingDemo
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.steps import BAR, HIGHLIGHT, head_name, position_labels, say
-from transformer.plots.style import FONT
+from transformer.plots.style import base_layout
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 UNSCALED, SCALED = HIGHLIGHT, BAR
@@ -68,11 +68,10 @@ def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: st
     fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
     fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
     fig.update_layout(
+        **base_layout(90, 40),
         title=say(text, "demo_title", d_k=demo.d_k),
         barmode="group",
-        font=FONT,
         height=420,
-        margin={"l": 10, "r": 10, "t": 90, "b": 40},
         legend={"orientation": "h", "y": -0.2},
     )
     return fig
@@ -105,11 +104,10 @@ def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, languag
     fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
     title = say(text, "head_title", head=head_name(text, steps), kind=text[f"kind_{steps.kind}"])
     fig.update_layout(
+        **base_layout(90, 40),
         title=title,
         barmode="group",
-        font=FONT,
         height=420,
-        margin={"l": 10, "r": 10, "t": 90, "b": 40},
         legend={"orientation": "h", "y": -0.3},
     )
     return fig

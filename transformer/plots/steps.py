@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 from transformer.analysis.steps import HeadSteps, NextTokens
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
-from transformer.plots.style import FONT, safe_label
+from transformer.plots.style import base_layout, safe_label
 
 SIGNED_COLOURS = "RdBu_r"
 HIGHLIGHT = "#e45756"
@@ -93,10 +93,9 @@ def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int,
 
 def _layout(fig: go.Figure, title: str, rows: int, masked: bool = False) -> go.Figure:
     fig.update_layout(
+        **base_layout(70, 40),
         title=safe_label(title),
-        font=FONT,
         height=_height(rows),
-        margin={"l": 10, "r": 10, "t": 70, "b": 40},
         plot_bgcolor=MASK_FILL if masked else "white",  # masked cells are gaps: they show the background
     )
     fig.update_yaxes(autorange="reversed", type="category")
@@ -233,11 +232,10 @@ def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGU
         2,
     )
     fig.update_layout(
+        **base_layout(70, 40),
         title=say(text, "query_row", token=safe_label(steps.query_tokens[query])),
-        font=FONT,
         height=330,
         showlegend=False,
-        margin={"l": 10, "r": 10, "t": 70, "b": 40},
     )
     fig.update_xaxes(type="category", tickangle=-45)
     return fig
@@ -307,7 +305,11 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
         layer=steps.layer + 1,
         kind=text[f"kind_{steps.kind}"],
     )
-    fig.update_layout(title=title, font=FONT, height=340 * grid + 240, margin={"l": 10, "r": 10, "t": 80, "b": 40})
+    fig.update_layout(
+        **base_layout(80, 40),
+        title=title,
+        height=340 * grid + 240,
+    )
     return fig
 
 
@@ -372,10 +374,9 @@ def decoding_figure(
         head=say(text, "head_of_layer", layer=layer + 1, head=head + 1),
     )
     fig.update_layout(
+        **base_layout(90, 40),
         title=title,
-        font=FONT,
         height=420,
-        margin={"l": 10, "r": 10, "t": 90, "b": 40},
         barmode="overlay",
         legend={"orientation": "h", "y": -0.35},
     )

@@ -16,6 +16,12 @@ PRESENTER_SCALE = "Hot_r"
 SEQUENTIAL_SCALES = ("Blues", "Viridis")
 
 
+def base_layout(top: int = 60, bottom: int = 10) -> dict:
+    """What every figure's layout shares: narrow side margins, room above for its title (``top`` px) and below for
+    its axis (``bottom``), and the font."""
+    return {"margin": {"l": 10, "r": 10, "t": top, "b": bottom}, "font": FONT}
+
+
 def safe_label(token: str) -> str:
     """A token as plotly shows it literally: ``&``, ``<`` and ``>`` escaped, since plotly parses labels as HTML."""
     return html.escape(token, quote=False)

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
-from transformer.plots.style import FONT
+from transformer.plots.style import base_layout
 from transformer.schedule import learning_rate
 
 
@@ -72,13 +72,12 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
             text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
         )
     fig.update_layout(
+        **base_layout(90),
         updatemenus=[_axis_buttons(text, by_step, by_hours, marks)],
         title={"text": text["curves_title"]},
         shapes=marks["step"],
         hovermode="x unified",
         height=460,
-        margin={"l": 10, "r": 10, "t": 90, "b": 10},
-        font=FONT,
         legend={"orientation": "h", "y": -0.2},
     )
     fig.update_xaxes(title_text=text["step"])
@@ -184,7 +183,9 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(title_text=text["step"], row=2)
     fig.update_layout(
-        title={"text": text["health_title"]}, height=620, margin={"l": 10, "r": 10, "t": 90, "b": 10}, font=FONT
+        **base_layout(90),
+        title={"text": text["health_title"]},
+        height=620,
     )
     return fig
 
@@ -267,13 +268,12 @@ def learning_rate_curve(
     fig.update_xaxes(title_text=text["step"])
     fig.update_yaxes(title_text=text["learning_rate"], exponentformat="e")
     fig.update_layout(
+        **base_layout(),
         title={
             "text": text["schedule_title"].format(d_model=d_model, warmup=warmup, scale=scale)
             + (text["cooldown"].format(cooldown=cooldown, last_step=last_step) if cooldown > 0 else "")
         },
         height=400,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
-        font=FONT,
         legend={"orientation": "h", "y": -0.25},
     )
     return fig

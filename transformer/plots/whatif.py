@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from transformer.analysis.beam import BeamTree, TokenProbability
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.style import FONT, safe_label
+from transformer.plots.style import base_layout, safe_label
 
 STATUS_COLOURS = {"root": "#444444", "kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#c8c8c8"}
 CHOSEN = "#d62728"
@@ -108,11 +108,10 @@ def beam_tree(
     fig.update_xaxes(visible=False, range=[-0.3, width], fixedrange=True)
     legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}
     fig.update_layout(
+        **base_layout(70),
         title={"text": text["tree_title"]},
         height=STEP_HEIGHT * (steps + 1) + 150,
-        font=FONT,
         plot_bgcolor="white",
-        margin={"l": 10, "r": 10, "t": 70, "b": 10},
         legend=legend,
     )
     return fig
@@ -143,11 +142,10 @@ def token_probabilities(
     fig.update_yaxes(range=[0, 1], title_text=text["probability"])
     fig.update_xaxes(tickangle=-60, automargin=True, type="category")
     fig.update_layout(
+        **base_layout(),
         title={"text": safe_label(title)},
         barmode="group",
         height=380,
-        font=FONT,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
         plot_bgcolor="white",
     )
     return fig
@@ -169,10 +167,9 @@ def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language:
     fig.update_xaxes(title_text=text["heads_off"].format(total=total), range=[0, total])
     fig.update_yaxes(title_text=text["score_axis"], rangemode="tozero")
     fig.update_layout(
+        **base_layout(),
         title={"text": text["prune_title"]},
         height=380,
-        font=FONT,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
         plot_bgcolor="white",
     )
     return fig
@@ -220,10 +217,9 @@ def difference_heatmap(
         zeroline=False,
     )
     fig.update_layout(
+        **base_layout(),
         title={"text": safe_label(title)},
         height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
-        font=FONT,
-        margin={"l": 10, "r": 10, "t": 60, "b": 10},
         plot_bgcolor="white",
     )
     return fig
