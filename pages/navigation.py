@@ -48,18 +48,23 @@ def translate_and_explore() -> None:
         explore.main(loading)
 
 
+# The page scripts after the main page, in the sidebar's order: file name → (title message, icon).
+PAGE_SCRIPTS = {
+    "step_by_step.py": ("nav.steps", ":material/school:"),
+    "paper_figures.py": ("nav.figures", ":material/article:"),
+    "head_discovery.py": ("nav.heads", ":material/search:"),
+    "what_if.py": ("nav.whatif", ":material/science:"),
+    "positional_encoding.py": ("nav.positional", ":material/waves:"),
+    "model_and_training.py": ("nav.model", ":material/monitoring:"),
+}
+
+
 def app_pages() -> list:
     """The pages, with the names and order the sidebar shows (instead of file names)."""
+    folder = ROUTER.parent / "pages"
     return [
         st.Page(translate_and_explore, title=t("nav.explore"), icon=":material/translate:", default=True),
-        st.Page(str(ROUTER.parent / "pages/step_by_step.py"), title=t("nav.steps"), icon=":material/school:"),
-        st.Page(str(ROUTER.parent / "pages/paper_figures.py"), title=t("nav.figures"), icon=":material/article:"),
-        st.Page(str(ROUTER.parent / "pages/head_discovery.py"), title=t("nav.heads"), icon=":material/search:"),
-        st.Page(str(ROUTER.parent / "pages/what_if.py"), title=t("nav.whatif"), icon=":material/science:"),
-        st.Page(
-            str(ROUTER.parent / "pages/positional_encoding.py"), title=t("nav.positional"), icon=":material/waves:"
-        ),
-        st.Page(str(ROUTER.parent / "pages/model_and_training.py"), title=t("nav.model"), icon=":material/monitoring:"),
+        *(st.Page(str(folder / name), title=t(title), icon=icon) for name, (title, icon) in PAGE_SCRIPTS.items()),
     ]
 
 

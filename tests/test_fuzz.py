@@ -98,9 +98,10 @@ def test_no_markup_from_tokens_reaches_the_apps_html(tokens: list[str]):
 
 
 def page_apps() -> list[str]:
-    """The app's 7 pages: app.py (whose default page is pages/explore.py) and the page scripts app.py names."""
-    named = re.findall(r'st\.Page\("pages/(\w+\.py)"', (REPOSITORY / "app.py").read_text(encoding="utf-8"))
-    return ["app.py", *named]
+    """The app's pages: app.py (whose default page is pages/explore.py) and the page scripts its navigation names."""
+    from pages.navigation import PAGE_SCRIPTS
+
+    return ["app.py", *PAGE_SCRIPTS]
 
 
 PARAMETER_NAMES = st.sampled_from(
