@@ -50,13 +50,12 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks.app_server import serving  # noqa: E402
+from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
 SENTENCE = (
     "The committee rejected the proposal because it was too expensive, but its members promised to discuss a "
     "cheaper version of the plan next week."
 )
-CHROMIUM = "/usr/bin/chromium"
 
 
 def heads_view(translation) -> None:
@@ -150,13 +149,7 @@ def served(playwright, script: Path, environment: dict | None):
     free local port; yields (page, the server's address, the launch time). Both end whatever happens."""
     browser = playwright.chromium.launch(
         executable_path=CHROMIUM,
-        args=[
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-        ],
+        args=CHROMIUM_ARGS,
     )
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     started = time.perf_counter()

@@ -1,5 +1,6 @@
 """The app's real server for the browser tests and the benchmarks: ``streamlit run`` on a free local port, ready once
-its health check answers, and ended whatever happens (:func:`transformer.serving.process.stop`)."""
+its health check answers, and ended whatever happens (:func:`transformer.serving.process.stop`); and the Chromium
+they drive."""
 
 from __future__ import annotations
 
@@ -17,6 +18,16 @@ from pathlib import Path
 from transformer.serving.process import stop
 
 REPOSITORY = Path(__file__).resolve().parent.parent
+# Debian's Chromium, which Playwright drives in the browser tests and benchmarks (no browser download), kept offline.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 START_SECONDS = 120  # a cold start imports torch and Streamlit on a busy 2-core machine
 
 

@@ -50,18 +50,9 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks.app_server import serving  # noqa: E402
+from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
+BROWSER_ARGS = [*CHROMIUM_ARGS, "--disable-dev-shm-usage"]  # many pages at once: /dev/shm is small
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
 TIMEOUT_MS = 180_000
 SUBJECTS = [
@@ -346,7 +337,7 @@ async def measure(
             from playwright.async_api import async_playwright
 
             playwright = await stack.enter_async_context(async_playwright())
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=BROWSER_ARGS)
             stack.push_async_callback(browser.close)
         first_session = 0
         for _ in range(rounds):

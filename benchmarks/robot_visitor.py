@@ -38,17 +38,8 @@ REPOSITORY = Path(__file__).resolve().parent.parent
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks.app_server import serving  # noqa: E402
+from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 VIEWPORT = {"width": 1280, "height": 800}
 # URL path → page name as the robot reports it ("explore" is the app's default page).
 PAGES = {

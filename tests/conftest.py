@@ -18,6 +18,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
+from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
 from transformer import checkpoint as ckpt
 from transformer import runs
 from transformer.analysis import precompute
@@ -153,15 +154,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Browser
 
 # Browser tests: Debian's Chromium driven by Playwright (no browser download), skipped only when either is missing.
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 if importlib.util.find_spec("playwright") is None:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.app_server import CHROMIUM
+
 REPOSITORY = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 @pytest.mark.slow

@@ -20,8 +20,7 @@ from transformer.plots.attention import (
 from transformer.plots.style import base_layout, figure, safe_label
 
 OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
-# Fixed axis ranges: autorange would leave room around the tiles' markers.
-AXIS = {"type": "category", "showgrid": False, "zeroline": False}
+AXIS = {"type": "category", "showgrid": False, "zeroline": False}  # ranges fixed: autorange pads round markers
 MASK_TRACE = {
     "type": "heatmap",
     "colorscale": [[0, MASK_FILL], [1, MASK_FILL]],
@@ -64,21 +63,18 @@ def model_view_grid(
     num_layers, num_heads, num_queries, num_keys = weights.shape
     head_centres = [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)]
     layer_centres = [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)]
-    traces = [_tile_markers(head_centres, layer_centres, text["open_head"])]  # drawn last, on top
-    traces.insert(
-        0,
-        dict(
-            ATTENTION_TRACE,
-            hoverinfo="skip",  # the tiles' markers answer the pointer
-            z=canvas,
-            x=x,
-            y=y,
-            zmax=finite_max(canvas) if fitted else 1.0,
-            colorbar={"title": {"text": text["weight"]}, "thickness": 14},
-        ),
+    heatmap = dict(
+        ATTENTION_TRACE,
+        hoverinfo="skip",  # the tiles' markers answer the pointer
+        z=canvas,
+        x=x,
+        y=y,
+        zmax=finite_max(canvas) if fitted else 1.0,
+        colorbar={"title": {"text": text["weight"]}, "thickness": 14},
     )
-    if causal:
-        traces.insert(0, dict(MASK_TRACE, z=mask, x=x, y=y, name=text["masked_future"]))
+    mask_layer = [dict(MASK_TRACE, z=mask, x=x, y=y, name=text["masked_future"])] if causal else []
+    # Drawn in this order: the grey of masked cells behind the weights, the clickable markers on top.
+    traces = [*mask_layer, heatmap, _tile_markers(head_centres, layer_centres, text["open_head"])]
     layout = {
         "xaxis": dict(
             AXIS,
