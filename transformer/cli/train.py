@@ -410,15 +410,13 @@ class Trainer:
     def finish(self, interrupted: bool, last_save_ok: bool, started: float) -> int:
         """After the loop: a finished run is validated and saved at its last step; 1 if that step has no checkpoint."""
         options, progress = self.options, self.progress
-        final_save_failed = not last_save_ok
+        saved = last_save_ok  # an interrupted run was saved as it stopped
         if not interrupted:
             if not options.eval_every or progress.step % options.eval_every:
                 self.run_validation(started)
-            saved = runs.run_checkpoints(self.run)
-            final_save_failed = False
-            if not saved or saved[-1].name != f"step-{progress.step:07d}":
-                final_save_failed = not self.save()
-        if final_save_failed:
+            kept = runs.run_checkpoints(self.run)
+            saved = (kept and kept[-1].name == f"step-{progress.step:07d}") or self.save()
+        if not saved:
             self.say(
                 f"stopped at step {progress.step}, but its checkpoint could not be written: free some space and "
                 "continue with --resume from the last checkpoint"
