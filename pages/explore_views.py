@@ -10,17 +10,9 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    matrix_csv,
-    sentence_slug,
-    show_figure,
-)
+from pages.common import matrix_csv, sentence_slug, show_figure
 from pages.i18n import language, t
-from transformer.analysis.attention import (
-    KINDS,
-    AttentionMaps,
-    Translation,
-)
+from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 from transformer.plots import grid as plot_grid

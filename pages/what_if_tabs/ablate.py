@@ -9,9 +9,7 @@ import html
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    MAX_SOURCE_TOKENS,
-)
+from pages.common import MAX_SOURCE_TOKENS
 from pages.i18n import t
 from pages.what_if_tabs.shared import (
     describe,

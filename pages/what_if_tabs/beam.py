@@ -6,10 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    MAX_SOURCE_TOKENS,
-    show_figure,
-)
+from pages.common import MAX_SOURCE_TOKENS, show_figure
 from pages.i18n import decoding_label, language, t
 from pages.what_if_tabs.shared import cached_score, describe, download_json, head_pickers, heatmap
 from transformer.analysis.beam import BeamTree, explore_beam

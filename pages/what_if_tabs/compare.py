@@ -7,12 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    cached_translation,
-    get_checkpoint,
-    matrix_csv,
-    show_figure,
-)
+from pages.common import cached_translation, get_checkpoint, matrix_csv, show_figure
 from pages.i18n import language, t
 from pages.what_if_tabs.shared import (
     comparison_checkpoints,

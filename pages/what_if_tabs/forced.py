@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import (
-    show_figure,
-)
+from pages.common import show_figure
 from pages.i18n import language, t
 from pages.what_if_tabs.shared import describe, download_json, head_pickers, heatmap
 from transformer.analysis.attention import Translation

@@ -8,9 +8,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    show_figure,
-)
+from pages.common import show_figure
 from pages.i18n import decoding_label, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
 from pages.what_if_tabs.shared import download_json, set_heads_off

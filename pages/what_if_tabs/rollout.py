@@ -9,9 +9,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import (
-    show_figure,
-)
+from pages.common import show_figure
 from pages.i18n import language, t
 from pages.what_if_tabs.shared import file_name, heatmap
 from transformer.analysis import rollout

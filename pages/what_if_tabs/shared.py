@@ -10,12 +10,7 @@ import streamlit as st
 
 import transformer.checkpoint
 from pages import url_state
-from pages.common import (
-    available_checkpoints,
-    sentence_slug,
-    show_figure,
-    stored_heads,
-)
+from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
 from transformer.analysis import ablation, precompute
 from transformer.analysis.attention import KINDS, AttentionMaps

@@ -9,14 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.attention import (
-    ATTENTION_TRACE,
-    MASK_FILL,
-    check_tokens,
-    finite_max,
-    future_cells,
-    token_labels,
-)
+from transformer.plots.attention import ATTENTION_TRACE, MASK_FILL, check_tokens, finite_max, future_cells, token_labels
 from transformer.plots.style import base_layout, figure, safe_label
 
 OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
