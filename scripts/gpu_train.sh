@@ -11,7 +11,7 @@
 # runs/gpu-out), PRESET (small; from scratch only), TRAIN (corpus specs relative to the data folder; default: every training corpus,
 # in-domain ones up-sampled), INIT_FROM (a checkpoint to continue instead of starting from scratch, for example
 # checkpoints/en-de-small: its weights and vocabulary, a fresh optimizer, WARMUP steps of warm-up; empty: from
-# scratch). The end-to-end check on a CPU, one minute of training:
+# scratch), EXTRA (further trainer arguments, for example "--case-augment 0.2 --max-tokens 128"). The end-to-end check on a CPU, one minute of training:
 #
 #   MINUTES=1 DEVICE=cpu AMP=none BATCH_TOKENS=2048 EVAL_LIMIT=20 scripts/gpu_train.sh train
 set -euo pipefail
@@ -37,6 +37,7 @@ T=$PACK/train
 DEFAULT_TRAIN="$T/tatoeba $T/tatoeba_extra:2 $T/multi30k:3 $T/news:2 $T/news_2021_2023 $T/wiki_postedit $T/chat $T/pud"
 DEFAULT_TRAIN+=" $T/wmt_sample $T/synthetic_bt $T/synthetic_fwd"
 read -r -a train_specs <<< "${TRAIN:-$DEFAULT_TRAIN}"
+read -r -a extra <<< "${EXTRA:-}"
 mkdir -p "$OUT"
 rm -rf "$RUN"
 "$PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
@@ -52,7 +53,7 @@ fi
     --warmup "${WARMUP:-1000}" --dropout "${DROPOUT:-0.2}" \
     --max-hours "$("$PYTHON" -c "print(${MINUTES:-6} / 60)")" --save-every-minutes "${SAVE_MINUTES:-0.5}" \
     --keep-last "${AVERAGE:-4}" --eval-every "${EVAL_EVERY:-1000}" --dev-bleu-sentences 200 --log-every 100 \
-    --progress lines 2>&1 | tee "$OUT/train.log"
+    --progress lines ${extra[@]+"${extra[@]}"} 2>&1 | tee "$OUT/train.log"
 
 "$PYTHON" -m transformer.checkpoint average "$RUN" --last "${AVERAGE:-4}" --out "$OUT/model" --fp16 \
     --shard-mb "${SHARD_MB:-15}"
