@@ -134,6 +134,7 @@ NAMES = [
     "Abnar",
     "Zuidema",
     "CPU",
+    "GPU",
     "<EOS>",
     "<pad>",
     "log",
