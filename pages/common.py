@@ -124,6 +124,22 @@ def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
     return _stored_heads(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _stored_alignment(_loaded: LoadedCheckpoint, name: str, modified: float) -> dict | None:
+    from transformer.analysis.word_alignment import stored_choice
+
+    return stored_choice(_loaded)
+
+
+def stored_alignment(loaded: LoadedCheckpoint) -> dict | None:
+    """What ``python -m transformer.align --choose`` measured for these weights (None without it), read and checked
+    against the weights once per version of the file."""
+    from transformer.analysis.word_alignment import ALIGNMENT_FILE
+
+    path = loaded.path / ALIGNMENT_FILE
+    return _stored_alignment(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
+
+
 def available_checkpoints() -> list[str]:
     """Checkpoints to choose from: $TRANSFORMER_CHECKPOINT first when set, then the repository's ``checkpoints/``
     folders (the default one first). A name from the environment that matches no folder is kept, so that choosing

@@ -24,9 +24,18 @@ from pages.common import (
     selected_checkpoint,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
+    stored_alignment,
     stored_heads,
 )
-from pages.explore_views import BERTVIZ_VIEWS, bertviz_panel, focus_view, grid_view, heads_view
+from pages.explore_views import (
+    ALIGNMENT_KEYS,
+    BERTVIZ_VIEWS,
+    alignment_view,
+    bertviz_panel,
+    focus_view,
+    grid_view,
+    heads_view,
+)
 from pages.i18n import decoding_label, language, language_label, t
 from pages.page_slots import fragment_in_a_slot
 from pages.url_state import Field
@@ -55,7 +64,7 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
-VIEWS = ("Heads", "Model view", "Token focus", "bertviz")
+VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "bertviz")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
@@ -80,6 +89,11 @@ FIELDS = {
     "focus_layer": Field(None, url_state.integer(0, 63), str),
     "focus_query": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
     "focus_heads": Field(None, url_state.integers(0, 63), url_state.dump_integers),
+    # Alignment (None: the reading stored beside the model, else the fallback: alignment_view)
+    "align_layer": Field(None),
+    "align_head": Field(None),
+    "align_shift": Field(None, url_state.flag, url_state.dump_flag),
+    "align_both": Field(None, url_state.flag, url_state.dump_flag),
     # bertviz
     "bertviz_view": Field(BERTVIZ_VIEWS[0], url_state.choice(BERTVIZ_VIEWS)),
     "bertviz_kind": Field("all", url_state.choice(["all", *KINDS])),
@@ -101,6 +115,7 @@ VIEWS_KEYS = (
     "focus_layer",
     "focus_query",
     "focus_heads",
+    *ALIGNMENT_KEYS,
     "bertviz_view",
     "bertviz_kind",
 )
@@ -291,12 +306,12 @@ def translation_panel(loaded) -> None:
         token_strip(t("explore.source_tokens"), maps.source_tokens)
         token_strip(t("explore.decoder_tokens"), maps.target_tokens)
 
-    views_panel(maps, translation)
+    views_panel(maps, translation, loaded)
 
 
 @fragment_in_a_slot
-def views_panel(maps: AttentionMaps, translation: Translation) -> None:
-    """The four views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
+def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
+    """The five views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
     reruns only this panel with the translation already made, not the sidebar, the form and the translation above
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
@@ -308,6 +323,7 @@ def views_panel(maps: AttentionMaps, translation: Translation) -> None:
                 lambda: heads_view(maps, translation),
                 lambda: grid_view(maps),
                 lambda: focus_view(maps),
+                lambda: alignment_view(translation, stored_alignment(loaded)),
                 lambda: bertviz_panel(maps),
             ),
             strict=True,

@@ -12,7 +12,9 @@ import streamlit as st
 from pages import url_state
 from pages.common import matrix_csv, sentence_slug, show_figure
 from pages.i18n import language, t
+from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
+from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 from transformer.plots import grid as plot_grid
@@ -100,37 +102,43 @@ def query_labels(maps: AttentionMaps, kind: str) -> list[str]:
     return queries
 
 
+def show_head(maps: AttentionMaps, kind: str, layer: int, head: int, key: str) -> None:
+    """One head's heatmap, drawn at the scale the sidebar chose."""
+    show_figure(
+        plot_attention.attention_heatmap(
+            maps.matrix(kind, layer, head),
+            query_labels(maps, kind),
+            maps.tokens(kind)[1],
+            describe(kind, layer, head),
+            causal=kind == "decoder",
+            fitted=st.session_state["scale"] == "fitted",
+            language=language(),
+        ),
+        key=key,
+        filename=figure_name(maps, kind, layer, head),
+    )
+
+
 def heads_view(maps: AttentionMaps, translation: Translation) -> None:
     kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
     kind_column.radio(t("explore.attention"), KINDS, key="kind", format_func=kind_labels().get, horizontal=True)
     kind = st.session_state["kind"]
     layer, head = layer_head_pickers(maps, columns=(layer_column, head_column))
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
-    matrix = maps.matrix(kind, layer, head)
-    name = figure_name(maps, kind, layer, head)
     chart, guide = st.columns([3, 1])
     with chart:
-        show_figure(
-            plot_attention.attention_heatmap(
-                matrix,
-                queries,
-                keys,
-                describe(kind, layer, head),
-                causal=kind == "decoder",
-                fitted=st.session_state["scale"] == "fitted",
-                language=language(),
-            ),
-            key="heatmap",
-            filename=name,
-        )
+        show_head(maps, kind, layer, head, key="heatmap")
     if kind != "encoder":
         chart.caption(t("explore.rows_predicted" if st.session_state.get("predicted") else "explore.rows_read"))
     with guide, st.expander(t("explore.how_to_read"), expanded=True):
         st.markdown(t("explore.how_to_read_text"))
     downloads = st.container(horizontal=True)
+    name = figure_name(maps, kind, layer, head)
     # The files are made when the button is pressed (a callable), not at every run of the page.
     downloads.download_button(
-        t("explore.download_csv"), lambda: matrix_csv(matrix, queries, keys), file_name=f"{name}.csv", mime="text/csv"
+        t("explore.download_csv"),
+        lambda: matrix_csv(maps.matrix(kind, layer, head), query_labels(maps, kind), maps.tokens(kind)[1]),
+        file_name=f"{name}.csv",
+        mime="text/csv",
     )
     downloads.download_button(
         t("explore.download_npz"),
@@ -175,19 +183,7 @@ def grid_view(maps: AttentionMaps) -> None:
             filename=figure_name(maps, kind, None, None).replace("layeravg-headavg", "every-head"),
             on_select=lambda: open_clicked_head(chart_key),
         )
-    show_figure(
-        plot_attention.attention_heatmap(
-            maps.matrix(kind, layer, head),
-            queries,
-            keys,
-            describe(kind, layer, head),
-            causal=kind == "decoder",
-            fitted=fitted,
-            language=language(),
-        ),
-        key="grid_cell",
-        filename=figure_name(maps, kind, layer, head),
-    )
+    show_head(maps, kind, layer, head, key="grid_cell")
 
 
 def focus_view(maps: AttentionMaps) -> None:
@@ -243,3 +239,55 @@ def bertviz_panel(maps: AttentionMaps) -> None:
         mime="text/html",
     )
     st.caption(t("explore.bertviz_credit"))
+
+
+ALIGNMENT_KEYS = ("align_layer", "align_head", "align_shift", "align_both")
+
+
+def alignment_view(translation: Translation, stored: dict | None) -> None:
+    """The translation's words linked by the cross-attention (:mod:`transformer.analysis.word_alignment`), the
+    reading chosen with the controls (by default the one measured best against gold alignments), and how far that
+    reading agreed with human alignments."""
+    default = wa.default_choice(stored)
+    url_state.ensure("align_layer", "avg" if default.layer is None else str(default.layer + 1))
+    url_state.ensure("align_head", "avg" if default.head is None else str(default.head + 1))
+    url_state.ensure("align_shift", default.shift, lambda value: isinstance(value, bool))
+    url_state.ensure("align_both", default.both, lambda value: isinstance(value, bool))
+    maps = translation.maps
+    layer_column, head_column, shift_column, both_column = st.columns([1, 1, 2, 2], vertical_alignment="bottom")
+    layer, head = layer_head_pickers(maps, prefix="align_", columns=(layer_column, head_column))
+    shift_column.checkbox(t("explore.align_shift"), key="align_shift", help=t("explore.align_shift_help"))
+    both_column.checkbox(t("explore.align_both"), key="align_both", help=t("explore.align_both_help"))
+    method = wa.Method(layer, head, st.session_state["align_shift"], st.session_state["align_both"])
+    trust_note(method, stored)
+    pair = wa.from_maps(maps)
+    title = t("explore.align_title", method=method.name)
+    show_figure(
+        plot_alignment.alignment_figure(
+            pair.english, pair.german, wa.links(pair, method), wa.word_scores(pair, method), title, language()
+        ),
+        key="alignment",
+        filename=f"{sentence_slug(translation.source_text)}-alignment-{method.name}",
+    )
+    st.caption(t("explore.align_caption"))
+
+
+def trust_note(method: wa.Method, stored: dict | None) -> None:
+    """How far the chosen reading agreed with gold alignments, beside the best reading and the usual one."""
+    measured = (stored or {}).get("methods", {})
+    if method.name not in measured:
+        st.warning(t("explore.align_unmeasured", method=method.name, fallback=wa.FALLBACK_METHOD))
+        return
+    score, usual = measured[method.name], measured.get("mean", {})
+    held_out = [check["aer"] for check in stored.get("held_out", [])]
+    st.info(
+        t("explore.align_trust", method=method.name, pairs=stored["pairs"], gold=stored["gold"], **score)
+        + "\n\n"
+        + t(
+            "explore.align_best",
+            best=stored["method"],
+            aer=stored["aer"],
+            held_out=sum(held_out) / len(held_out) if held_out else stored["aer"],
+            usual=usual.get("aer", float("nan")),
+        )
+    )

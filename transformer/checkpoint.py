@@ -142,6 +142,29 @@ def fingerprint(checkpoint: Path) -> str:
     return digest.hexdigest()
 
 
+def save_beside(loaded: LoadedCheckpoint, name: str, result: dict) -> Path:
+    """Store a measurement of these weights beside them as JSON (``importance.json``, ``alignment.json``), with
+    their :func:`fingerprint`, so that it is never shown for other weights."""
+    path = loaded.path / name
+    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)})
+    return path
+
+
+def read_beside(loaded: LoadedCheckpoint, name: str) -> dict | None:
+    """A measurement :func:`save_beside` stored for exactly these weights; None when there is none, it is
+    unreadable, or the weights changed since."""
+    path = loaded.path / name
+    if not path.is_file():
+        return None
+    try:
+        stored = read_json(path)
+    except (OSError, CheckpointError):
+        return None
+    if not isinstance(stored, dict) or stored.get("fingerprint") != fingerprint(loaded.path):
+        return None
+    return stored
+
+
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """A safetensors file; for a missing ``model.safetensors``, the union of its shards (``model-i-of-n``)."""
     shards = shards_of(path) if path.name == MODEL_FILE and not path.is_file() else []

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
-from transformer.checkpoint import LoadedCheckpoint, fingerprint, read_json, write_json
+from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
 from transformer.data import collate, encode_pairs
 from transformer.decode import GREEDY, DecodingOptions, translate
 from transformer.model import Transformer
@@ -256,20 +256,9 @@ def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0) -> i
 
 def save_importance(loaded: LoadedCheckpoint, result: dict) -> Path:
     """Store a :mod:`transformer.importance` result beside the checkpoint's weights, with their fingerprint."""
-    path = loaded.path / IMPORTANCE_FILE
-    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)})
-    return path
+    return save_beside(loaded, IMPORTANCE_FILE, result)
 
 
 def read_importance(loaded: LoadedCheckpoint) -> dict | None:
     """The stored importance of these weights (None when there is none, it is unreadable, or the weights changed)."""
-    path = loaded.path / IMPORTANCE_FILE
-    if not path.is_file():
-        return None
-    try:
-        stored = read_json(path)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(stored, dict) or stored.get("fingerprint") != fingerprint(loaded.path):
-        return None
-    return stored
+    return read_beside(loaded, IMPORTANCE_FILE)

@@ -94,6 +94,10 @@ MAKING_SENTENCE = (
 LAW_SENTENCE = (
     "The Law will never be perfect, but its application should be just - this is what we are missing, in my opinion."
 )
+LAW_REFERENCE = (
+    "Das Gesetz wird niemals vollkommen sein, aber es muss richtig angewendet werden - und das ist das, was bei uns "
+    "meines Erachtens fehlt."
+)  # the sentence's newstest2013 reference (line 1053), for Figures 4 and 5
 FIGURES = {
     3: PaperFigure(
         3,
@@ -112,8 +116,7 @@ FIGURES = {
         4,
         "Anaphora resolution: “its” → “Law”, “application”",
         LAW_SENTENCE,
-        "Das Gesetz wird niemals vollkommen sein, aber es muss richtig angewendet werden - und das ist das, was bei "
-        "uns meines Erachtens fehlt.",
+        LAW_REFERENCE,
         1053,
         1,
         "Two attention heads, also in layer 5 of 6, apparently involved in anaphora resolution. Top: Full "
@@ -124,8 +127,7 @@ FIGURES = {
         5,
         "Sentence structure: two heads, two jobs",
         LAW_SENTENCE,
-        "Das Gesetz wird niemals vollkommen sein, aber es muss richtig angewendet werden - und das ist das, was bei "
-        "uns meines Erachtens fehlt.",
+        LAW_REFERENCE,
         1053,
         1,
         "Many of the attention heads exhibit behaviour that seems related to the structure of the sentence. We give "
