@@ -37,7 +37,7 @@ def test_the_default_checkpoint_is_the_small_preset_stored_in_float16(shipped: P
 
 def test_the_shipped_model_translates_everyday_sentences():
     loaded = ckpt.load_checkpoint()
-    # The README's everyday examples: the content words a German reader needs.
+    # The model card's everyday examples: the content words a German reader needs.
     sentences = {
         "The children are playing in the park.": {"Kinder", "spielen", "Park"},
         "My brother lives in Berlin and works as a doctor.": {"Bruder", "Berlin", "Arzt"},
@@ -84,3 +84,19 @@ def test_heads_over_training_work_on_a_fresh_install(shipped: Path):
     assert [point.step for point in points] == sorted(point.step for point in points)
     assert points[-1].step == step and points[-1].label == "averaged"
     assert (shipped / TIMELINE_FILE).stat().st_size < 10e6
+
+
+def test_the_measurements_stored_beside_the_shipped_weights_are_theirs(shipped: Path):
+    """What the app shows without measuring (head scores, head importance, the alignment reading and its error
+    rate) was measured on exactly these weights, and the model card reports the alignment figure stored."""
+    from transformer.analysis import precompute
+    from transformer.analysis.ablation import read_importance
+    from transformer.analysis.word_alignment import stored_choice
+
+    loaded = ckpt.load_checkpoint(shipped)
+    assert precompute.read(loaded) is not None, "measured.safetensors is another model's: run precompute"
+    assert read_importance(loaded) is not None, "importance.json is another model's: run transformer.importance"
+    alignment = stored_choice(loaded)
+    assert alignment is not None, "alignment.json is another model's: run transformer.align --choose"
+    card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")
+    assert f"`{alignment['method']}`" in card and f"error rate of {alignment['aer']:.3f}" in card
