@@ -27,6 +27,7 @@ from pages.common import (
     stored_alignment,
     stored_heads,
 )
+from pages.explore_attribution import ATTRIBUTION_KEYS, attribution_view
 from pages.explore_views import (
     ALIGNMENT_KEYS,
     BERTVIZ_VIEWS,
@@ -47,6 +48,7 @@ from transformer.analysis.attention import (
     merged_view,
     without_specials,
 )
+from transformer.analysis.attribution import METHODS as ATTRIBUTION_METHODS
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_source_reasons, unknown_characters
 from transformer.decode import PRECISIONS, default_precision
@@ -64,7 +66,7 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
-VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "bertviz")
+VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "Attribution", "bertviz")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
@@ -94,6 +96,10 @@ FIELDS = {
     "align_head": Field(None),
     "align_shift": Field(None, url_state.flag, url_state.dump_flag),
     "align_both": Field(None, url_state.flag, url_state.dump_flag),
+    # Attribution (position 0-based; against: a token id, -1 for no contrast)
+    "attr_position": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
+    "attr_method": Field(None, url_state.choice(ATTRIBUTION_METHODS)),
+    "attr_against": Field(None, url_state.integer(-1, 1_000_000)),
     # bertviz
     "bertviz_view": Field(BERTVIZ_VIEWS[0], url_state.choice(BERTVIZ_VIEWS)),
     "bertviz_kind": Field("all", url_state.choice(["all", *KINDS])),
@@ -116,6 +122,7 @@ VIEWS_KEYS = (
     "focus_query",
     "focus_heads",
     *ALIGNMENT_KEYS,
+    *ATTRIBUTION_KEYS,
     "bertviz_view",
     "bertviz_kind",
 )
@@ -311,7 +318,7 @@ def translation_panel(loaded) -> None:
 
 @fragment_in_a_slot
 def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
-    """The five views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
+    """The six views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
     reruns only this panel with the translation already made, not the sidebar, the form and the translation above
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
@@ -324,6 +331,7 @@ def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
                 lambda: grid_view(maps),
                 lambda: focus_view(maps),
                 lambda: alignment_view(translation, stored_alignment(loaded)),
+                lambda: attribution_view(translation, loaded),
                 lambda: bertviz_panel(maps),
             ),
             strict=True,

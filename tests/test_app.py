@@ -100,6 +100,24 @@ def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
     viewer = start(view="bertviz")
     no_exceptions(viewer)
     assert not charts(viewer) and viewer.get("iframe")
+    # Alignment: no reading was measured against gold for this model, and the view says so beside the links.
+    align = start(view="Alignment")
+    no_exceptions(align)
+    (links,) = charts(align)
+    assert "mean-both" in links["figure"]["layout"]["title"]["text"]
+    assert any("not measured against gold alignments" in str(w.value) for w in align.warning)
+    assert (align.query_params["align_layer"], align.query_params["align_both"]) == ("avg", "1")
+    # Attribution: the second output token, by saliency, beside its attention; then contrasted with another token.
+    attribution = start(view="Attribution", attr_position="1", attr_method="saliency")
+    no_exceptions(attribution)
+    source, prefix = (chart["figure"] for chart in charts(attribution))
+    assert [trace["name"] for trace in source["data"]] == ["attention", "attribution"]
+    assert len(prefix["data"][0]["x"]) == 2  # <s> and the first token written
+    assert "of the attribution comes from the source" in page_text(attribution)
+    assert attribution.selectbox(key="attr_against").value == -1
+    attribution.selectbox(key="attr_against").set_value(attribution.selectbox(key="attr_against").options[1]).run()
+    no_exceptions(attribution)
+    assert attribution.query_params["attr_against"] not in ("", "-1")
     unknown = start(view="<script>")
     no_exceptions(unknown)
     assert len(charts(unknown)) == 1 and unknown.query_params["view"] == "Heads"
@@ -165,7 +183,8 @@ def test_empty_input_asks_for_a_sentence(checkpoint, text):
     ["</script><img src=x onerror=alert(1)>", "Ich 😀 liebe 한국어 und 中文!", "tab\tbell\x07 nul\x00"],
 )
 def test_hostile_and_unusual_input_renders_as_text(checkpoint, text):
-    for view, expected_charts in (("Heads", 1), ("Model view", 2), ("Token focus", 1), ("bertviz", 0)):
+    views = (("Heads", 1), ("Model view", 2), ("Token focus", 1), ("Alignment", 1), ("Attribution", 2), ("bertviz", 0))
+    for view, expected_charts in views:
         app = start(text, view=view)
         no_exceptions(app)
         assert len(charts(app)) == expected_charts, view

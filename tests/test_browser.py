@@ -591,6 +591,37 @@ def test_choices_on_a_tab_hold_while_other_tabs_are_used(open_app: Callable[...,
     visit.assert_quiet()
 
 
+def test_alignment_and_attribution_choices_hold_across_tabs_and_pages(open_app: Callable[..., Visit]):
+    """Alignment: layer 1 and one direction only; Attribution: input × gradient → Heads tab → another page → back:
+    every choice is still shown, and the URL names them."""
+    visit = open_app()
+    page = visit.page
+    robot = robot_visitor()
+    open_tab(page, "Alignment")
+    robot.settle(page)
+    page.locator(".st-key-align_layer button[aria-haspopup=listbox]").click()
+    page.get_by_role("option", name="1", exact=True).click()
+    robot.settle(page)
+    page.locator(".st-key-align_both label").click()
+    robot.settle(page)
+    aligned = {key: controls(page)[key] for key in ("align_layer", "align_both")}
+    assert aligned == {"align_layer": "1", "align_both": False}
+    open_tab(page, "Attribution")
+    robot.settle(page)
+    page.locator(".st-key-attr_method [data-testid=stRadioOption]").nth(1).click()  # input × gradient
+    robot.settle(page)
+    open_tab(page, "Heads")
+    go_to(page, "Positional encoding")
+    go_to(page, "Translate and explore")
+    open_tab(page, "Attribution")
+    assert controls(page)["attr_method"] == "input × gradient"
+    open_tab(page, "Alignment")
+    assert {key: controls(page)[key] for key in aligned} == aligned
+    in_url = parse_qs(urlsplit(page.url).query)
+    assert (in_url["align_layer"], in_url["align_both"], in_url["attr_method"]) == (["1"], ["0"], ["input_x_gradient"])
+    visit.assert_quiet()
+
+
 def test_a_link_keeps_a_sentence_with_invisible_and_right_to_left_characters(open_app: Callable[..., Visit]):
     """A sentence with a right-to-left override travels in the link exactly as typed (the link used to drop it)."""
     visit = open_app(path="/head_discovery?heads_source=one+sentence")

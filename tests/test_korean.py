@@ -30,7 +30,7 @@ from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, META_FILE, REPOSITOR
 from transformer.i18n import LANGUAGES, catalogue
 
 PAGES = [
-    *(f"/?view={view}" for view in ("Heads", "Model+view", "Token+focus", "bertviz")),
+    *(f"/?view={view}" for view in ("Heads", "Model+view", "Token+focus", "Alignment", "Attribution", "bertviz")),
     *(f"/step_by_step?steps_tab={tab}" for tab in ("steps", "scaling", "multihead", "decoding")),
     "/paper_figures",
     "/head_discovery",
@@ -127,6 +127,7 @@ NAMES = [
     "Tatoeba",
     "Multi30k",
     "PUD",
+    "Europarl",
     "Attention Is All You Need",
     "Vaswani",
     "Jesse Vig",
@@ -203,7 +204,7 @@ def leftovers(shown: dict) -> list[str]:
     found = []
     for text in [*shown["texts"], *shown["titles"]]:
         rest = re.sub(
-            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg)(?![A-Za-z])",
+            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa)(?![A-Za-z])",
             " ",
             without(text, kept),
         )

@@ -303,10 +303,13 @@ class Transformer(nn.Module):
         causal = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()
         return causal[None, None] & (target != self.config.pad_id)[:, None, None, :]
 
-    def encode(self, source: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        """source (B, S) → memory (B, S, D) and, if requested, self-attention (B, L, H, S, S)."""
+    def encode(
+        self, source: Tensor, need_weights: bool = False, embedded: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None]:
+        """source (B, S) → memory (B, S, D) and, if requested, self-attention (B, L, H, S, S). ``embedded``: the
+        inputs as :meth:`embed` would make them, given instead (gradient attributions vary them)."""
         mask = self.source_mask(source)
-        x = self.embed(source)
+        x = self.embed(source) if embedded is None else embedded
         weights = []
         for layer in self.encoder_layers:
             x, layer_weights = layer(x, mask, need_weights)
@@ -320,18 +323,19 @@ class Transformer(nn.Module):
         source_mask: Tensor,
         need_weights: bool = False,
         cache: DecoderCache | None = None,
+        embedded: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Decoder stack over the (right-shifted) target (B, T) → hidden states (B, T, D).
 
         With a ``cache``, ``target`` holds only the new positions and attends to the cached ones; no causal mask is
         needed then because every cached position precedes the new one. Also returns, if requested, the decoder
-        self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S).
+        self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S). ``embedded``: as for :meth:`encode`.
         """
         offset = 0 if cache is None else cache.length
         self_mask = self.target_mask(target) if cache is None or target.size(1) > 1 else None
         if cache is not None and self_mask is not None and offset:
             raise ValueError("incremental decoding adds one position at a time after the first step")
-        x = self.embed(target, offset)
+        x = self.embed(target, offset) if embedded is None else embedded
         self_weights, cross_weights = [], []
         for index, layer in enumerate(self.decoder_layers):
             layer_cache = None if cache is None else cache.layers[index]

@@ -1,0 +1,128 @@
+"""The *Attribution* tab of Translate and explore: one output token's gradient attribution over the source and the
+words already written, beside its cross-attention (:mod:`transformer.analysis.attribution`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from pages import url_state
+from pages.common import sentence_slug, show_figure
+from pages.i18n import language, t
+from transformer.analysis import attribution as at
+from transformer.analysis.attention import Translation
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.plots import attribution as plot_attribution
+
+ATTRIBUTION_KEYS = ("attr_position", "attr_method", "attr_against")
+ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not that"
+NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_attribution(
+    _loaded: LoadedCheckpoint,
+    checkpoint: str,
+    source_ids: tuple[int, ...],
+    output_ids: tuple[int, ...],
+    position: int,
+    method: str,
+    alternative: int | None,
+) -> at.Attribution:
+    return at.attribute(_loaded.model, source_ids, output_ids, position, method, alternative)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def alternatives(
+    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], position: int
+) -> list[int]:
+    """The most probable tokens at the position other than the one written."""
+    log_p = at.log_probabilities(_loaded.model, source_ids, output_ids, position)
+    ranked = [int(i) for i in log_p.topk(ALTERNATIVES + 1).indices]
+    return [token for token in ranked if token != output_ids[position]][:ALTERNATIVES]
+
+
+def attribution_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
+    try:
+        at.captum_attr()
+    except at.AttributionUnavailable:
+        st.info(t("explore.attr_missing"))
+        return
+    output_ids = tuple(translation.output_ids)
+    if not output_ids:
+        st.info(t("explore.attr_nothing"))
+        return
+    source_ids, pieces = tuple(translation.source_ids), loaded.tokenizer.pieces(output_ids)
+    url_state.ensure("attr_position", 0, lambda value: isinstance(value, int) and 0 <= value < len(output_ids))
+    url_state.ensure("attr_method", at.METHODS[-1], lambda value: value in at.METHODS)
+    token_column, method_column, against_column = st.columns([2, 3, 2], vertical_alignment="bottom")
+    token_column.selectbox(
+        t("explore.attr_token"),
+        range(len(output_ids)),
+        key="attr_position",
+        format_func=lambda i: f"{i + 1}: {pieces[i]}",
+    )
+    position = st.session_state["attr_position"]
+    method_column.radio(
+        t("explore.attr_method"),
+        at.METHODS,
+        key="attr_method",
+        horizontal=True,
+        format_func=lambda name: t(f"explore.attr_{name}"),
+        help=t("explore.attr_method_help"),
+    )
+    options = [NO_CONTRAST, *alternatives(loaded, str(loaded.path), source_ids, output_ids, position)]
+    url_state.ensure("attr_against", NO_CONTRAST, lambda value: value in options)
+    against_column.selectbox(
+        t("explore.attr_against"),
+        options,
+        key="attr_against",
+        format_func=lambda token: (
+            t("explore.attr_nothing_else") if token == NO_CONTRAST else loaded.tokenizer.pieces([token])[0]
+        ),
+        help=t("explore.attr_against_help"),
+    )
+    method = st.session_state["attr_method"]
+    against = None if st.session_state["attr_against"] == NO_CONTRAST else st.session_state["attr_against"]
+    with st.spinner(t("explore.attr_computing")):
+        found = cached_attribution(loaded, str(loaded.path), source_ids, output_ids, position, method, against)
+    written = pieces[position] if against is None else f"{pieces[position]} / {loaded.tokenizer.pieces([against])[0]}"
+    attention = translation.maps.cross[:, :, position, :].mean(axis=(0, 1))
+    name = f"{sentence_slug(translation.source_text)}-attribution-{position + 1}-{method}"
+    show_figure(
+        plot_attribution.attribution_figure(
+            translation.maps.source_tokens,
+            found.source,
+            t("explore.attr_source_title", token=written),
+            attention=plot_attribution.shares(attention),
+            language=language(),
+        ),
+        key="attribution_source",
+        filename=f"{name}-source",
+    )
+    show_figure(
+        plot_attribution.attribution_figure(
+            translation.maps.target_tokens[: position + 1],
+            found.prefix,
+            t("explore.attr_prefix_title", token=written),
+            language=language(),
+        ),
+        key="attribution_prefix",
+        filename=f"{name}-prefix",
+    )
+    st.caption(
+        t("explore.attr_share", share=found.source_share(), score=found.score)
+        + ("" if found.delta is None else " " + t("explore.attr_delta", delta=found.delta))
+        + "\n\n"
+        + t("explore.attr_caption", correlation=_agreement(attention, found.source))
+    )
+
+
+def _agreement(attention: np.ndarray, attribution: np.ndarray) -> float:
+    """Spearman correlation of the attention and the absolute attribution over the source tokens."""
+    if len(attention) < 2:
+        return float("nan")
+    ranks = [np.argsort(np.argsort(values)) for values in (attention, np.abs(attribution))]
+    if ranks[0].std() == 0 or ranks[1].std() == 0:
+        return float("nan")
+    return float(np.corrcoef(*ranks)[0, 1])
