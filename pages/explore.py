@@ -24,7 +24,6 @@ from pages.common import (
     selected_checkpoint,
     sidebar_checkpoint_picker,
     sidebar_figure_format_picker,
-    stored_alignment,
     stored_heads,
 )
 from pages.explore_attribution import ATTRIBUTION_KEYS, attribution_view
@@ -330,7 +329,7 @@ def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
                 lambda: heads_view(maps, translation),
                 lambda: grid_view(maps),
                 lambda: focus_view(maps),
-                lambda: alignment_view(translation, stored_alignment(loaded)),
+                lambda: alignment_view(translation, loaded),
                 lambda: attribution_view(translation, loaded),
                 lambda: bertviz_panel(maps),
             ),

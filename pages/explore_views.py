@@ -10,10 +10,13 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import matrix_csv, sentence_slug, show_figure
+from pages.common import matrix_csv, sentence_slug, show_figure, stored_alignment
 from pages.i18n import language, t
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
+from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
+from transformer.analysis.omissions import Omissions, omissions
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
@@ -244,10 +247,11 @@ def bertviz_panel(maps: AttentionMaps) -> None:
 ALIGNMENT_KEYS = ("align_layer", "align_head", "align_shift", "align_both")
 
 
-def alignment_view(translation: Translation, stored: dict | None) -> None:
+def alignment_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
     """The translation's words linked by the cross-attention (:mod:`transformer.analysis.word_alignment`), the
-    reading chosen with the controls (by default the one measured best against gold alignments), and how far that
-    reading agreed with human alignments."""
+    reading chosen with the controls (by default the one measured best against gold alignments), how far that
+    reading agreed with human alignments, and the source words the translation may have left out."""
+    stored = stored_alignment(loaded)
     default = wa.default_choice(stored)
     url_state.ensure("align_layer", "avg" if default.layer is None else str(default.layer + 1))
     url_state.ensure("align_head", "avg" if default.head is None else str(default.head + 1))
@@ -270,6 +274,27 @@ def alignment_view(translation: Translation, stored: dict | None) -> None:
         filename=f"{sentence_slug(translation.source_text)}-alignment-{method.name}",
     )
     st.caption(t("explore.align_caption"))
+    omission_note(loaded, translation)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_omissions(_loaded: LoadedCheckpoint, checkpoint: str, text: str, output_ids: tuple[int, ...]) -> Omissions:
+    return omissions(_loaded, text.split(), output_ids)
+
+
+def omission_note(loaded: LoadedCheckpoint, translation: Translation) -> None:
+    """The source words whose absence would make this translation more likely (contrastive conditioning)."""
+    text = translation.read_text or translation.source_text
+    if not text.split() or not translation.output_ids:
+        return
+    found = cached_omissions(loaded, str(loaded.path), text, tuple(translation.output_ids))
+    flagged = found.flagged()
+    if flagged:
+        words = ", ".join(f"“{found.words[i]}” (+{found.gain[i]:.1f})" for i in flagged)
+        st.warning(t("explore.omissions_found", words=words))
+    else:
+        st.caption(t("explore.omissions_none"))
+    st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
 
 
 def trust_note(method: wa.Method, stored: dict | None) -> None:
