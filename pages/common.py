@@ -124,20 +124,18 @@ def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
     return _stored_heads(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _stored_alignment(_loaded: LoadedCheckpoint, name: str, modified: float) -> dict | None:
-    from transformer.analysis.word_alignment import stored_choice
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _stored_beside(_loaded: LoadedCheckpoint, name: str, file: str, modified: float) -> dict | None:
+    from transformer.checkpoint import read_beside
 
-    return stored_choice(_loaded)
+    return read_beside(_loaded, file)
 
 
-def stored_alignment(loaded: LoadedCheckpoint) -> dict | None:
-    """What ``python -m transformer.align --choose`` measured for these weights (None without it), read and checked
-    against the weights once per version of the file."""
-    from transformer.analysis.word_alignment import ALIGNMENT_FILE
-
-    path = loaded.path / ALIGNMENT_FILE
-    return _stored_alignment(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
+def stored_beside(loaded: LoadedCheckpoint, file: str) -> dict | None:
+    """A measurement stored beside these weights (``alignment.json``, ``faithfulness.json``; None without it), read
+    and checked against the weights once per version of the file."""
+    path = loaded.path / file
+    return _stored_beside(loaded, str(loaded.path), file, path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def available_checkpoints() -> list[str]:

@@ -3,14 +3,17 @@ words already written, beside its cross-attention (:mod:`transformer.analysis.at
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import sentence_slug, show_figure
+from pages.common import sentence_slug, show_figure, stored_beside
 from pages.i18n import language, t
 from transformer.analysis import attribution as at
 from transformer.analysis.attention import Translation
+from transformer.analysis.faithfulness import FAITHFULNESS_FILE
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attribution as plot_attribution
 
@@ -116,6 +119,45 @@ def attribution_view(translation: Translation, loaded: LoadedCheckpoint) -> None
         + "\n\n"
         + t("explore.attr_caption", correlation=_agreement(attention, found.source))
     )
+    with st.expander(t("explore.faith_title")):
+        faithfulness_panel(loaded)
+
+
+def explanation_label(name: str) -> str:
+    """An explanation's name as ``benchmarks/faithfulness.py`` stores it, in the visitor's language."""
+    if name in at.METHODS:
+        return t(f"explore.attr_{name}")
+    if match := re.fullmatch(r"attention, layer (\d+) head (\d+)", name):
+        return t("explore.faith_head", layer=match[1], head=match[2])
+    if match := re.fullmatch(r"attention, layer (\d+)", name):
+        return t("explore.faith_layer", layer=match[1])
+    known = {
+        "attention, every layer": "faith_every_layer",
+        "rollout": "faith_rollout",
+        "random source tokens": "faith_random",
+    }
+    return t(f"explore.{known[name]}") if name in known else name
+
+
+def faithfulness_panel(loaded: LoadedCheckpoint) -> None:
+    """The deletion test stored beside the model: which explanation names the source tokens the model needs."""
+    stored = stored_beside(loaded, FAITHFULNESS_FILE)
+    if not stored or not stored.get("rows"):
+        st.caption(t("explore.faith_missing"))
+        return
+    rows = stored["rows"]
+    show_figure(
+        plot_attribution.faithfulness_figure(
+            [explanation_label(row[0]) for row in rows],
+            [row[1] for row in rows],
+            [row[2] for row in rows],
+            t("explore.faith_chart", tokens=stored["tokens"], sentences=stored["sentences"]),
+            language=language(),
+        ),
+        key="faithfulness",
+        filename="faithfulness",
+    )
+    st.caption(t("explore.faith_caption"))
 
 
 def _agreement(attention: np.ndarray, attribution: np.ndarray) -> float:

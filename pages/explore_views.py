@@ -10,7 +10,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import matrix_csv, sentence_slug, show_figure, stored_alignment
+from pages.common import matrix_csv, sentence_slug, show_figure, stored_beside
 from pages.i18n import language, t
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
@@ -251,7 +251,7 @@ def alignment_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
     """The translation's words linked by the cross-attention (:mod:`transformer.analysis.word_alignment`), the
     reading chosen with the controls (by default the one measured best against gold alignments), how far that
     reading agreed with human alignments, and the source words the translation may have left out."""
-    stored = stored_alignment(loaded)
+    stored = stored_beside(loaded, wa.ALIGNMENT_FILE)
     default = wa.default_choice(stored)
     url_state.ensure("align_layer", "avg" if default.layer is None else str(default.layer + 1))
     url_state.ensure("align_head", "avg" if default.head is None else str(default.head + 1))

@@ -139,6 +139,7 @@ NAMES = [
     "Yin",
     "Neubig",
     "Chen",
+    "DeYoung",
     "CPU",
     "GPU",
     "<EOS>",

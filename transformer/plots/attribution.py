@@ -43,21 +43,25 @@ def attribution_figure(
     attention: np.ndarray | None = None,
     language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
-    """Bars per token: the share of the absolute attribution (orange where it raises the score, blue where it
-    lowers it) and, when given, the share of attention beside it."""
+    """Bars per token: the share of the absolute attribution (orange where the token raises the score, dark blue
+    where it lowers it) and, when given, the share of attention beside it."""
     text = words(language, "plot_attribution")
     traces = []
     if attention is not None:
         traces.append(
             _bars(tokens, attention, text["attention"], ATTENTION_COLOUR, "%{customdata}: %{y:.2f}<extra></extra>")
         )
-    colours = [ATTRIBUTION_COLOUR if value >= 0 else AGAINST_COLOUR for value in attribution]
-    hover = "%{customdata}: %{y:.2f}<extra>" + safe_label(text["attribution"]) + "</extra>"
-    traces.append(_bars(tokens, shares(attribution), text["attribution"], colours, hover))
+    share = shares(attribution)
+    signs = np.sign(np.asarray(attribution, dtype=float))
+    for sign, key, colour in ((1, "raises", ATTRIBUTION_COLOUR), (-1, "lowers", AGAINST_COLOUR)):
+        if (signs == sign).any():
+            hover = "%{customdata}: %{y:.2f}<extra>" + safe_label(text[key]) + "</extra>"
+            values = np.where(signs == sign, share, 0.0)
+            traces.append(_bars(tokens, values, text[key], colour, hover))
     layout = {
         **base_layout(top=50, bottom=10),
         "title": {"text": safe_label(title), "x": 0.5},
-        "barmode": "group",
+        "barmode": "relative" if attention is None else "group",
         "height": 330,
         "xaxis": {
             "tickmode": "array",
@@ -67,5 +71,43 @@ def attribution_figure(
         },
         "yaxis": {"title": {"text": text["share"]}, "rangemode": "tozero"},
         "legend": {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
+    }
+    return figure(traces, layout)
+
+
+def faithfulness_figure(
+    names: Sequence[str],
+    top_one: Sequence[float],
+    top_three: Sequence[float],
+    title: str,
+    language: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """The deletion test's table as horizontal bars: per explanation, the token's log-probability drop when its top 1
+    and top 3 source tokens are deleted (the chance row is one of the explanations)."""
+    text = words(language, "plot_attribution")
+    labels = [safe_label(name) for name in names]
+    traces = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "y": labels,
+            "x": [round(float(v), 3) for v in values],
+            "name": text[key],
+            "marker": {"color": colour},
+            "hovertemplate": "%{y}: %{x:.2f}<extra>" + safe_label(text[key]) + "</extra>",
+        }
+        for values, key, colour in (
+            (top_three, "top_three", ATTRIBUTION_COLOUR),
+            (top_one, "top_one", ATTENTION_COLOUR),
+        )
+    ]
+    layout = {
+        **base_layout(top=50, bottom=40),
+        "title": {"text": safe_label(title), "x": 0.5},
+        "barmode": "group",
+        "height": 120 + 34 * len(names),
+        "xaxis": {"title": {"text": text["drop"]}, "rangemode": "tozero"},
+        "yaxis": {"autorange": "reversed", "automargin": True},
+        "legend": {"orientation": "h", "y": 1.08, "x": 1, "xanchor": "right"},
     }
     return figure(traces, layout)
