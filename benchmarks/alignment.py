@@ -6,7 +6,8 @@ statistical aligner beside it.
 PREFIX.en / PREFIX.de hold the gold sentence pairs (words separated by spaces) and PREFIX.de-en.wa their links
 (default: ``../shared/data/en-de/align/europarl_gold``). Printed: the usual reading (the rows that predict each
 German word) and the shifted one (the rows that read it, Chen et al. 2020), each as the best layer average and the
-best single head, every reading again with both directions agreeing, the method stored beside the checkpoint
+best single head, every reading again with both directions agreeing, the gradient readings (each German piece's
+saliency or input × gradient over the source, captum), the method stored beside the checkpoint
 (``python -m transformer.align --choose``) with its held-out AER (chosen on one half of the pairs, scored on the
 other), and eflomal (``pip install eflomal``, a dev dependency: IBM1 + HMM + fertility) trained on the lowercased,
 punctuation-split training corpora plus the gold sentences, forward, reverse and intersected.
@@ -39,7 +40,8 @@ def best_of(scores: dict[str, wa.Score], keep) -> tuple[str, wa.Score]:
 def attention_rows(loaded, gold: wa.Gold) -> list[list[object]]:
     config = loaded.model.config
     pairs = wa.force(loaded, gold.english, gold.german)
-    methods = wa.every_method(config.decoder_layers, config.num_heads)
+    wa.add_gradients(loaded, pairs)
+    methods = wa.every_method(config.decoder_layers, config.num_heads, gradients=True)
     scores = wa.evaluate_methods(pairs, gold.sure, gold.possible, methods)
     rows = []
     for both in (False, True):
@@ -49,10 +51,19 @@ def attention_rows(loaded, gold: wa.Gold) -> list[list[object]]:
                 name, score = best_of(
                     scores,
                     lambda m, s=shift, b=both, h=single: (
-                        m.shift == s and m.both == b and m.layer is not None and (m.head is not None) == h
+                        not m.gradient
+                        and m.shift == s
+                        and m.both == b
+                        and m.layer is not None
+                        and (m.head is not None) == h
                     ),
                 )
                 rows.append([f"{reading}{agree}, {kind}", name, *figures(score)])
+    for name in wa.GRADIENTS:
+        for both in (False, True):
+            method = wa.Method(None, None, both=both, gradient=name)
+            agree = ", both directions" if both else ""
+            rows.append([f"gradient: {name.replace('_', ' ')}{agree}", method.name, *figures(scores[method.name])])
     stored = wa.stored_choice(loaded)
     if stored:
         chosen = wa.Method.parse(stored["method"])

@@ -56,7 +56,9 @@ def test_method_names_round_trip_and_bad_ones_are_refused():
         assert wa.Method.parse(method.name) == method
     assert len({method.name for method in wa.every_method(layers=2, heads=3)}) == 4 * (1 + 2 * (1 + 3))
     assert wa.Method.parse("L2H4-shift-both") == wa.Method(1, 3, shift=True, both=True)
-    for bad in ("L0", "L2H0", "layer2", "L2-both-shift", "", "mean3"):
+    assert wa.Method.parse("saliency-both") == wa.Method(None, None, both=True, gradient="saliency")
+    assert len(wa.every_method(layers=2, heads=3, gradients=True)) == 36 + 4
+    for bad in ("L0", "L2H0", "layer2", "L2-both-shift", "", "mean3", "saliency-shift", "L2H1-saliency"):
         with pytest.raises(ValueError):
             wa.Method.parse(bad)
     with pytest.raises(ValueError, match="6 layers of 8 heads"):
@@ -152,3 +154,21 @@ def test_the_align_command_explains_bad_input(trained_checkpoint: Path, tmp_path
     assert "missing.wa" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         align_cli.main([*base, "--choose"])
+
+
+def test_gradient_readings_are_each_pieces_own_attribution(trained_checkpoint: Path):
+    """The batch of copies (one backward pass for all German pieces of a pair) gives, row by row, what captum's
+    saliency of each piece alone gives (transformer.analysis.attribution)."""
+    from transformer.analysis import attribution as at
+
+    loaded = load_checkpoint(trained_checkpoint)
+    (pair,) = wa.force(loaded, ["the small dog sees the red house ."], ["der kleine hund sieht das rote haus ."])
+    wa.add_gradients(loaded, [pair])
+    rows = pair.gradients["saliency"]
+    assert rows.shape == (len(pair.target_ids), len(pair.source_ids))
+    for position in (0, len(pair.target_ids) - 1):
+        alone = at.attribute(loaded.model, pair.source_ids, pair.target_ids, position, "saliency").source
+        assert rows[position] == pytest.approx(alone, rel=1e-3, abs=1e-5)
+    assert np.isfinite(pair.gradients["input_x_gradient"]).all()
+    found = wa.links(pair, wa.Method.parse("saliency"))
+    assert sorted({german for _, german in found}) == list(range(len(pair.german)))

@@ -7,7 +7,7 @@ out of the source; a word the translation leaves out makes it *more* likely (the
 better). The gain in log-probability, per source word, is the flag: the higher, the likelier that word went
 untranslated. It asks the model itself, where attention only shows where a head looked; on gold pairs with one
 word's translation deleted on purpose, attention coverage finds the deleted word less often
-(``benchmarks/omissions.py``, docs/alignment.md).
+(``benchmarks/omissions.py``, docs/trust.md).
 
 Words are whitespace-separated; only content words (not in :data:`FUNCTION_WORDS`, containing a letter, two
 characters or more) are flagged, since a left-out article rarely changes what a translation says.

@@ -24,18 +24,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from transformer.analysis.attention import AttentionMaps, attention_for_many
+from transformer.analysis.attribution import captum_attr
 from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
-from transformer.tokenizer import EOS_ID, WORD_START, Tokenizer, join_pieces
+from transformer.tokenizer import BOS_ID, EOS_ID, WORD_START, Tokenizer, join_pieces
 
 Link = tuple[int, int]  # (english word, german word), 0-based
+GRADIENTS = ("saliency", "input_x_gradient")  # gradient readings: one backward pass per sentence pair
 METHOD_PATTERN = re.compile(
-    r"^(?:L(?P<layer>\d+)(?:H(?P<head>\d+))?|(?P<mean>mean))(?P<shift>-shift)?(?P<both>-both)?$"
+    r"^(?:L(?P<layer>\d+)(?:H(?P<head>\d+))?|(?P<mean>mean)|(?P<gradient>saliency|input_x_gradient))(?P<shift>-shift)?(?P<both>-both)?$"
 )
 BATCH = 16  # sentence pairs per padded pass
 
@@ -50,11 +53,12 @@ class Method:
     head: int | None
     shift: bool = False
     both: bool = False
+    gradient: str | None = None  # instead of attention: the gradient of each German piece's score (GRADIENTS)
 
     @property
     def name(self) -> str:
         heads = "" if self.head is None else f"H{self.head + 1}"
-        base = "mean" if self.layer is None else f"L{self.layer + 1}{heads}"
+        base = self.gradient or ("mean" if self.layer is None else f"L{self.layer + 1}{heads}")
         return base + ("-shift" if self.shift else "") + ("-both" if self.both else "")
 
     @classmethod
@@ -68,6 +72,10 @@ class Method:
                 "and -both (for example L2H4-shift-both)"
             )
         shift, both = bool(match["shift"]), bool(match["both"])
+        if match["gradient"]:
+            if shift:
+                raise ValueError(f"alignment method {name!r}: a gradient explains the piece predicted, no shift")
+            return cls(None, None, False, both, match["gradient"])
         if match["mean"]:
             return cls(None, None, shift, both)
         layer, head = int(match["layer"]) - 1, None if match["head"] is None else int(match["head"]) - 1
@@ -80,10 +88,12 @@ class Method:
             raise ValueError(f"alignment method {self.name}: the model has {layers} layers of {heads} heads")
 
 
-def every_method(layers: int, heads: int) -> list[Method]:
+def every_method(layers: int, heads: int, gradients: bool = False) -> list[Method]:
     """Every head, every layer average and the average of all layers, each with and without the shift and the
-    agreement of both directions."""
-    methods = []
+    agreement of both directions; with ``gradients``, the gradient readings too."""
+    methods = (
+        [Method(None, None, False, both, name) for name in GRADIENTS for both in (False, True)] if gradients else []
+    )
     for shift in (False, True):
         for both in (False, True):
             methods.append(Method(None, None, shift, both))
@@ -102,6 +112,9 @@ class ForcedPair:
     target_words: list[int]  # word index of each output piece (</s> not included)
     english: list[str]
     german: list[str]
+    source_ids: list[int] = field(default_factory=list)  # ending with </s>
+    target_ids: list[int] = field(default_factory=list)
+    gradients: dict[str, np.ndarray] = field(default_factory=dict)  # GRADIENTS name → [target pieces, source pieces]
 
 
 def split_words(line: str) -> list[str]:
@@ -138,7 +151,10 @@ def force(loaded: LoadedCheckpoint, english: Sequence[str], german: Sequence[str
         maps = attention_for_many(
             loaded.model, loaded.tokenizer, [[*e[0], EOS_ID] for e in encoded], [e[2] for e in encoded]
         )
-        pairs += [ForcedPair(found.cross, e[1], e[3], e[4], e[5]) for found, e in zip(maps, encoded, strict=True)]
+        pairs += [
+            ForcedPair(found.cross, e[1], e[3], e[4], e[5], [*e[0], EOS_ID], list(e[2]))
+            for found, e in zip(maps, encoded, strict=True)
+        ]
     return pairs
 
 
@@ -163,9 +179,12 @@ def from_maps(maps: AttentionMaps) -> ForcedPair:
 def word_scores(pair: ForcedPair, method: Method) -> np.ndarray:
     """[German words, English words]: each German word's attention on each English word (rows averaged over the
     German word's pieces, columns summed over the English word's pieces, </s> left out)."""
-    weights = pair.cross if method.layer is None else pair.cross[method.layer : method.layer + 1]
-    weights = weights.mean(axis=(0, 1)) if method.head is None else weights[:, method.head].mean(axis=0)
-    rows = weights[1:] if method.shift else weights[:-1]  # shift: the row whose input is the piece
+    if method.gradient:
+        rows = pair.gradients[method.gradient]
+    else:
+        weights = pair.cross if method.layer is None else pair.cross[method.layer : method.layer + 1]
+        weights = weights.mean(axis=(0, 1)) if method.head is None else weights[:, method.head].mean(axis=0)
+        rows = weights[1:] if method.shift else weights[:-1]  # shift: the row whose input is the piece
     source_pieces = len(pair.source_words)
     by_source = np.zeros((rows.shape[0], len(pair.english)))
     np.add.at(by_source.T, pair.source_words, rows[:, :source_pieces].T)
@@ -174,6 +193,41 @@ def word_scores(pair: ForcedPair, method: Method) -> np.ndarray:
     np.add.at(scores, pair.target_words, by_source[: len(pair.target_words)])
     np.add.at(counts, pair.target_words, 1)
     return scores / np.maximum(counts, 1)[:, None]
+
+
+def add_gradients(loaded: LoadedCheckpoint, pairs: Sequence[ForcedPair], names: Sequence[str] = GRADIENTS) -> None:
+    """Each German piece's gradient reading over the source pieces (captum), stored in ``pair.gradients``.
+    Saliency is the gradient's norm; input × gradient its product with the embedding, in absolute value."""
+    attr = captum_attr()
+    for pair in pairs:
+        pair.gradients.update(_gradient_rows(attr, loaded.model, pair, names))
+
+
+def _gradient_rows(attr, model, pair: ForcedPair, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The pair's German pieces scored as a batch of copies, each copy's score the log-probability of its own piece
+    (the causal mask keeps the later pieces out), so one backward pass serves them all."""
+    count = len(pair.target_ids)
+    if not count:
+        return {name: np.zeros((0, len(pair.source_ids))) for name in names}
+    device = next(model.parameters()).device
+    source = torch.tensor([pair.source_ids], device=device).expand(count, -1)
+    target = torch.tensor([[BOS_ID, *pair.target_ids]], device=device).expand(count, -1)
+    rows, pieces = torch.arange(count, device=device), torch.tensor(pair.target_ids, device=device)
+
+    def score(embedded: torch.Tensor) -> torch.Tensor:
+        memory, _ = model.encode(source, embedded=embedded)
+        hidden, _, _ = model.decode(target, memory, model.source_mask(source))
+        return torch.log_softmax(model.project(hidden[rows, rows]).float(), dim=-1)[rows, pieces]
+
+    embedded = model.embed(source).detach().requires_grad_()
+    found = {}
+    for name in names:
+        if name == "saliency":
+            values = attr.Saliency(score).attribute(embedded, abs=False).norm(dim=-1)
+        else:
+            values = attr.InputXGradient(score).attribute(embedded).sum(dim=-1).abs()
+        found[name] = values.detach().cpu().numpy()
+    return found
 
 
 def links(pair: ForcedPair, method: Method) -> list[Link]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from transformer.analysis import word_alignment as wa
+from transformer.analysis.attribution import AttributionUnavailable
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import load_or_report
 
@@ -33,10 +34,12 @@ def parser() -> argparse.ArgumentParser:
     parse.add_argument(
         "--method",
         help="L<layer>, L<layer>H<head> or mean, then optionally -shift (rows whose input is the word) and -both "
-        f"(both directions agree); default: the stored choice, else {wa.FALLBACK_METHOD}",
+        "(both directions agree); or a gradient reading, saliency or input_x_gradient (captum), optionally -both; "
+        f"default: the stored choice, else {wa.FALLBACK_METHOD}",
     )
     parse.add_argument("--gold", type=Path, help="gold links: 'SENTENCE GERMAN ENGLISH S|P' lines")
     parse.add_argument("--choose", action="store_true", help="score every method on --gold and store the best")
+    parse.add_argument("--gradients", action="store_true", help="with --choose: score the gradient readings too")
     parse.add_argument("--json", action="store_true", help="print one JSON object")
     parse.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parse.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
@@ -60,11 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         gold = wa.Gold.read(args.src, args.tgt, args.gold) if args.gold else None
         english, german = (gold.english, gold.german) if gold else read_lines(args.src, args.tgt)
         pairs = wa.force(loaded, english, german)
-    except (OSError, ValueError) as error:
+        gradients = wa.GRADIENTS if args.choose and args.gradients else [method.gradient] if method.gradient else []
+        if gradients:
+            wa.add_gradients(loaded, pairs, gradients)
+    except (OSError, ValueError, AttributionUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if args.choose:
-        return choose(loaded, pairs, gold, args.json)
+        return choose(loaded, pairs, gold, args.json, bool(gradients))
     found = [wa.links(pair, method) for pair in pairs]
     result = {"method": method.name, "pairs": len(pairs)}
     if gold:
@@ -91,9 +97,9 @@ def read_lines(english: Path, german: Path) -> tuple[list[str], list[str]]:
     return source, target
 
 
-def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, as_json: bool) -> int:
+def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, as_json: bool, gradients: bool) -> int:
     config = loaded.model.config
-    result = wa.choose(pairs, gold, wa.every_method(config.decoder_layers, config.num_heads))
+    result = wa.choose(pairs, gold, wa.every_method(config.decoder_layers, config.num_heads, gradients))
     path = wa.save_choice(loaded, result)
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
