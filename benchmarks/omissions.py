@@ -1,4 +1,5 @@
-"""Omissions made on purpose: does the detector find the source word whose translation was deleted?
+"""Omissions and insertions made on purpose: does the detector find the source word whose translation was deleted,
+and the German word that was added?
 
     python benchmarks/omissions.py [--checkpoint DIR] [--gold PREFIX] [--markdown]
 
@@ -10,11 +11,18 @@ Ranked by: contrastive conditioning (:mod:`transformer.analysis.omissions`), and
 reading stored beside the checkpoint (``alignment.json``; a word's largest attention from any German word, lowest
 first, without the both-directions rule). Beside them: a random pick, and the detector's false alarms on the intact
 pairs (pairs in which some content word is flagged although nothing was deleted).
+
+Insertions: into each gold German sentence, four times, a content word of another gold sentence is inserted at a
+random place (seeded); the German content words are ranked by how little the source supports them
+(:class:`transformer.analysis.omissions.Support`: log-probability with the source minus without it) and top-1 is the
+share of cases in which the inserted word ranks first. Beside: a random pick, and how often the app's mark (support
+at most 0 nats) falls on the inserted word and on any word of the intact pairs.
 """
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 from pathlib import Path
 
@@ -22,9 +30,10 @@ import numpy as np
 from tables import print_table
 
 from transformer.analysis import word_alignment as wa
-from transformer.analysis.omissions import content_word, omissions
+from transformer.analysis.omissions import content_word, german_content_word, omissions, source_support
 from transformer.checkpoint import load_checkpoint
 from transformer.data import DATA_ROOT
+from transformer.tokenizer import EOS_ID
 
 GOLD = DATA_ROOT / "align" / "europarl_gold"
 
@@ -78,7 +87,43 @@ def main() -> int:
     ]
     print(f"{loaded.path.name}: {count} damaged pairs from {len(gold.english)} gold pairs", file=sys.stderr)
     print_table(["detector", "top-1"], rows, args.markdown, align="left")
+    print()
+    print_table(["insertions", "share"], insertion_rows(loaded, gold), args.markdown, align="left")
     return 0
+
+
+def support_of(loaded, english: str, german_words: list[str]):
+    source_ids, _ = wa.word_pieces(loaded, english.split())
+    output_ids, owners = wa.word_pieces(loaded, german_words)
+    return source_support(loaded, [*source_ids, EOS_ID], output_ids, owners, german_words)
+
+
+def insertion_rows(loaded, gold: wa.Gold, per_pair: int = 4, seed: int = 1) -> list[list[str]]:
+    rng = random.Random(seed)
+    pool = [word for german in gold.german for word in german.split() if german_content_word(word)]
+    cases = found = marked = chance = 0.0
+    for english, german in zip(gold.english, gold.german, strict=True):
+        words = german.split()
+        for _ in range(per_pair):
+            inserted = rng.choice(pool)
+            if inserted in words:
+                continue
+            at = rng.randrange(len(words) + 1)
+            support = support_of(loaded, english, [*words[:at], inserted, *words[at:]])
+            ranked = support.ranked()
+            cases += 1
+            found += ranked[0] == at
+            marked += at in support.flagged()
+            chance += 1 / len(ranked)
+    alarms = sum(
+        bool(support_of(loaded, e, g.split()).flagged()) for e, g in zip(gold.english, gold.german, strict=True)
+    )
+    return [
+        [f"least supported by the source ({int(cases)} insertions)", f"{found / cases:.3f}"],
+        ["random content word", f"{chance / cases:.3f}"],
+        ["inserted word marked (support ≤ 0 nats)", f"{marked / cases:.3f}"],
+        ["intact pairs with a word marked", f"{alarms / len(gold.german):.3f}"],
+    ]
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from pages.i18n import language, t
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
-from transformer.analysis.omissions import Omissions, omissions
+from transformer.analysis.omissions import Omissions, Support, omissions, source_support
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
@@ -282,6 +282,14 @@ def cached_omissions(_loaded: LoadedCheckpoint, checkpoint: str, text: str, outp
     return omissions(_loaded, text.split(), output_ids)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_support(
+    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]
+) -> Support:
+    words, owners = wa.words_of(_loaded.tokenizer.pieces(output_ids))
+    return source_support(_loaded, source_ids, output_ids, owners, words)
+
+
 def omission_note(loaded: LoadedCheckpoint, translation: Translation) -> None:
     """The source words whose absence would make this translation more likely (contrastive conditioning)."""
     text = translation.read_text or translation.source_text
@@ -295,6 +303,12 @@ def omission_note(loaded: LoadedCheckpoint, translation: Translation) -> None:
     else:
         st.caption(t("explore.omissions_none"))
     st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
+    support = cached_support(loaded, str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids))
+    unsupported = support.flagged()
+    if unsupported:
+        words = ", ".join(f"“{support.words[i]}” ({support.pmi[i]:+.1f})" for i in unsupported)
+        st.warning(t("explore.unsupported_found", words=words))
+    st.caption(t("explore.unsupported_how"))
 
 
 def trust_note(method: wa.Method, stored: dict | None) -> None:

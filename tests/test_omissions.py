@@ -71,3 +71,34 @@ def test_a_source_longer_than_the_model_reads_is_refused(trained_checkpoint: Pat
     loaded = load_checkpoint(trained_checkpoint)
     with pytest.raises(ValueError, match="longer than the model reads"):
         om.omissions(loaded, ["house"] * (loaded.model.config.max_positions + 5), [5])
+
+
+def test_support_is_the_log_probability_the_source_adds_to_each_output_word(trained_checkpoint: Path):
+    loaded = load_checkpoint(trained_checkpoint)
+    source = [*loaded.tokenizer.encode("the small dog sees the red house."), EOS_ID]
+    output = loaded.tokenizer.encode("der kleine hund sieht das haus.")
+    words, owners = ["der kleine", "hund sieht das haus."], [0 if i < 2 else 1 for i in range(len(output))]
+
+    def per_token(source_ids: list[int]) -> np.ndarray:
+        _, logits = teacher_forced(loaded.model, loaded.tokenizer, source_ids, output)
+        log_p = torch.log_softmax(logits.float(), -1)[: len(output)]
+        return log_p.gather(1, torch.tensor(output)[:, None])[:, 0].numpy()
+
+    support = om.source_support(loaded, source, output, owners, words)
+    with_source, without_source = per_token(source), per_token([EOS_ID])
+    assert support.with_source == pytest.approx([with_source[:2].sum(), with_source[2:].sum()], abs=1e-3)
+    assert support.pmi == pytest.approx(
+        [with_source[:2].sum() - without_source[:2].sum(), with_source[2:].sum() - without_source[2:].sum()], abs=1e-3
+    )
+
+
+def test_the_least_supported_content_words_come_first_and_only_unsupported_ones_are_marked():
+    support = om.Support(
+        ["Der", "Hund", "bellt", "laut", "."],
+        np.array([-1.0, -2.0, -3.0, -4.0, -0.1]),
+        np.array([-1.5, -9.0, -2.5, -3.0, -0.1]),
+    )
+    # pmi: Der 0.5, Hund 7, bellt −0.5, laut −1, "." 0; "Der" and "." are not content words
+    assert [support.words[i] for i in support.ranked()] == ["laut", "bellt", "Hund"]
+    assert [support.words[i] for i in support.flagged()] == ["laut", "bellt"]  # the source makes them less likely
+    assert om.german_content_word("Gesetze,") and not om.german_content_word("und") and not om.german_content_word("„")
