@@ -118,6 +118,12 @@ def trained_checkpoint(corpus: dict[str, Path], spm_path: Path, tmp_path_factory
     return checkpoint
 
 
+@pytest.fixture(scope="module")
+def loaded(trained_checkpoint: Path) -> ckpt.LoadedCheckpoint:
+    """The tiny trained model, loaded once per test module (a module that changes it gets its own copy)."""
+    return ckpt.load_checkpoint(trained_checkpoint)
+
+
 def uniform_encoder_copy(checkpoint: Path, folder: Path, step: int) -> Path:
     """A copy of the checkpoint whose encoder queries are all zero, so every encoder head attends uniformly."""
     shutil.copytree(checkpoint, folder)

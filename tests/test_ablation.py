@@ -11,15 +11,9 @@ import pytest
 from transformer.analysis import ablation
 from transformer.analysis.ablation import head_importance, head_mask, prune_curve, translate_ablated
 from transformer.analysis.attention import translate_with_attention
-from transformer.checkpoint import load_checkpoint
 from transformer.cli import importance as importance_cli
 from transformer.data import read_parallel
 from transformer.decode import GREEDY, DecodingOptions, translate
-
-
-@pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
 
 
 @pytest.fixture(scope="module")

@@ -15,11 +15,6 @@ from transformer.tokenizer import BOS_ID, EOS_ID
 
 
 @pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
-
-
-@pytest.fixture(scope="module")
 def sentence(loaded):
     """A source and an output fixed here (teacher-forced, not searched), ending with </s> / without it."""
     return [*loaded.tokenizer.encode("the small dog sees the red house."), EOS_ID], loaded.tokenizer.encode(

@@ -3,21 +3,13 @@ random ones?"""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 
 from transformer.analysis import faithfulness as ft
 from transformer.analysis.attention import teacher_forced
-from transformer.checkpoint import load_checkpoint
 from transformer.tokenizer import EOS_ID
-
-
-@pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from tests.conftest import no_exceptions
 from transformer.analysis.ablation import word_diff
 from transformer.analysis.attention import AttentionMaps, translate_with_attention
 from transformer.analysis.input_check import not_source_reasons
-from transformer.checkpoint import load_checkpoint
 from transformer.decode import EXTRA_OUTPUT_TOKENS, GREEDY, max_source_tokens
 from transformer.plots import bertviz
 from transformer.plots.style import safe_label
@@ -36,11 +35,6 @@ ANY_TEXT = st.text(st.characters(codec=None, categories=None), max_size=400)
 FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 APP_TAGS = re.compile(r"</?(span|div|br)\b[^<>]*>")  # the tags the app's own HTML uses
 MARKUP = re.compile(r"<\s*(script|img|iframe|svg|object|embed|b)\b", re.IGNORECASE)
-
-
-@pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
 
 
 @FUZZ

@@ -119,11 +119,6 @@ def test_paper_numbering_reads_layer_five_either_way():
     assert figures.paper_heads(8, one_based=False) == [5, 6]
 
 
-@pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
-
-
 def test_paper_sentences_keep_their_words_and_padding(loaded):
     attention = figures.sentence_attention(loaded, figures.FIGURES[3])
     words, weights = attention.view(words=True, specials=True)

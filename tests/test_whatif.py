@@ -15,15 +15,9 @@ from transformer.analysis.attention import translate_with_attention
 from transformer.analysis.beam import explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import force
-from transformer.checkpoint import load_checkpoint
 from transformer.cli import whatif
 from transformer.data import read_parallel
 from transformer.decode import DecodingOptions, length_penalty
-
-
-@pytest.fixture(scope="module")
-def loaded(trained_checkpoint: Path):
-    return load_checkpoint(trained_checkpoint)
 
 
 @pytest.fixture(scope="module")
