@@ -265,10 +265,11 @@ def alignment_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
     method = wa.Method(layer, head, st.session_state["align_shift"], st.session_state["align_both"])
     trust_note(method, stored)
     pair = wa.from_maps(maps)
+    scores = wa.word_scores(pair, method)  # once: the links and the lines' strength both read it
     title = t("explore.align_title", method=method.name)
     show_figure(
         plot_alignment.alignment_figure(
-            pair.english, pair.german, wa.links(pair, method), wa.word_scores(pair, method), title, language()
+            pair.english, pair.german, wa.links(pair, method, scores), scores, title, language()
         ),
         key="alignment",
         filename=f"{sentence_slug(translation.source_text)}-alignment-{method.name}",

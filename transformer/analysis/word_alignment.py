@@ -117,10 +117,6 @@ class ForcedPair:
     gradients: dict[str, np.ndarray] = field(default_factory=dict)  # GRADIENTS name → [target pieces, source pieces]
 
 
-def split_words(line: str) -> list[str]:
-    return line.split()
-
-
 def word_pieces(loaded: LoadedCheckpoint, words: Sequence[str]) -> tuple[list[int], list[int]]:
     """Piece ids of space-separated words and the word of each piece. SentencePiece segments each whitespace-
     separated word on its own, so this is the sentence's own encoding with an exact piece → word map."""
@@ -142,7 +138,7 @@ def force(loaded: LoadedCheckpoint, english: Sequence[str], german: Sequence[str
         chunk = list(zip(english[start : start + BATCH], german[start : start + BATCH], strict=True))
         encoded = []
         for source_line, target_line in chunk:
-            source_words, target_words = split_words(source_line), split_words(target_line)
+            source_words, target_words = source_line.split(), target_line.split()
             source_ids, source_owner = word_pieces(loaded, source_words)
             target_ids, target_owner = word_pieces(loaded, target_words)
             if len(source_ids) + 1 > limit or len(target_ids) + 1 > limit:
@@ -230,12 +226,12 @@ def _gradient_rows(attr, model, pair: ForcedPair, names: Sequence[str]) -> dict[
     return found
 
 
-def links(pair: ForcedPair, method: Method) -> list[Link]:
+def links(pair: ForcedPair, method: Method, scores: np.ndarray | None = None) -> list[Link]:
     """Each German word linked to the English word it attends to most (with ``both``: only where that German word
     is also the English word's strongest), as sorted (english, german) pairs."""
     if not pair.english or not pair.german:
         return []
-    scores = word_scores(pair, method)
+    scores = word_scores(pair, method) if scores is None else scores
     found = {(int(english), german) for german, english in enumerate(scores.argmax(axis=1))}
     if method.both:
         found &= {(english, int(german)) for english, german in enumerate(scores.argmax(axis=0))}
