@@ -266,16 +266,24 @@ def alignment_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
     trust_note(method, stored)
     pair = wa.from_maps(maps)
     scores = wa.word_scores(pair, method)  # once: the links and the lines' strength both read it
+    found, support = word_checks(loaded, translation)
     title = t("explore.align_title", method=method.name)
     show_figure(
         plot_alignment.alignment_figure(
-            pair.english, pair.german, wa.links(pair, method, scores), scores, title, language()
+            pair.english,
+            pair.german,
+            wa.links(pair, method, scores),
+            scores,
+            title,
+            language(),
+            english_marks=omission_marks(found, pair.english),
+            german_marks=support_marks(support, pair.german),
         ),
         key="alignment",
         filename=f"{sentence_slug(translation.source_text)}-alignment-{method.name}",
     )
     st.caption(t("explore.align_caption"))
-    omission_note(loaded, translation)
+    omission_note(found, support)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -291,12 +299,49 @@ def cached_support(
     return source_support(_loaded, source_ids, output_ids, owners, words)
 
 
-def omission_note(loaded: LoadedCheckpoint, translation: Translation) -> None:
-    """The source words whose absence would make this translation more likely (contrastive conditioning)."""
+def word_checks(loaded: LoadedCheckpoint, translation: Translation) -> tuple[Omissions | None, Support | None]:
+    """The source words the translation may leave out and the output words the source may not support; None for an
+    empty source or translation."""
     text = translation.read_text or translation.source_text
     if not text.split() or not translation.output_ids:
+        return None, None
+    output_ids = tuple(translation.output_ids)
+    return (
+        cached_omissions(loaded, str(loaded.path), text, output_ids),
+        cached_support(loaded, str(loaded.path), tuple(translation.source_ids), output_ids),
+    )
+
+
+def omission_marks(found: Omissions | None, english: list[str]) -> plot_alignment.Marks:
+    """Each English word's omission gain as its note; the words flagged, marked (their letters, not their
+    punctuation). Nothing when the source's words and the tokenizer's do not spell the same letters."""
+    spans = None if found is None else wa.regroup(found.words, english)
+    if spans is None:
+        return plot_alignment.Marks()
+    spans = [[index for index in span if any(c.isalnum() for c in english[index])] for span in spans]
+    notes: list[str | None] = [None] * len(english)
+    for word, span in enumerate(spans):
+        for index in span if np.isfinite(found.gain[word]) else ():
+            notes[index] = t("explore.omission_hover", gain=found.gain[word])
+    flagged = {index for word in found.flagged() for index in spans[word]}
+    return plot_alignment.Marks(notes, flagged, t("explore.omission_mark"))
+
+
+def support_marks(support: Support | None, german: list[str]) -> plot_alignment.Marks:
+    """Each German content word's support from the source as its note; the unsupported ones marked."""
+    if support is None or support.words != german:
+        return plot_alignment.Marks()
+    notes: list[str | None] = [None] * len(german)
+    for index in support.ranked():
+        notes[index] = t("explore.support_hover", pmi=support.pmi[index])
+    return plot_alignment.Marks(notes, set(support.flagged()), t("explore.support_mark"))
+
+
+def omission_note(found: Omissions | None, support: Support | None) -> None:
+    """The marks in words: the source words whose absence would make this translation more likely (contrastive
+    conditioning) and the output words the source does not make more likely, each with how they were found."""
+    if found is None or support is None:
         return
-    found = cached_omissions(loaded, str(loaded.path), text, tuple(translation.output_ids))
     flagged = found.flagged()
     if flagged:
         words = ", ".join(f"“{found.words[i]}” (+{found.gain[i]:.1f})" for i in flagged)
@@ -304,7 +349,6 @@ def omission_note(loaded: LoadedCheckpoint, translation: Translation) -> None:
     else:
         st.caption(t("explore.omissions_none"))
     st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
-    support = cached_support(loaded, str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids))
     unsupported = support.flagged()
     if unsupported:
         words = ", ".join(f"“{support.words[i]}” ({support.pmi[i]:+.1f})" for i in unsupported)

@@ -107,6 +107,17 @@ def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
     assert "mean-both" in links["figure"]["layout"]["title"]["text"]
     assert any("not measured against gold alignments" in str(w.value) for w in align.warning)
     assert (align.query_params["align_layer"], align.query_params["align_both"]) == ("avg", "1")
+    # The checks are drawn on the sentence: every English content word carries its omission measure on hover, and
+    # the words named in the warning are the ones marked red.
+    english, german = (trace for trace in links["figure"]["data"] if trace.get("mode") == "markers+text")
+    hovers = zip(english["text"], english["hovertext"], strict=True)
+    measured = [text for text, hover in hovers if "left out of the English" in hover]
+    assert measured and set(measured) <= set(SENTENCE.replace(".", " ").split())
+    assert any("nats more likely" in hover for hover in german["hovertext"])
+    colours = zip(english["text"], english["textfont"]["color"], strict=True)
+    red = [text for text, colour in colours if colour == "#d62728"]
+    warned = " ".join(str(w.value) for w in align.warning if "Possibly left untranslated" in str(w.value))
+    assert all(f"“{word}" in warned for word in red) and (not red) == (not warned)
     # Attribution: the second output token, by saliency, beside its attention; then contrasted with another token.
     attribution = start(view="Attribution", attr_position="1", attr_method="saliency")
     no_exceptions(attribution)

@@ -12,6 +12,7 @@ import torch
 
 from transformer.config import preset
 from transformer.model import Transformer, sinusoidal_positional_encoding
+from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
 from transformer.plots import grid as plot_grid
 from transformer.plots import positional as plot_positional
@@ -321,6 +322,33 @@ def test_many_continuations_label_only_where_the_dev_set_changes():
     assert len(steps.args[0]["x"]) == len(hours.args[0]["x"]) == len(fig.data)  # the x switch covers every trace
 
 
+def marked_alignment() -> go.Figure:
+    """English "the cat sat ." / German "die Katze Hund": the cat flagged as left out, "Hund" as unsupported."""
+    english, german = ["the", "cat", HOSTILE, "."], ["die", "Katze", "Hund"]
+    scores = np.array([[0.9, 0.1, 0.0, 0.0], [0.2, 0.8, 0.0, 0.0], [0.3, 0.3, 0.3, 0.1]])
+    english_marks = plot_alignment.Marks([None, "left out: +2.0", "left out: −1.0", None], {1}, "left untranslated?")
+    german_marks = plot_alignment.Marks([None, "supported +3.0", "supported −0.5"], {2}, "not from the source?")
+    return plot_alignment.alignment_figure(
+        english, german, [(0, 0), (1, 1)], scores, "t", english_marks=english_marks, german_marks=german_marks
+    )
+
+
+def test_alignment_marks_flagged_words_and_names_the_marks_in_a_legend():
+    fig = marked_alignment()
+    english, german = (trace for trace in fig.data if trace.mode == "markers+text")
+    assert list(english.textfont.color) == ["#222", plot_alignment.WARNING_COLOUR, "#999", "#999"]
+    assert list(english.marker.symbol) == ["circle", "diamond", "circle", "circle"]
+    assert list(german.marker.symbol) == ["circle", "circle", "diamond"]
+    assert english.hovertext[1] == "cat: left out: +2.0" and english.hovertext[0] == "the"
+    assert english.hovertext[2].startswith(HOSTILE_SHOWN)  # a word's hover shows it literally, too
+    legend = [trace.name for trace in fig.data if trace.showlegend]
+    assert legend == ["left untranslated?", "not from the source?"]
+    plain = plot_alignment.alignment_figure(*[english.text, german.text], [(0, 0), (1, 1)], np.ones((3, 4)), "t")
+    assert not [trace for trace in plain.data if trace.showlegend]  # no marks, no legend
+    room = fig.layout.height - plain.layout.height  # the legend's two lines get room under the sentences
+    assert room == fig.layout.margin.b - plain.layout.margin.b >= 2 * 20
+
+
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
     fig = plot_training.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
     curve = fig.data[0]
@@ -346,6 +374,7 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2),
         lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
         lambda: plot_attention.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
+        lambda: marked_alignment(),
     ],
 )
 def test_figures_built_without_checks_are_valid_plotly(build):

@@ -51,6 +51,13 @@ def test_links_merge_pieces_into_words_and_leave_the_end_of_sentence_out():
     assert wa.links(pair, wa.Method(0, None, shift=True)) == wa.links(pair, wa.Method(None, None, shift=True))
 
 
+def test_regroup_finds_the_tokenizer_words_that_spell_each_whitespace_word():
+    assert wa.regroup(["I'd", "like", "tea."], ["I", "'", "d", "like", "tea", "."]) == [[0, 1, 2], [3], [4, 5]]
+    assert wa.regroup(["a", "b"], ["a", "", "b"]) == [[0], [2]]  # a bare word-start piece spells nothing
+    assert wa.regroup(["a", "b"], ["a", "c"]) is None  # other letters (a normalised character, say): no mapping
+    assert wa.regroup(["a"], ["a", "b"]) is None and wa.regroup(["ab"], ["a"]) is None
+
+
 def test_method_names_round_trip_and_bad_ones_are_refused():
     for method in wa.every_method(layers=2, heads=3):
         assert wa.Method.parse(method.name) == method

@@ -164,6 +164,24 @@ def words_of(pieces: Sequence[str]) -> tuple[list[str], list[int]]:
     return words, owners
 
 
+def regroup(coarse: Sequence[str], fine: Sequence[str]) -> list[list[int]] | None:
+    """For each word of ``coarse`` (whitespace-separated words, say), the words of ``fine`` (the tokenizer's, which
+    also start a word at punctuation) that spell it, in order; None when the two do not spell the same letters."""
+    spans, index = [], 0
+    for word in coarse:
+        span, rest = [], word
+        while rest:
+            while index < len(fine) and not fine[index]:
+                index += 1
+            if index == len(fine) or not rest.startswith(fine[index]):
+                return None
+            rest = rest[len(fine[index]) :]
+            span.append(index)
+            index += 1
+        spans.append(span)
+    return spans if all(not word for word in fine[index:]) else None
+
+
 def from_maps(maps: AttentionMaps) -> ForcedPair:
     """A translation's own maps (the app's: source ending with </s>, output without it) as a :class:`ForcedPair`
     whose words are the tokenizer's words."""

@@ -60,7 +60,7 @@ def attribution_figure(
             traces.append(_bars(tokens, values, text[key], colour, hover))
     layout = {
         **base_layout(top=50, bottom=10),
-        "title": {"text": safe_label(title), "x": 0.5},
+        "title": {"text": safe_label(title), "x": 0.5, "xanchor": "center"},
         "barmode": "relative" if attention is None else "group",
         "height": 330,
         "xaxis": {
@@ -103,7 +103,7 @@ def faithfulness_figure(
     ]
     layout = {
         **base_layout(top=50, bottom=40),
-        "title": {"text": safe_label(title), "x": 0.5},
+        "title": {"text": safe_label(title), "x": 0.5, "xanchor": "center"},
         "barmode": "group",
         "height": 120 + 34 * len(names),
         "xaxis": {"title": {"text": text["drop"]}, "rangemode": "tozero"},
