@@ -1,0 +1,182 @@
+"""The head atlas: heads against gold syntax and gold alignments, each beside its baseline
+(:mod:`transformer.analysis.syntax`, :mod:`transformer.analysis.atlas`, ``python -m transformer.atlas``)."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer.analysis import atlas, syntax
+from transformer.checkpoint import load_checkpoint
+from transformer.cli import atlas as atlas_cli
+
+# "Die Katze schläft am Haus." with "am" = "an dem" (a multiword token), a subtyped relation and punctuation.
+GERMAN_TREE = """# sent_id = 1
+# text = Die Katze schläft am Haus.
+1\tDie\tder\tDET\t_\t_\t2\tdet\t_\t_
+2\tKatze\tKatze\tNOUN\t_\t_\t3\tnsubj:pass\t_\t_
+3\tschläft\tschlafen\tVERB\t_\t_\t0\troot\t_\t_
+4-5\tam\t_\t_\t_\t_\t_\t_\t_\t_
+4\tan\tan\tADP\t_\t_\t6\tcase\t_\t_
+5\tdem\tder\tDET\t_\t_\t6\tdet\t_\t_
+6\tHaus\tHaus\tNOUN\t_\t_\t3\tobl\t_\tSpaceAfter=No
+7\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+"""
+
+
+def test_conllu_sentences_fold_contractions_into_their_surface_token(tmp_path: Path):
+    path = tmp_path / "de.conllu"
+    path.write_text(GERMAN_TREE, encoding="utf-8")
+    (tree,) = syntax.read_conllu(path)
+    assert tree.text == "Die Katze schläft am Haus."
+    assert tree.tokens == ["Die", "Katze", "schläft", "am", "Haus", "."]
+    # "am": its first word whose head lies outside it ("an", case → Haus) speaks for it
+    assert tree.heads == [1, 2, -1, 4, 2, 2] and tree.relations == ["det", "nsubj", "root", "case", "obl", "punct"]
+    assert list(tree.arcs()) == [(0, 1, "det"), (1, 2, "nsubj"), (3, 4, "case"), (4, 2, "obl")]  # no root, punct
+
+
+def test_pieces_are_owned_by_the_tokens_they_spell():
+    tokens = ["The", "café", "."]
+    pieces = ["▁The", "▁caf", "<0xC3>", "<0xA9>", ".", "</s>"]
+    assert syntax.piece_owners(pieces, tokens) == [0, 1, 1, 1, 2, -1]
+    assert syntax.piece_owners(["▁", "The", "▁café", "."], tokens) == [0, 0, 1, 2]  # a bare ▁ goes with what follows
+    assert syntax.piece_owners(["▁The", "▁cafe", "."], tokens) is None  # other letters: no mapping
+
+
+def test_word_maps_average_a_words_rows_and_sum_its_columns():
+    weights = np.array([[0.5, 0.5, 0.0], [0.2, 0.2, 0.6], [0.0, 0.0, 1.0]])  # pieces: a, a, b
+    mapped = syntax.word_map(weights, [0, 0, 1], [0, 0, 1], 2)
+    assert mapped == pytest.approx(np.array([[0.7, 0.3], [0.0, 1.0]]))
+    left_out = syntax.word_map(weights, [0, 1, -1], [0, 1, -1], 2)  # a piece owned by no word (</s>) is dropped
+    assert left_out == pytest.approx(np.array([[0.5, 0.5], [0.2, 0.2]]))
+    assert list(syntax.strongest_other(mapped)) == [1, 0]  # never the word itself
+
+
+def random_trees(count: int, seed: int = 0) -> list[syntax.Tree]:
+    """Projective-ish random trees: each word's head is a random other word; a few relations by distance."""
+    rng = random.Random(seed)
+    trees = []
+    for _ in range(count):
+        n = rng.randint(4, 9)
+        root = rng.randrange(n)
+        heads = [-1 if i == root else rng.choice([j for j in range(n) if j != i]) for i in range(n)]
+        relations = [
+            "root" if h < 0 else ("amod" if h == i + 1 else "obj" if h < i else "nsubj") for i, h in enumerate(heads)
+        ]
+        trees.append(syntax.Tree(" ".join(f"w{i}" for i in range(n)), [f"w{i}" for i in range(n)], heads, relations))
+    return trees
+
+
+def built_maps(tree: syntax.Tree) -> np.ndarray:
+    """[1 layer, 2 heads, words + 1, words + 1] with </s> last: head 0 attends from each word to its gold head (the
+    root to </s>), head 1 to the previous word (the first word to itself)."""
+    n = len(tree.tokens)
+    maps = np.zeros((1, 2, n + 1, n + 1))
+    for word, head in enumerate(tree.heads):
+        maps[0, 0, word, head if head >= 0 else n] = 1.0
+        maps[0, 1, word, max(word - 1, 0)] = 1.0
+    maps[0, :, n, n] = 1.0
+    return maps
+
+
+def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_baseline():
+    trees = random_trees(60)
+    readings = []
+    for tree in trees:
+        owners = [*range(len(tree.tokens)), -1]
+        word_weights = syntax.word_map(built_maps(tree), owners, owners, len(tree.tokens))
+        readings.append(syntax.Reading(tree, syntax.strongest_other(word_weights)))
+    relations = atlas.syntax_scores(readings, minimum=1)
+    assert set(relations) == {"amod", "obj", "nsubj"}
+    for relation, found in relations.items():
+        assert found["accuracy"][0, 0, 0] == 1.0, relation  # dependent → head, every arc
+        # the previous-word head is the offset −1 baseline itself: never better than the best offset
+        assert found["accuracy"][0, 1].max() <= found["baseline"].max() + 1e-9
+    assert relations["amod"]["baseline"][0] == 1.0 and relations["amod"]["baseline_offset"][0] == 1  # head next
+    held_out = relations["nsubj"]["held_out"]
+    assert [(h["layer"], h["head"], h["direction"], h["accuracy"]) for h in held_out] == [
+        (1, 1, "dependent_to_head", 1.0)
+    ] * 2
+    # Its statistics name it: nearly all of its attention on the previous word.
+    tree = trees[0]
+    punctuation = np.zeros(len(tree.tokens) + 1)
+    table = atlas.statistics(built_maps(tree), punctuation, -1, False, False)
+    features = dict(zip(atlas.FEATURES, table[0, 1], strict=True))
+    assert features["previous"] >= atlas.PATTERN_SHARE > features["self"]
+    records = atlas._syntax_record(relations, 0, 1)
+    assert atlas.group_of("encoder", features, records[0]) == "previous word"
+    gold = atlas._syntax_record(relations, 0, 0)
+    assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0]
+    gold_features = dict(zip(atlas.FEATURES, table[0, 0], strict=True))
+    assert atlas.group_of("encoder", gold_features, gold[0]).startswith("syntax: ")
+
+
+def test_diagonal_links_spread_each_german_word_over_the_english():
+    assert atlas.diagonal_links(3, 5) == [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4)]
+    assert atlas.diagonal_links(4, 1) == [(0, 0)] and atlas.diagonal_links(0, 3) == []
+
+
+def write_gold(folder: Path) -> None:
+    """A tiny treebank pair and alignment gold in the synthetic corpus's words."""
+    english = [
+        ("the small cat sees the big dog .", [2, 2, 3, -1, 6, 6, 3, 3], "det amod nsubj root det amod obj punct"),
+        ("a dog sleeps near the house .", [1, 2, -1, 5, 5, 2, 2], "det nsubj root case det obl punct"),
+    ] * 3
+    german = [
+        ("der klein katze sieht der groß hund .", [2, 2, 3, -1, 6, 6, 3, 3], "det amod nsubj root det amod obj punct"),
+        ("ein hund schläft nahe der haus .", [1, 2, -1, 5, 5, 2, 2], "det nsubj root case det obl punct"),
+    ] * 3
+    for name, sentences in (("en", english), ("de", german)):
+        blocks = []
+        for text, heads, relations in sentences:
+            words = text.split()
+            rows = [
+                f"{i + 1}\t{w}\t{w}\tX\t_\t_\t{h + 1}\t{r}\t_\t{'SpaceAfter=No' if i + 2 == len(words) else '_'}"
+                for i, (w, h, r) in enumerate(zip(words, heads, relations.split(), strict=True))
+            ]
+            blocks.append(f"# text = {text.replace(' .', '.')}\n" + "\n".join(rows) + "\n")
+        (folder / f"{name}.conllu").write_text("\n".join(blocks) + "\n", encoding="utf-8")
+    (folder / "gold.en").write_text("the small cat sees the big dog .\na dog sleeps near the house .\n")
+    (folder / "gold.de").write_text("der klein katze sieht der groß hund .\nein hund schläft nahe der haus .\n")
+    links = [f"1 {i + 1} {i + 1} S" for i in range(8)] + [f"2 {i + 1} {i + 1} S" for i in range(7)]
+    (folder / "gold.de-en.wa").write_text("\n".join(links) + "\n")
+
+
+def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
+    trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+):
+    write_gold(tmp_path)
+    monkeypatch.setattr(atlas, "ENGLISH_TREES", tmp_path / "en.conllu")
+    monkeypatch.setattr(atlas, "GERMAN_TREES", tmp_path / "de.conllu")
+    monkeypatch.setattr(atlas, "ALIGNMENT_GOLD", tmp_path / "gold")
+    monkeypatch.setattr(atlas, "MIN_ARCS", 1)
+    checkpoint = tmp_path / "model"
+    shutil.copytree(trained_checkpoint, checkpoint)
+    assert atlas_cli.main(["--checkpoint", str(checkpoint), "--json", "--save"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    loaded = load_checkpoint(checkpoint)
+    layers, heads = loaded.model.config.encoder_layers, loaded.model.config.num_heads
+    assert len(records) == 3 * layers * heads
+    assert {(r["kind"], r["layer"], r["head"]) for r in records} == {
+        (kind, layer, head)
+        for kind in ("encoder", "decoder", "cross")
+        for layer in range(1, layers + 1)
+        for head in range(1, heads + 1)
+    }
+    for record in records:
+        assert record["scores"] and all("baseline" in score for score in record["scores"])
+        assert record["group"] and len(record["related"]) == atlas.RELATED
+        assert [record["kind"], record["layer"], record["head"]] not in record["related"]
+    encoder = next(r for r in records if r["kind"] == "encoder")
+    assert {s["relation"] for s in encoder["scores"]} == {"det", "amod", "nsubj", "obj", "case", "obl"}
+    cross = next(r for r in records if r["kind"] == "cross")
+    assert cross["scores"][0]["baseline_reading"] == "diagonal" and 0 <= cross["scores"][0]["aer"] <= 1
+    stored = atlas.stored(loaded)
+    assert stored is not None and [r["group"] for r in stored["heads"]] == [r["group"] for r in records]
+    assert stored["treebank"]["pairs"] == 6

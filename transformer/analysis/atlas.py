@@ -1,0 +1,331 @@
+"""A head atlas: every attention head of a checkpoint measured against gold data, each measure beside a baseline that
+needs no model, with how much the translation needs the head, a place on a map of heads and a nameable group.
+
+- **Encoder heads** against English gold syntax and **decoder self-attention heads** against German gold syntax
+  (Universal Dependencies PUD; :mod:`transformer.analysis.syntax`): per relation and direction, the head's accuracy
+  beside the best fixed-offset baseline.
+- **Cross heads** against gold word alignments (``../shared/data/en-de/align/``;
+  :mod:`transformer.analysis.word_alignment`): the alignment error rate of the head's better reading (the rows that
+  predict each German word, or those that read it) beside a diagonal baseline (German word j linked to the English
+  word at the same relative position).
+- **Attention statistics** of every head on the same sentences (:data:`FEATURES`): the share of attention on the
+  word itself, the previous and the next piece, the sentence delimiter (``</s>`` for encoder and cross heads,
+  ``<s>`` for the decoder), punctuation, the normalised entropy, and the mean distance (for cross heads: from the
+  diagonal, as a share of the source length).
+
+Groups (:func:`group_of`) are rules a person can read: a head that puts half its attention on the delimiter is
+*delimiter*, on one neighbour *previous*/*next word*, on itself *self*; one that beats its baseline on a syntactic
+relation by :data:`SYNTAX_MARGIN` is *syntax: relation*; a cross head that beats the diagonal by
+:data:`ALIGNMENT_MARGIN` is *alignment*; a head spread evenly (entropy ≥ :data:`BROAD_ENTROPY`) is *broad*; the rest
+*mixed*. The map places heads by their profile (statistics and margins over the baselines, standardised) on its
+first two principal components; related heads are the nearest profiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from transformer.analysis import syntax
+from transformer.analysis import word_alignment as wa
+from transformer.analysis.attention import KINDS, PUNCTUATION, attention_for_many
+from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
+from transformer.data import DATA_ROOT
+
+ATLAS_FILE = "atlas.json"
+SYNTAX_ROOT = DATA_ROOT.parent / "syntax"
+ENGLISH_TREES = SYNTAX_ROOT / "en_pud-ud-test.conllu"
+GERMAN_TREES = SYNTAX_ROOT / "de_pud-ud-test.conllu"
+ALIGNMENT_GOLD = DATA_ROOT / "align" / "europarl_gold"
+FEATURES = ("self", "previous", "next", "delimiter", "punctuation", "entropy", "distance")
+MIN_ARCS = 100  # relations with fewer arcs in the treebank are not scored
+SYNTAX_MARGIN = 0.05  # accuracy over the relation's best fixed offset that makes a head "syntactic"
+ALIGNMENT_MARGIN = 0.10  # AER under the diagonal's that makes a cross head an "alignment" head
+PATTERN_SHARE = 0.5  # attention share on one place that names a head by it
+BROAD_ENTROPY = 0.85
+RELATED = 5
+BATCH = 16
+
+
+@dataclass
+class Measured:
+    """What one pass over the treebank pairs gives: each syntax kind's readings and every kind's statistics."""
+
+    readings: dict[str, list[syntax.Reading]] = field(default_factory=lambda: {"encoder": [], "decoder": []})
+    sums: dict[str, np.ndarray] = field(default_factory=dict)  # kind → [layers, heads, features] summed
+    count: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+
+    def add_statistics(self, kind: str, values: np.ndarray) -> None:
+        self.sums[kind] = self.sums.get(kind, 0) + values
+        self.count[kind] = self.count.get(kind, 0) + 1
+
+    def statistics(self, kind: str) -> np.ndarray:
+        return self.sums[kind] / max(self.count.get(kind, 0), 1)
+
+
+def statistics(weights: np.ndarray, punctuation: np.ndarray, delimiter: int, causal: bool, cross: bool) -> np.ndarray:
+    """[layers, heads, features] of one sentence's map [layers, heads, queries, keys], averaged over its queries.
+    ``punctuation``: a mask over the keys; ``delimiter``: the delimiter's key column; ``causal``: a decoder map
+    (its first row, which can only see ``<s>``, is left out)."""
+    queries, keys = weights.shape[-2:]
+    first = 1 if causal else 0
+    rows = weights[..., first:, :]
+    positions = np.arange(first, queries)
+    seen = (positions + 1) if causal else np.full(len(positions), keys)
+    entropy = -(rows * np.log(np.clip(rows, 1e-12, None))).sum(-1) / np.log(np.maximum(seen, 2))
+    if cross:
+        centre = positions * (keys - 1) / max(queries - 1, 1)
+        distance = np.abs(np.arange(keys)[None, :] - centre[:, None]) / max(keys - 1, 1)
+        self_share = previous = following = np.zeros(rows.shape[:-1])
+    else:
+        distance = np.abs(np.arange(keys)[None, :] - positions[:, None])
+        self_share = rows[..., np.arange(len(positions)), positions]
+        previous = np.where(positions > 0, rows[..., np.arange(len(positions)), np.maximum(positions - 1, 0)], 0)
+        ahead = np.minimum(positions + 1, keys - 1)
+        following = np.where(positions + 1 < keys, rows[..., np.arange(len(positions)), ahead], 0)
+    values = [
+        self_share,
+        previous,
+        following,
+        rows[..., delimiter],
+        (rows * punctuation).sum(-1),
+        entropy,
+        (rows * distance).sum(-1),
+    ]
+    return np.stack([value.mean(-1) for value in values], axis=-1)
+
+
+def _punctuation(pieces: Sequence[str]) -> np.ndarray:
+    return np.array([piece.lstrip(wa.WORD_START) in PUNCTUATION for piece in pieces], dtype=float)
+
+
+@torch.no_grad()
+def measure(
+    loaded: LoadedCheckpoint, english: Sequence[syntax.Tree], german: Sequence[syntax.Tree], batch: int = BATCH
+) -> Measured:
+    """One teacher-forced pass over the treebank's sentence pairs (sentence n of each file translates the other)."""
+    measured = Measured()
+    limit = loaded.model.config.max_positions - 1
+    prepared = []
+    for pair in zip(english, german, strict=True):
+        read = syntax.read_pair(loaded.tokenizer, *pair, limit)
+        if read is None:
+            measured.skipped += 1
+        else:
+            prepared.append((*pair, *read))
+    for start in range(0, len(prepared), batch):
+        chunk = prepared[start : start + batch]
+        maps = attention_for_many(
+            loaded.model, loaded.tokenizer, [item[2] for item in chunk], [item[3] for item in chunk]
+        )
+        for (en_tree, de_tree, _, _, source_owner, output_owner), found in zip(chunk, maps, strict=True):
+            encoder = syntax.word_map(found.encoder, source_owner, source_owner, len(en_tree.tokens))
+            measured.readings["encoder"].append(syntax.Reading(en_tree, syntax.strongest_other(encoder)))
+            # decoder rows and keys 1… read the output's pieces (row and key 0 read <s>)
+            decoder = syntax.word_map(found.decoder[..., 1:, 1:], output_owner, output_owner, len(de_tree.tokens))
+            measured.readings["decoder"].append(syntax.Reading(de_tree, syntax.strongest_other(decoder)))
+            source_marks, target_marks = _punctuation(found.source_tokens), _punctuation(found.target_tokens)
+            measured.add_statistics("encoder", statistics(found.encoder, source_marks, -1, False, False))
+            measured.add_statistics("decoder", statistics(found.decoder, target_marks, 0, True, False))
+            measured.add_statistics("cross", statistics(found.cross, source_marks, -1, False, True))
+    return measured
+
+
+def syntax_scores(readings: Sequence[syntax.Reading], minimum: int = MIN_ARCS) -> dict:
+    """Per relation with at least ``minimum`` arcs: every head's accuracy in both directions, the baselines, and
+    the best head chosen on one half of the sentences and scored on the other (and the other way round)."""
+    whole = syntax.tally(readings)
+    halves = [syntax.tally(readings[0::2]), syntax.tally(readings[1::2])]
+    relations = {}
+    for relation in whole.relations(minimum):
+        offsets, baseline = whole.baseline(relation)
+        held_out = []
+        for chosen_on, scored_on in ((halves[0], halves[1]), (halves[1], halves[0])):
+            if relation not in chosen_on.total or relation not in scored_on.total:
+                continue
+            layer, head, direction = np.unravel_index(chosen_on.accuracy(relation).argmax(), whole.hits[relation].shape)
+            offsets, fitted = chosen_on.baseline(relation)  # the baseline is fitted on the same half
+            offset_direction = int(np.argmax(fitted))
+            held_out.append(
+                {
+                    "layer": int(layer) + 1,
+                    "head": int(head) + 1,
+                    "direction": syntax.DIRECTIONS[direction],
+                    "accuracy": round(float(scored_on.accuracy(relation)[layer, head, direction]), 4),
+                    "baseline": round(
+                        scored_on.offset_accuracy(relation, int(offsets[offset_direction]), offset_direction), 4
+                    ),
+                }
+            )
+        relations[relation] = {
+            "arcs": whole.total[relation],
+            "accuracy": whole.accuracy(relation),
+            "baseline": baseline,
+            "baseline_offset": offsets,
+            "held_out": held_out,
+        }
+    return relations
+
+
+def alignment_scores(loaded: LoadedCheckpoint, gold: wa.Gold) -> dict:
+    """Every cross head's AER on the gold pairs, reading the rows that predict each word and those that read it,
+    and the diagonal baseline's."""
+    pairs = wa.force(loaded, gold.english, gold.german)
+    layers, heads = pairs[0].cross.shape[:2]
+    aer = np.zeros((layers, heads, 2))
+    for layer in range(layers):
+        for head in range(heads):
+            for shift in (False, True):
+                method = wa.Method(layer, head, shift)
+                found = [wa.links(pair, method) for pair in pairs]
+                aer[layer, head, int(shift)] = wa.score(found, gold.sure, gold.possible).aer
+    diagonal = [diagonal_links(len(pair.english), len(pair.german)) for pair in pairs]
+    return {"aer": aer, "baseline": wa.score(diagonal, gold.sure, gold.possible).aer, "pairs": len(pairs)}
+
+
+def diagonal_links(english: int, german: int) -> list[tuple[int, int]]:
+    """Each German word linked to the English word at the same relative position."""
+    if not english or not german:
+        return []
+    return [(round(g * (english - 1) / max(german - 1, 1)), g) for g in range(german)]
+
+
+def _syntax_record(relations: dict, layer: int, head: int) -> list[dict]:
+    """One head's score on every relation, its better direction first, beside that direction's baseline."""
+    scores = []
+    for relation, found in relations.items():
+        accuracy = found["accuracy"][layer, head]
+        direction = int(np.argmax(accuracy - found["baseline"]))
+        scores.append(
+            {
+                "relation": relation,
+                "direction": syntax.DIRECTIONS[direction],
+                "accuracy": round(float(accuracy[direction]), 4),
+                "baseline": round(float(found["baseline"][direction]), 4),
+                "baseline_offset": int(found["baseline_offset"][direction]),
+                "arcs": found["arcs"],
+            }
+        )
+    return sorted(scores, key=lambda score: score["baseline"] - score["accuracy"])
+
+
+def group_of(kind: str, features: dict[str, float], best: dict | None) -> str:
+    """A head's group, by the rules in the module's docstring (the first that holds)."""
+    if features["delimiter"] >= PATTERN_SHARE:
+        return "delimiter"
+    if kind != "cross":
+        for pattern, name in (("previous", "previous word"), ("next", "next word"), ("self", "self")):
+            if features[pattern] >= PATTERN_SHARE:
+                return name
+    if best is not None and "relation" in best and best["accuracy"] - best["baseline"] >= SYNTAX_MARGIN:
+        return f"syntax: {best['relation']}"
+    if best is not None and "aer" in best and best["baseline"] - best["aer"] >= ALIGNMENT_MARGIN:
+        return "alignment"
+    if features["entropy"] >= BROAD_ENTROPY:
+        return "broad"
+    return "mixed"
+
+
+def head_records(measured: Measured, relations: dict[str, dict], alignment: dict, importance: dict | None) -> list:
+    """One record per head: kind, 1-based layer and head, its features, its scores beside their baselines (best
+    first), its importance (BLEU lost when it alone is switched off) when measured, and its group."""
+    records = []
+    for kind in KINDS:
+        table = measured.statistics(kind)
+        layers, heads = table.shape[:2]
+        for layer in range(layers):
+            for head in range(heads):
+                features = {name: round(float(v), 4) for name, v in zip(FEATURES, table[layer, head], strict=True)}
+                if kind == "cross":
+                    aer = alignment["aer"][layer, head]
+                    shift = int(np.argmin(aer))
+                    reading = wa.Method(layer, head, bool(shift)).name
+                    scores = [
+                        {"reading": reading, "aer": round(float(aer[shift]), 4), "baseline": alignment["baseline"]}
+                    ]
+                    scores[0]["baseline_reading"] = "diagonal"
+                else:
+                    scores = _syntax_record(relations[kind], layer, head)
+                drop = None if importance is None else importance["bleu_drop"][kind][layer][head]
+                records.append(
+                    {
+                        "kind": kind,
+                        "layer": layer + 1,
+                        "head": head + 1,
+                        "features": features,
+                        "scores": scores,
+                        "importance_bleu_drop": drop,
+                        "group": group_of(kind, features, scores[0] if scores else None),
+                    }
+                )
+    return records
+
+
+def profile(record: dict, relations: Sequence[str]) -> np.ndarray:
+    """A head's profile for the map: its features, then its margin over the baseline on each relation (0 where it
+    has none) and on the alignment (AER under the diagonal's)."""
+    margins = {
+        score["relation"]: score["accuracy"] - score["baseline"] for score in record["scores"] if "relation" in score
+    }
+    alignment = [score["baseline"] - score["aer"] for score in record["scores"] if "aer" in score]
+    return np.array(
+        [record["features"][name] for name in FEATURES]
+        + [margins.get(relation, 0.0) for relation in relations]
+        + [alignment[0] if alignment else 0.0]
+    )
+
+
+def place(records: list[dict], related: int = RELATED) -> None:
+    """Add each record's place on the map (``x``, ``y``: first two principal components of the standardised
+    profiles) and its ``related`` heads (nearest profiles), in place."""
+    relations = sorted({score["relation"] for record in records for score in record["scores"] if "relation" in score})
+    profiles = np.stack([profile(record, relations) for record in records])
+    spread = profiles.std(axis=0)
+    standard = (profiles - profiles.mean(axis=0)) / np.where(spread > 0, spread, 1)
+    _, _, axes = np.linalg.svd(standard, full_matrices=False)
+    coordinates = standard @ axes[:2].T
+    distances = np.linalg.norm(standard[:, None] - standard[None], axis=-1)
+    for index, record in enumerate(records):
+        record["x"], record["y"] = (round(float(v), 4) for v in coordinates[index])
+        nearest = [int(i) for i in np.argsort(distances[index]) if i != index][:related]
+        record["related"] = [[records[i]["kind"], records[i]["layer"], records[i]["head"]] for i in nearest]
+
+
+def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
+    """Measure the whole atlas of ``loaded`` on the treebank pairs (the first ``sentences``; all by default) and the
+    alignment gold."""
+    english, german = syntax.read_conllu(ENGLISH_TREES), syntax.read_conllu(GERMAN_TREES)
+    english, german = english[:sentences], german[:sentences]
+    measured = measure(loaded, english, german)
+    relations = {kind: syntax_scores(measured.readings[kind], MIN_ARCS) for kind in ("encoder", "decoder")}
+    gold = wa.Gold.read(f"{ALIGNMENT_GOLD}.en", f"{ALIGNMENT_GOLD}.de", f"{ALIGNMENT_GOLD}.de-en.wa")
+    alignment = alignment_scores(loaded, gold)
+    records = head_records(measured, relations, alignment, read_beside(loaded, "importance.json"))
+    place(records)
+    held_out = {
+        kind: {relation: found["held_out"] for relation, found in relations[kind].items()} for kind in relations
+    }
+    return {
+        "heads": records,
+        "held_out": held_out,
+        "treebank": {
+            "english": ENGLISH_TREES.name,
+            "german": GERMAN_TREES.name,
+            "pairs": len(english),
+            "skipped": measured.skipped,
+        },
+        "alignment_gold": {"name": gold.name, "pairs": alignment["pairs"], "diagonal_aer": alignment["baseline"]},
+    }
+
+
+def save(loaded: LoadedCheckpoint, atlas: dict) -> None:
+    save_beside(loaded, ATLAS_FILE, atlas)
+
+
+def stored(loaded: LoadedCheckpoint) -> dict | None:
+    """The atlas measured on exactly these weights, or None."""
+    return read_beside(loaded, ATLAS_FILE)
