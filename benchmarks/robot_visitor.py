@@ -47,6 +47,7 @@ PAGES = {
     "step_by_step": "step_by_step",
     "paper_figures": "paper_figures",
     "head_discovery": "head_discovery",
+    "head_atlas": "head_atlas",
     "what_if": "what_if",
     "positional_encoding": "positional_encoding",
     "model_and_training": "model_and_training",
@@ -65,8 +66,10 @@ SENTENCES = [
     "Ünïcödé ﬁ ligatures ‮ right-to-left ‬ and\u200bzero width.",
 ]
 # Buttons the robot does not press: downloads (they leave the page alone) and measurements that take minutes on
-# two cores (every head over the dev sample).
-SKIPPED_BUTTONS = re.compile(r"download|herunterladen|다운로드|measure every|모든 헤드", re.IGNORECASE)
+# two cores (every head over the dev sample, the head atlas of a checkpoint that has none stored).
+SKIPPED_BUTTONS = re.compile(
+    r"download|herunterladen|다운로드|measure every|모든 헤드|measure here|여기서", re.IGNORECASE
+)
 SETTLE_TIMEOUT_MS = 120_000
 ACTION_TIMEOUT_MS = 8_000  # a click on a control that has moved away fails after this
 NAVIGATION_WEIGHTS = {  # action → weight

@@ -53,6 +53,7 @@ PAGE_SCRIPTS = {
     "step_by_step.py": ("nav.steps", ":material/school:"),
     "paper_figures.py": ("nav.figures", ":material/article:"),
     "head_discovery.py": ("nav.heads", ":material/search:"),
+    "head_atlas.py": ("nav.atlas", ":material/hub:"),
     "what_if.py": ("nav.whatif", ":material/science:"),
     "positional_encoding.py": ("nav.positional", ":material/waves:"),
     "model_and_training.py": ("nav.model", ":material/monitoring:"),
@@ -66,6 +67,20 @@ def app_pages() -> list:
         st.Page(translate_and_explore, title=t("nav.explore"), icon=":material/translate:", default=True),
         *(st.Page(str(folder / name), title=t(title), icon=icon) for name, (title, icon) in PAGE_SCRIPTS.items()),
     ]
+
+
+def open_page(script: str | None, values: dict) -> None:
+    """Go to another page (``script``: its file name in ``pages/``; None: the main page) with some of its controls
+    set, as if the visitor had left them so there: they hold whether or not the page was visited before."""
+    from pages import url_state
+
+    remembered = url_state.kept()
+    for key, value in values.items():
+        st.session_state[key] = value
+        remembered[key] = value
+    pages = app_pages()
+    names = [None, *PAGE_SCRIPTS]
+    st.switch_page(pages[names.index(script)])
 
 
 @contextmanager

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from streamlit.testing.v1 import AppTest
 
+from tests.conftest import charts, no_exceptions
 from transformer.analysis import atlas, syntax
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import atlas as atlas_cli
+
+PAGE = Path(__file__).resolve().parent.parent / "pages" / "head_atlas.py"
 
 # "Die Katze schläft am Haus." with "am" = "an dem" (a multiword token), a subtyped relation and punctuation.
 GERMAN_TREE = """# sent_id = 1
@@ -110,11 +114,11 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
     features = dict(zip(atlas.FEATURES, table[0, 1], strict=True))
     assert features["previous"] >= atlas.PATTERN_SHARE > features["self"]
     records = atlas._syntax_record(relations, 0, 1)
-    assert atlas.group_of("encoder", features, records[0]) == "previous word"
+    assert atlas.group_of("encoder", features, records[0]) == "previous"
     gold = atlas._syntax_record(relations, 0, 0)
     assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0]
     gold_features = dict(zip(atlas.FEATURES, table[0, 0], strict=True))
-    assert atlas.group_of("encoder", gold_features, gold[0]).startswith("syntax: ")
+    assert atlas.group_of("encoder", gold_features, gold[0]).startswith("syntax:")
 
 
 def test_diagonal_links_spread_each_german_word_over_the_english():
@@ -180,3 +184,59 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     stored = atlas.stored(loaded)
     assert stored is not None and [r["group"] for r in stored["heads"]] == [r["group"] for r in records]
     assert stored["treebank"]["pairs"] == 6
+
+
+@pytest.fixture
+def atlas_checkpoint(trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the tiny model with the treebank and the alignment gold made for it, the app pointed at it."""
+    write_gold(tmp_path)
+    monkeypatch.setattr(atlas, "ENGLISH_TREES", tmp_path / "en.conllu")
+    monkeypatch.setattr(atlas, "GERMAN_TREES", tmp_path / "de.conllu")
+    monkeypatch.setattr(atlas, "ALIGNMENT_GOLD", tmp_path / "gold")
+    monkeypatch.setattr(atlas, "MIN_ARCS", 1)
+    checkpoint = shutil.copytree(trained_checkpoint, tmp_path / "model")
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(checkpoint))
+    return checkpoint
+
+
+def run_atlas_page(**query: str) -> AppTest:
+    app = AppTest.from_file(str(PAGE), default_timeout=120)
+    for key, value in query.items():
+        app.query_params[key] = value
+    return app.run()
+
+
+def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Path):
+    loaded = load_checkpoint(atlas_checkpoint)
+    atlas.save(loaded, atlas.build(loaded))
+    app = run_atlas_page()
+    no_exceptions(app)
+    (chart,) = charts(app)
+    points = [i for trace in chart["figure"]["data"] for i in trace.get("customdata") or []]
+    heads = 3 * loaded.model.config.encoder_layers * loaded.model.config.num_heads
+    assert sorted(points) == list(range(heads))  # every head once on the map
+    first = app.selectbox(key="atlas_head").value
+    assert app.query_params["atlas_head"] == first
+    app.selectbox(key="atlas_head").set_value("cross-2-3").run()
+    no_exceptions(app)
+    assert app.subheader[0].value.startswith("Cross L2 H3")
+    assert "alignment error rate" in " ".join(str(m.value) for m in app.markdown)
+    assert app.query_params["atlas_head"] == "cross-2-3"
+    related = [b for b in app.button if b.key.startswith("atlas_related_")]
+    assert len(related) == atlas.RELATED
+    related[0].click().run()
+    kind, layer, head = related[0].key.removeprefix("atlas_related_").split("_")
+    assert app.selectbox(key="atlas_head").value == f"{kind}-{layer}-{head}" != "cross-2-3"
+    # A shared link opens the same card; a malformed one the default.
+    assert run_atlas_page(atlas_head="encoder-1-2").subheader[0].value.startswith("Encoder L1 H2")
+    assert run_atlas_page(atlas_head="encoder-9-9").selectbox(key="atlas_head").value == first
+
+
+def test_without_a_stored_atlas_the_page_says_how_to_measure_it_and_measures_on_request(atlas_checkpoint: Path):
+    app = run_atlas_page()
+    no_exceptions(app)
+    assert not charts(app)
+    assert any("python -m transformer.atlas" in str(info.value) for info in app.info)
+    app.button[0].click().run()
+    no_exceptions(app)
+    assert len(charts(app)) == 1 and "not stored" in " ".join(str(c.value) for c in app.caption)

@@ -14,8 +14,8 @@ needs no model, with how much the translation needs the head, a place on a map o
   diagonal, as a share of the source length).
 
 Groups (:func:`group_of`) are rules a person can read: a head that puts half its attention on the delimiter is
-*delimiter*, on one neighbour *previous*/*next word*, on itself *self*; one that beats its baseline on a syntactic
-relation by :data:`SYNTAX_MARGIN` is *syntax: relation*; a cross head that beats the diagonal by
+*delimiter*, on one neighbour *previous*/*next* (word), on itself *self*; one that beats its baseline on a syntactic
+relation by :data:`SYNTAX_MARGIN` is *syntax:relation*; a cross head that beats the diagonal by
 :data:`ALIGNMENT_MARGIN` is *alignment*; a head spread evenly (entropy ≥ :data:`BROAD_ENTROPY`) is *broad*; the rest
 *mixed*. The map places heads by their profile (statistics and margins over the baselines, standardised) on its
 first two principal components; related heads are the nearest profiles.
@@ -214,20 +214,29 @@ def _syntax_record(relations: dict, layer: int, head: int) -> list[dict]:
 
 
 def group_of(kind: str, features: dict[str, float], best: dict | None) -> str:
-    """A head's group, by the rules in the module's docstring (the first that holds)."""
+    """A head's group, by the rules in the module's docstring (the first that holds), as a key: ``delimiter``,
+    ``previous``, ``next``, ``self``, ``syntax:<relation>``, ``alignment``, ``broad`` or ``mixed``."""
     if features["delimiter"] >= PATTERN_SHARE:
         return "delimiter"
     if kind != "cross":
-        for pattern, name in (("previous", "previous word"), ("next", "next word"), ("self", "self")):
+        for pattern in ("previous", "next", "self"):
             if features[pattern] >= PATTERN_SHARE:
-                return name
+                return pattern
     if best is not None and "relation" in best and best["accuracy"] - best["baseline"] >= SYNTAX_MARGIN:
-        return f"syntax: {best['relation']}"
+        return f"syntax:{best['relation']}"
     if best is not None and "aer" in best and best["baseline"] - best["aer"] >= ALIGNMENT_MARGIN:
         return "alignment"
     if features["entropy"] >= BROAD_ENTROPY:
         return "broad"
     return "mixed"
+
+
+GROUP_KEYS = ("delimiter", "previous", "next", "self", "syntax", "alignment", "broad", "mixed")
+
+
+def group_key(group: str) -> str:
+    """The group's family (``syntax:nsubj`` → ``syntax``)."""
+    return group.split(":", 1)[0]
 
 
 def head_records(measured: Measured, relations: dict[str, dict], alignment: dict, importance: dict | None) -> list:

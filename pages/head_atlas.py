@@ -1,0 +1,203 @@
+"""Head atlas: every attention head of the model on one map, each measured against gold data beside a baseline that
+needs no model (:mod:`transformer.analysis.atlas`), and a card per head: what it does, how much the translation needs
+it, and the heads that behave like it. Reads the measurements stored beside the checkpoint (``atlas.json``, written
+by ``python -m transformer.atlas --save``); a checkpoint without them can be measured here on fewer sentences."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import url_state
+from pages.common import page_checkpoint, save_page, show_figure, stored_beside
+from pages.i18n import language, t
+from pages.navigation import open_page
+from pages.url_state import Field
+from transformer.analysis import atlas
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, LoadedCheckpoint
+from transformer.plots import atlas as plot_atlas
+
+st.set_page_config(page_title=t("atlas.title"), page_icon="🗺️", layout="wide")
+
+HEAD_KEY = "atlas_head"
+FIELDS = {HEAD_KEY: Field(None, url_state.text(40))}
+SAMPLE = 150  # treebank pairs measured here when nothing is stored (the stored atlas uses all 1,000)
+
+
+def head_id(record: dict) -> str:
+    return f"{record['kind']}-{record['layer']}-{record['head']}"
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
+    return atlas.build(_loaded, SAMPLE)
+
+
+def load_atlas(loaded: LoadedCheckpoint) -> dict | None:
+    """The stored atlas; else, once the visitor asks, one measured here on :data:`SAMPLE` pairs."""
+    found = stored_beside(loaded, atlas.ATLAS_FILE)
+    if found is not None:
+        return found
+    asked = f"atlas_measure_{loaded.path}"
+    name = loaded.path.name if loaded.path.parent == REPOSITORY_CHECKPOINTS else str(loaded.path)
+    st.info(t("atlas.not_stored", command=f"python -m transformer.atlas --checkpoint {name} --save"))
+    if not atlas.ENGLISH_TREES.is_file() or not atlas.GERMAN_TREES.is_file():
+        st.warning(t("atlas.no_data", folder=str(atlas.SYNTAX_ROOT)))
+        return None
+    if st.button(t("atlas.measure_here", sentences=SAMPLE)) or st.session_state.get(asked):
+        st.session_state[asked] = True
+        with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
+            return measured_here(loaded, str(loaded.path))
+    return None
+
+
+def select_clicked(records: list[dict]) -> None:
+    """The map's click handler: the clicked point's record becomes the selected head."""
+    points = st.session_state["atlas_map"].selection.points
+    if points and isinstance(points[0].get("customdata"), int):
+        st.session_state[HEAD_KEY] = head_id(records[points[0]["customdata"]])
+
+
+def select(identifier: str) -> None:
+    st.session_state[HEAD_KEY] = identifier
+
+
+def best_line(record: dict) -> str:
+    """What the head does best against its baseline, in a sentence."""
+    if not record["scores"]:
+        return t("atlas.no_score")
+    best = record["scores"][0]
+    if "aer" in best:
+        return t("atlas.best_alignment", reading=best["reading"], aer=best["aer"], baseline=best["baseline"])
+    return t(
+        "atlas.best_syntax",
+        relation=best["relation"],
+        direction=t(f"atlas.{best['direction']}"),
+        accuracy=best["accuracy"],
+        baseline=best["baseline"],
+        offset=offset_text(best["baseline_offset"]),
+    )
+
+
+def offset_text(offset: int) -> str:
+    """ "the word before", "3 words after"… in the reader's words."""
+    side = "before" if offset < 0 else "after"
+    return t(f"atlas.offset_{side}_one") if abs(offset) == 1 else t(f"atlas.offset_{side}", count=abs(offset))
+
+
+def card(records: list[dict], index: int, stored: bool) -> None:
+    record = records[index]
+    name = plot_atlas.head_name(record, language())
+    st.subheader(f"{name} · {plot_atlas.group_name(record['group'], language())}")
+    st.markdown(best_line(record))
+    drop = record["importance_bleu_drop"]
+    if drop is None:
+        st.caption(t("atlas.importance_unmeasured"))
+    else:
+        st.markdown(t("atlas.importance", change=-drop))
+    features = record["features"]
+    columns = st.columns(len(atlas.FEATURES))
+    for column, feature in zip(columns, atlas.FEATURES, strict=True):
+        column.metric(
+            t(f"atlas.feature_{feature}"), f"{features[feature]:.2f}", help=t(f"atlas.feature_{feature}_help")
+        )
+    if record["kind"] != "cross":
+        rows = record["scores"][:8]
+        st.dataframe(
+            {
+                t("atlas.relation"): [row["relation"] for row in rows],
+                t("atlas.direction"): [t(f"atlas.{row['direction']}") for row in rows],
+                t("atlas.accuracy"): [row["accuracy"] for row in rows],
+                t("atlas.baseline"): [row["baseline"] for row in rows],
+                t("atlas.offset"): [row["baseline_offset"] for row in rows],
+                t("atlas.arcs"): [row["arcs"] for row in rows],
+            },
+            hide_index=True,
+            width="stretch",
+        )
+    st.markdown(f"**{t('atlas.related')}**")
+    by_id = {head_id(other): other for other in records}
+    buttons = st.columns(len(record["related"]) or 1)
+    for column, (kind, layer, head) in zip(buttons, record["related"], strict=False):
+        other = by_id[f"{kind}-{layer}-{head}"]
+        column.button(
+            plot_atlas.head_name(other, language()),
+            key=f"atlas_related_{kind}_{layer}_{head}",
+            help=plot_atlas.group_name(other["group"], language()),
+            on_click=select,
+            args=(head_id(other),),
+        )
+    if st.button(t("atlas.open_in_explore"), icon=":material/translate:", key="atlas_to_explore"):
+        open_page(
+            None, {"view": "Heads", "kind": record["kind"], "layer": str(record["layer"]), "head": str(record["head"])}
+        )
+    if not stored:
+        st.caption(t("atlas.measured_here_note", sentences=SAMPLE))
+
+
+def held_out_table(found: dict) -> None:
+    """Each relation's best head chosen on one half of the treebank and scored on the other, beside the baseline
+    fitted and scored the same way: the figure to trust."""
+    for kind in ("encoder", "decoder"):
+        rows = found["held_out"].get(kind, {})
+        if not rows:
+            continue
+        table = {t("atlas.relation"): [], t("atlas.best_head"): [], t("atlas.accuracy"): [], t("atlas.baseline"): []}
+        for relation, halves in rows.items():
+            if not halves:
+                continue
+            table[t("atlas.relation")].append(relation)
+            table[t("atlas.best_head")].append(", ".join(f"L{h['layer']}H{h['head']}" for h in halves))
+            table[t("atlas.accuracy")].append(round(sum(h["accuracy"] for h in halves) / len(halves), 3))
+            table[t("atlas.baseline")].append(round(sum(h["baseline"] for h in halves) / len(halves), 3))
+        accuracy, baseline = table[t("atlas.accuracy")], table[t("atlas.baseline")]
+        beaten = sum(a - b > atlas.SYNTAX_MARGIN for a, b in zip(accuracy, baseline, strict=True))
+        st.markdown(
+            t(
+                f"atlas.held_out_{kind}",
+                relations=len(accuracy),
+                accuracy=sum(accuracy) / max(len(accuracy), 1),
+                baseline=sum(baseline) / max(len(baseline), 1),
+                beaten=beaten,
+                margin=round(100 * atlas.SYNTAX_MARGIN),
+            )
+        )
+        st.dataframe(table, hide_index=True, width="stretch")
+
+
+loaded = page_checkpoint("atlas", FIELDS)
+st.title(t("atlas.title"))
+st.markdown(t("atlas.intro"))
+found = load_atlas(loaded)
+if found is None:
+    save_page(FIELDS)
+    st.stop()
+stored = "fingerprint" in found
+records = found["heads"]
+ids = [head_id(record) for record in records]
+most_needed = max(range(len(records)), key=lambda i: records[i]["importance_bleu_drop"] or 0.0)
+url_state.ensure(HEAD_KEY, ids[most_needed], ids.__contains__)
+treebank = found["treebank"]
+st.caption(
+    t(
+        "atlas.measured_on",
+        pairs=treebank["pairs"] - treebank["skipped"],
+        english=treebank["english"],
+        german=treebank["german"],
+        gold=found["alignment_gold"]["name"],
+        aligned=found["alignment_gold"]["pairs"],
+    )
+)
+selected = ids.index(st.session_state[HEAD_KEY])
+show_figure(
+    plot_atlas.atlas_map(records, selected, t("atlas.map_title"), language()),
+    key="atlas_map",
+    filename=f"head-atlas-{loaded.path.name}",
+    on_select=lambda: select_clicked(records),
+)
+st.caption(t("atlas.map_caption"))
+names = {identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)}
+st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
+card(records, ids.index(st.session_state[HEAD_KEY]), stored)
+with st.expander(t("atlas.held_out_title")):
+    held_out_table(found)
+save_page(FIELDS)
