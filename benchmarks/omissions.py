@@ -30,7 +30,7 @@ import numpy as np
 from tables import print_table
 
 from transformer.analysis import word_alignment as wa
-from transformer.analysis.omissions import content_word, german_content_word, omissions, source_support
+from transformer.analysis.omissions import MARGIN, content_word, german_content_word, omissions, source_support
 from transformer.checkpoint import load_checkpoint
 from transformer.data import DATA_ROOT
 from transformer.tokenizer import EOS_ID
@@ -67,11 +67,12 @@ def main() -> int:
     reading = wa.default_method(loaded)
     coverage_reading = wa.Method(reading.layer, reading.head, reading.shift)  # every German word's strongest link
     forced = wa.force(loaded, [c[0] for c in cases], [c[1] for c in cases])
-    conditioning = attention = chance = 0.0
+    conditioning = marked = attention = chance = 0.0
     for (english, german, deleted), pair in zip(cases, forced, strict=True):
         found = omissions(loaded, english.split(), loaded.tokenizer.encode(german))
         ranked = found.ranked()
         conditioning += ranked[0] == deleted
+        marked += deleted in found.flagged()
         chance += 1 / len(ranked)
         coverage = wa.word_scores(pair, coverage_reading).max(axis=0)
         attention += min(ranked, key=lambda i: coverage[i]) == deleted
@@ -81,6 +82,7 @@ def main() -> int:
     count = len(cases)
     rows = [
         ["contrastive conditioning", f"{conditioning / count:.3f}"],
+        [f"deleted word marked (gain over {MARGIN:g} nat)", f"{marked / count:.3f}"],
         [f"attention coverage ({coverage_reading.name})", f"{attention / count:.3f}"],
         ["random content word", f"{chance / count:.3f}"],
         ["false alarms: intact pairs with a word flagged", f"{alarms / len(gold.english):.3f}"],

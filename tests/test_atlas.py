@@ -114,11 +114,14 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
     features = dict(zip(atlas.FEATURES, table[0, 1], strict=True))
     assert features["previous"] >= atlas.PATTERN_SHARE > features["self"]
     records = atlas._syntax_record(relations, 0, 1)
-    assert atlas.group_of("encoder", features, records[0]) == "previous"
+    assert atlas.group_of("encoder", features, records) == "previous"
     gold = atlas._syntax_record(relations, 0, 0)
     assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0]
     gold_features = dict(zip(atlas.FEATURES, table[0, 0], strict=True))
-    assert atlas.group_of("encoder", gold_features, gold[0]).startswith("syntax:")
+    assert atlas.group_of("encoder", gold_features, gold).startswith("syntax:")
+    # A margin over a weak baseline alone does not make a head syntactic: it must find the gold word often too.
+    weak = [{"relation": "advcl", "accuracy": 0.14, "baseline": 0.08}]
+    assert atlas.group_of("encoder", {**gold_features, "entropy": 0.5}, weak) == "mixed"
 
 
 def test_diagonal_links_spread_each_german_word_over_the_english():
@@ -183,6 +186,8 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     assert cross["scores"][0]["baseline_reading"] == "diagonal" and 0 <= cross["scores"][0]["aer"] <= 1
     stored = atlas.stored(loaded)
     assert stored is not None and [r["group"] for r in stored["heads"]] == [r["group"] for r in records]
+    assert all(len(r["scores"]) <= atlas.STORED_SCORES for r in stored["heads"])  # the card's, not every relation
+    assert [r["scores"][0] for r in stored["heads"]] == [r["scores"][0] for r in records]
     assert stored["treebank"]["pairs"] == 6
 
 

@@ -88,14 +88,24 @@ def test_heads_over_training_work_on_a_fresh_install(shipped: Path):
 
 def test_the_measurements_stored_beside_the_shipped_weights_are_theirs(shipped: Path):
     """What the app shows without measuring (head scores, head importance, the alignment reading and its error
-    rate) was measured on exactly these weights, and the model card reports the alignment figure stored."""
-    from transformer.analysis import precompute
+    rate, the head atlas) was measured on exactly these weights, and the model card reports the alignment figure
+    stored."""
+    from transformer.analysis import atlas, precompute
     from transformer.analysis.ablation import read_importance
     from transformer.analysis.word_alignment import stored_choice
 
     loaded = ckpt.load_checkpoint(shipped)
     assert precompute.read(loaded) is not None, "measured.safetensors is another model's: run precompute"
     assert read_importance(loaded) is not None, "importance.json is another model's: run transformer.importance"
+    stored_atlas = atlas.stored(loaded)
+    assert stored_atlas is not None, "atlas.json is another model's: run transformer.atlas --save"
+    importance = read_importance(loaded)
+    assert [head["importance_bleu_drop"] for head in stored_atlas["heads"]] == [
+        importance["bleu_drop"][kind][layer][head]
+        for kind in ("encoder", "decoder", "cross")
+        for layer in range(6)
+        for head in range(8)
+    ], "atlas.json was measured before importance.json: run transformer.atlas --save again"
     alignment = stored_choice(loaded)
     assert alignment is not None, "alignment.json is another model's: run transformer.align --choose"
     card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")

@@ -81,8 +81,10 @@ def write_atomically(path: Path, data: bytes) -> None:
     os.replace(temporary, path)
 
 
-def write_json(path: Path, value: Any) -> None:
-    write_atomically(path, (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+def write_json(path: Path, value: Any, compact: bool = False) -> None:
+    """``value`` as JSON, written atomically; readable (indented, keys sorted) unless ``compact``."""
+    text = json.dumps(value, separators=(",", ":")) if compact else json.dumps(value, indent=2, sort_keys=True)
+    write_atomically(path, (text + "\n").encode("utf-8"))
 
 
 @contextmanager
@@ -142,11 +144,11 @@ def fingerprint(checkpoint: Path) -> str:
     return digest.hexdigest()
 
 
-def save_beside(loaded: LoadedCheckpoint, name: str, result: dict) -> Path:
+def save_beside(loaded: LoadedCheckpoint, name: str, result: dict, compact: bool = False) -> Path:
     """Store a measurement of these weights beside them as JSON (``importance.json``, ``alignment.json``), with
-    their :func:`fingerprint`, so that it is never shown for other weights."""
+    their :func:`fingerprint`, so that it is never shown for other weights (``compact``: without indentation)."""
     path = loaded.path / name
-    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)})
+    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)}, compact)
     return path
 
 

@@ -51,7 +51,7 @@ def describe(record: dict) -> str:
             f"{best['baseline']:.2f}"
         )
     drop = record["importance_bleu_drop"]
-    importance = "" if drop is None else f"; switched off: −{drop:.2f} BLEU"
+    importance = "" if drop is None else f"; switched off alone: BLEU {-drop:+.2f}"
     return f"{head}  {record['group']:20s} {score}{importance}"
 
 
