@@ -68,7 +68,8 @@ SENTENCES = [
 # Buttons the robot does not press: downloads (they leave the page alone) and measurements that take minutes on
 # two cores (every head over the dev sample, the head atlas of a checkpoint that has none stored).
 SKIPPED_BUTTONS = re.compile(
-    r"download|herunterladen|다운로드|measure every|모든 헤드|measure here|여기서", re.IGNORECASE
+    r"download|herunterladen|다운로드|measure every|모든 헤드|measure here|여기서|build the index|색인 만들기",
+    re.IGNORECASE,
 )
 SETTLE_TIMEOUT_MS = 120_000
 ACTION_TIMEOUT_MS = 8_000  # a click on a control that has moved away fails after this

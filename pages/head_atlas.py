@@ -5,21 +5,27 @@ by ``python -m transformer.atlas --save``); a checkpoint without them can be mea
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, save_page, show_figure, stored_beside
+from pages.common import escape_markdown, page_checkpoint, save_page, show_figure, stored_beside
 from pages.i18n import language, t
 from pages.navigation import open_page
 from pages.url_state import Field
-from transformer.analysis import atlas
+from transformer.analysis import atlas, atlas_index
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, LoadedCheckpoint
 from transformer.plots import atlas as plot_atlas
 
 st.set_page_config(page_title=t("atlas.title"), page_icon="🗺️", layout="wide")
 
 HEAD_KEY = "atlas_head"
-FIELDS = {HEAD_KEY: Field(None, url_state.text(40))}
+FIELDS = {
+    HEAD_KEY: Field(None, url_state.text(40)),
+    "atlas_from": Field("it", url_state.text(60)),
+    "atlas_to": Field("", url_state.text(60)),
+}
 SAMPLE = 150  # treebank pairs measured here when nothing is stored (the stored atlas uses all 1,000)
 
 
@@ -48,6 +54,104 @@ def load_atlas(loaded: LoadedCheckpoint) -> dict | None:
         with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
             return measured_here(loaded, str(loaded.path))
     return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def stored_index(_loaded: LoadedCheckpoint, checkpoint: str, modified: float) -> atlas_index.Index | None:
+    return atlas_index.load(_loaded)
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def built_index(_loaded: LoadedCheckpoint, checkpoint: str) -> atlas_index.Index:
+    """Build the index once per server and checkpoint, and store it beside the checkpoint when the folder allows."""
+    pairs, names = atlas_index.default_pairs(_loaded.config.languages)
+    index = atlas_index.build(_loaded, pairs, names)
+    with contextlib.suppress(OSError):  # a read-only folder: the index lives as long as the server
+        atlas_index.save(_loaded, index)
+    return index
+
+
+def sentence_index(loaded: LoadedCheckpoint, build: bool = False) -> atlas_index.Index | None:
+    """The index of dev and test sentences: stored, built in this server, or (``build``) built now."""
+    path = loaded.path / atlas_index.INDEX_FILE
+    modified = path.stat().st_mtime if path.is_file() else 0.0
+    found = stored_index(loaded, str(loaded.path), modified)
+    if found is not None:
+        return found
+    if build or st.session_state.get(f"atlas_index_{loaded.path}"):
+        st.session_state[f"atlas_index_{loaded.path}"] = True
+        with st.spinner(t("atlas.building_index")):
+            return built_index(loaded, str(loaded.path))
+    return None
+
+
+def marked(words: list[str], *positions: int) -> str:
+    """The sentence with the words at ``positions`` in bold (as Markdown, other characters escaped)."""
+    return " ".join(f"**{escape_markdown(w)}**" if i in positions else escape_markdown(w) for i, w in enumerate(words))
+
+
+def where_else(loaded: LoadedCheckpoint, record: dict) -> None:
+    """The sentences of the index where this head's strongest link is strongest."""
+    st.markdown(f"**{t('atlas.where_else')}**")
+    index = sentence_index(loaded)
+    if index is None:
+        pairs, _ = atlas_index.default_pairs(loaded.config.languages)
+        if not pairs:
+            st.caption(t("atlas.no_index_data"))
+            return
+        st.caption(t("atlas.index_missing", sentences=len(pairs)))
+        if st.button(t("atlas.build_index", sentences=len(pairs)), key="atlas_build_index"):
+            index = sentence_index(loaded, build=True)
+        if index is None:
+            return
+    kind, layer, head = record["kind"], record["layer"] - 1, record["head"] - 1
+    lines = []
+    for found in atlas_index.strongest(index, kind, layer, head, top=5):
+        queries, keys = index.words(kind, found["sentence"])
+        pair = f"{escape_markdown(found['query_word'])} → {escape_markdown(found['key_word'])} ({found['weight']:.2f})"
+        if kind == "cross":
+            text = f"{marked(queries, found['query'])} — {marked(keys, found['key'])}"
+        else:
+            text = marked(queries, found["query"], found["key"])
+        lines.append(f"- {pair}: {text}")
+    st.markdown("\n".join(lines))
+    st.caption(t("atlas.index_caption", sentences=len(index.english), sources=", ".join(index.names)))
+
+
+def linking_heads(loaded: LoadedCheckpoint, records: list[dict]) -> None:
+    """Which heads link two words most often, over the index."""
+    st.header(t("atlas.linking_title"))
+    left, right = st.columns(2)
+    first = left.text_input(t("atlas.from_word"), key="atlas_from", max_chars=60).strip()
+    second = right.text_input(t("atlas.to_word"), key="atlas_to", max_chars=60, placeholder="animal").strip()
+    if not first or not second:
+        st.caption(t("atlas.linking_how"))
+        return
+    index = sentence_index(loaded)
+    if index is None:
+        st.info(t("atlas.linking_needs_index"))
+        return
+    found = atlas_index.heads_linking(index, first, second)
+    if not found:
+        st.info(t("atlas.linking_none", first=first, second=second))
+        return
+    by_id = {head_id(record): record for record in records}
+    st.dataframe(
+        {
+            t("atlas.head"): [
+                plot_atlas.head_name(by_id[f"{f['kind']}-{f['layer']}-{f['head']}"], language()) for f in found
+            ],
+            t("atlas.group_column"): [
+                plot_atlas.group_name(by_id[f"{f['kind']}-{f['layer']}-{f['head']}"]["group"], language())
+                for f in found
+            ],
+            t("atlas.links"): [f"{f['hits']} / {f['chances']}" for f in found],
+            t("atlas.share"): [round(f["hits"] / f["chances"], 2) for f in found],
+        },
+        hide_index=True,
+        width="stretch",
+    )
+    st.caption(t("atlas.linking_caption", first=first, second=second))
 
 
 def select_clicked(records: list[dict]) -> None:
@@ -84,7 +188,7 @@ def offset_text(offset: int) -> str:
     return t(f"atlas.offset_{side}_one") if abs(offset) == 1 else t(f"atlas.offset_{side}", count=abs(offset))
 
 
-def card(records: list[dict], index: int, stored: bool) -> None:
+def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool) -> None:
     record = records[index]
     name = plot_atlas.head_name(record, language())
     st.subheader(f"{name} · {plot_atlas.group_name(record['group'], language())}")
@@ -132,6 +236,7 @@ def card(records: list[dict], index: int, stored: bool) -> None:
         )
     if not stored:
         st.caption(t("atlas.measured_here_note", sentences=SAMPLE))
+    where_else(loaded, record)
 
 
 def held_out_table(found: dict) -> None:
@@ -197,7 +302,8 @@ show_figure(
 st.caption(t("atlas.map_caption"))
 names = {identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)}
 st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
-card(records, ids.index(st.session_state[HEAD_KEY]), stored)
+card(loaded, records, ids.index(st.session_state[HEAD_KEY]), stored)
+linking_heads(loaded, records)
 with st.expander(t("atlas.held_out_title")):
     held_out_table(found)
 save_page(FIELDS)

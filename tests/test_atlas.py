@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
-from transformer.analysis import atlas, syntax
+from transformer.analysis import atlas, atlas_index, syntax
 from transformer.checkpoint import load_checkpoint
 from transformer.cli import atlas as atlas_cli
 
@@ -245,3 +245,100 @@ def test_without_a_stored_atlas_the_page_says_how_to_measure_it_and_measures_on_
     app.button[0].click().run()
     no_exceptions(app)
     assert len(charts(app)) == 1 and "not stored" in " ".join(str(c.value) for c in app.caption)
+
+
+def planted_index() -> atlas_index.Index:
+    """Three English sentences, encoder only (decoder and cross empty), one layer of two heads: head 2 links "it"
+    to "animal" in the planted sentence (1) with the largest weight of the index; head 1 links "it" to "the"."""
+    english = [["the", "dog", "barks"], ["the", "animal", "was", "tired", "because", "it", "slept"], ["it", "rains"]]
+    rows = [(s, q) for s, words in enumerate(english) for q in range(len(words))]
+    key = np.zeros((len(rows), 2), dtype=np.uint8)
+    weight = np.full((len(rows), 2), 0.4, dtype=np.float16)
+    for row, (sentence, query) in enumerate(rows):
+        key[row] = [0, (query + 1) % len(english[sentence])]
+        if (sentence, query) == (1, 5):
+            key[row], weight[row, 1] = [0, 1], 0.9  # "it" → "the" (head 1), "it" → "animal" (head 2)
+    empty = {"sentence": np.zeros(0, dtype=np.int32), "query": np.zeros(0, dtype=np.uint8)}
+    return atlas_index.Index(
+        english=english,
+        german=[[] for _ in english],
+        sentence={
+            "encoder": np.array([s for s, _ in rows], dtype=np.int32),
+            "decoder": empty["sentence"],
+            "cross": empty["sentence"],
+        },
+        query={
+            "encoder": np.array([q for _, q in rows], dtype=np.uint8),
+            "decoder": empty["query"],
+            "cross": empty["query"],
+        },
+        key={"encoder": key, "decoder": np.zeros((0, 2), dtype=np.uint8), "cross": np.zeros((0, 2), dtype=np.uint8)},
+        weight={"encoder": weight, "decoder": np.zeros((0, 2), np.float16), "cross": np.zeros((0, 2), np.float16)},
+        heads=2,
+        names=["planted"],
+    )
+
+
+def test_the_index_returns_the_planted_sentence_first_and_the_heads_that_link_two_words():
+    index = planted_index()
+    (first, *rest) = atlas_index.strongest(index, "encoder", 0, 1, top=3)
+    assert (first["sentence"], first["query_word"], first["key_word"]) == (1, "it", "animal")
+    assert first["weight"] == pytest.approx(0.9, abs=1e-3) and len({f["sentence"] for f in rest}) == len(rest) == 2
+    found = atlas_index.heads_linking(index, "It", "ANIMAL")  # case ignored
+    assert found == [{"kind": "encoder", "layer": 1, "head": 2, "hits": 1, "chances": 1}]
+    assert atlas_index.heads_linking(index, "it", "the")[0]["head"] == 1
+    assert atlas_index.heads_linking(index, "it", "zebra") == []
+
+
+def test_an_index_built_and_stored_beside_a_model_is_read_back_for_its_weights_only(
+    trained_checkpoint: Path, tmp_path: Path
+):
+    checkpoint = shutil.copytree(trained_checkpoint, tmp_path / "model")
+    loaded = load_checkpoint(checkpoint)
+    pairs = [
+        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
+        ("a dog sleeps.", "ein hund schläft."),
+    ]
+    index = atlas_index.build(loaded, pairs, ["test"])
+    assert len(index.english) == 2 and index.english[1] == ["a", "dog", "sleeps", "."]
+    layers_heads = loaded.model.config.encoder_layers * loaded.model.config.num_heads
+    for kind, queries in (("encoder", 8 + 4), ("decoder", 8 + 4), ("cross", 8 + 4)):
+        assert index.key[kind].shape == (queries, layers_heads)
+    # a self-attention head's strongest link is another word; a cross head's an English word
+    assert (index.key["encoder"][:8] != index.query["encoder"][:8, None]).all()
+    assert index.key["cross"][8:].max() < 4
+    atlas_index.save(loaded, index)
+    again = atlas_index.load(loaded)
+    assert again is not None and again.english == index.english and (again.key["cross"] == index.key["cross"]).all()
+    (checkpoint / "model.safetensors").write_bytes((checkpoint / "model.safetensors").read_bytes()[:-8] + b"\0" * 8)
+    assert atlas_index.load(load_checkpoint(checkpoint)) is None  # other weights: not theirs
+
+
+def test_the_card_finds_where_else_the_head_links_words_and_which_heads_link_two_typed_words(
+    atlas_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
+):
+    pairs = [
+        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
+        ("a dog sleeps.", "ein hund schläft."),
+    ]
+    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (pairs, ["two pairs"]))
+    loaded = load_checkpoint(atlas_checkpoint)
+    atlas.save(loaded, atlas.build(loaded))
+    app = run_atlas_page(atlas_head="encoder-1-1")
+    no_exceptions(app)
+    assert not (atlas_checkpoint / atlas_index.INDEX_FILE).exists()
+    (build,) = [b for b in app.button if b.key == "atlas_build_index"]
+    build.click().run()
+    no_exceptions(app)
+    assert (atlas_checkpoint / atlas_index.INDEX_FILE).is_file()  # stored beside the model for the next visit
+    listed = [str(m.value) for m in app.markdown if str(m.value).startswith("- ")]
+    assert listed and listed[0].count("\n- ") <= 1  # one line per sentence: two sentences at most
+    assert "over 2 dev and test sentence pairs (two pairs)" in " ".join(str(c.value) for c in app.caption)
+    app.text_input(key="atlas_from").set_value("the").run()
+    app.text_input(key="atlas_to").set_value("dog").run()
+    no_exceptions(app)
+    assert app.query_params["atlas_to"] == "dog"
+    (linking,) = [frame.value for frame in app.dataframe if "links / chances" in frame.value.columns]
+    assert len(linking) >= 1
+    # one sentence holds both words, with "the" twice: two chances for every head
+    assert all(int(c.split(" / ")[1]) == 2 for c in linking["links / chances"])

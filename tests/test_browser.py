@@ -344,6 +344,7 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
         "Attention, step by step",
         "Paper figures",
         "Head discovery",
+        "Head atlas",
         "What if",
         "Positional encoding",
         "Model and training",

@@ -30,6 +30,7 @@ KOREAN_PAGES = {
     "positional_encoding.py": {},
     "model_and_training.py": {},
     "head_discovery.py": {},
+    "head_atlas.py": {},
     "paper_figures.py": {},
     "what_if.py": {},  # its tabs, each opened by its link
     **{f"what_if.py#{tab}": {"wi_tab": tab} for tab in ("importance", "rollout", "beam", "forced", "compare")},

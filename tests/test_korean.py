@@ -34,6 +34,7 @@ PAGES = [
     *(f"/step_by_step?steps_tab={tab}" for tab in ("steps", "scaling", "multihead", "decoding")),
     "/paper_figures",
     "/head_discovery",
+    "/head_atlas",
     *(f"/what_if?wi_tab={tab}" for tab in ("ablate", "importance", "rollout", "beam", "forced", "compare")),
     "/positional_encoding",
     "/model_and_training",

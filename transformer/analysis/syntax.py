@@ -116,16 +116,19 @@ def _letters(pieces: Sequence[str]) -> str:
     return join_pieces(pieces).replace(WORD_START, "").replace(" ", "")
 
 
-def word_map(weights: np.ndarray, row_owner: Sequence[int], column_owner: Sequence[int], words: int) -> np.ndarray:
-    """[..., queries, keys] piece attention → [..., words, words]: a word's rows averaged, a word's columns summed;
-    pieces owned by no word (-1) left out."""
+def word_map(
+    weights: np.ndarray, row_owner: Sequence[int], column_owner: Sequence[int], words: int, key_words: int | None = None
+) -> np.ndarray:
+    """[..., queries, keys] piece attention → [..., words, key words] (``key_words``: as many as ``words`` unless
+    given): a word's rows averaged, a word's columns summed; pieces owned by no word (-1) left out."""
+    key_words = words if key_words is None else key_words
     rows = np.asarray(row_owner)
     columns = np.asarray(column_owner)
     keep_columns = np.flatnonzero(columns >= 0)
-    by_column = np.zeros((*weights.shape[:-1], words))
+    by_column = np.zeros((*weights.shape[:-1], key_words))
     np.add.at(np.moveaxis(by_column, -1, 0), columns[keep_columns], np.moveaxis(weights[..., keep_columns], -1, 0))
     keep_rows = np.flatnonzero(rows >= 0)
-    summed = np.zeros((*weights.shape[:-2], words, words))
+    summed = np.zeros((*weights.shape[:-2], words, key_words))
     np.add.at(np.moveaxis(summed, -2, 0), rows[keep_rows], np.moveaxis(by_column[..., keep_rows, :], -2, 0))
     counts = np.bincount(rows[keep_rows], minlength=words)
     return summed / np.maximum(counts, 1)[:, None]
