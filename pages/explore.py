@@ -27,6 +27,7 @@ from pages.common import (
     stored_heads,
 )
 from pages.explore_attribution import ATTRIBUTION_KEYS, attribution_view
+from pages.explore_lens import lens_view
 from pages.explore_views import (
     ALIGNMENT_KEYS,
     BERTVIZ_VIEWS,
@@ -65,7 +66,7 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
-VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "Attribution", "bertviz")
+VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "Attribution", "Logit lens", "bertviz")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
@@ -317,7 +318,7 @@ def translation_panel(loaded) -> None:
 
 @fragment_in_a_slot
 def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
-    """The six views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
+    """The seven views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
     reruns only this panel with the translation already made, not the sidebar, the form and the translation above
     it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
@@ -331,6 +332,7 @@ def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
                 lambda: focus_view(maps),
                 lambda: alignment_view(translation, loaded),
                 lambda: attribution_view(translation, loaded),
+                lambda: lens_view(translation, loaded),
                 lambda: bertviz_panel(maps),
             ),
             strict=True,

@@ -130,6 +130,13 @@ def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
     attribution.selectbox(key="attr_against").set_value(attribution.selectbox(key="attr_against").options[1]).run()
     no_exceptions(attribution)
     assert attribution.query_params["attr_against"] not in ("", "-1")
+    # Logit lens: every decoder layer (tiny: 2) against every token written, with </s>.
+    lens = start(view="Logit lens")
+    no_exceptions(lens)
+    (figure,) = charts(lens)
+    cells = figure["figure"]["data"][0]
+    assert len(cells["y"]) == 2 and cells["x"][-1].endswith("&lt;/s&gt;")  # shown literally
+    assert "already the top prediction for good" in page_text(lens)
     unknown = start(view="<script>")
     no_exceptions(unknown)
     assert len(charts(unknown)) == 1 and unknown.query_params["view"] == "Heads"

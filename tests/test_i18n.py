@@ -23,6 +23,7 @@ FIGURE_WORDS = {
     "attention.py": ("plot_attention", "plot_scores"),
     "paper.py": "plot_paper",
     "whatif.py": "plot_whatif",
+    "logit_lens.py": "plot_lens",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {

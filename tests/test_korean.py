@@ -30,7 +30,8 @@ from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, META_FILE, REPOSITOR
 from transformer.i18n import LANGUAGES, catalogue
 
 PAGES = [
-    *(f"/?view={view}" for view in ("Heads", "Model+view", "Token+focus", "Alignment", "Attribution", "bertviz")),
+    *(f"/?view={view}" for view in ("Heads", "Model+view", "Token+focus", "Alignment", "Attribution", "Logit+lens")),
+    "/?view=bertviz",
     *(f"/step_by_step?steps_tab={tab}" for tab in ("steps", "scaling", "multihead", "decoding")),
     "/paper_figures",
     "/head_discovery",

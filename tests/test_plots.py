@@ -10,11 +10,13 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+from transformer.analysis.logit_lens import LogitLens
 from transformer.config import preset
 from transformer.model import Transformer, sinusoidal_positional_encoding
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
 from transformer.plots import grid as plot_grid
+from transformer.plots import logit_lens as plot_lens
 from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
 from transformer.plots import training as plot_training
@@ -375,6 +377,10 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
         lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
         lambda: plot_attention.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
         lambda: marked_alignment(),
+        lambda: plot_lens.lens_figure(
+            LogitLens(TOKENS, row_normalised((2, 5)), np.array([[1, 0, 2, 0, 0], [0, 0, 0, 0, 1]]), [TOKENS, TOKENS]),
+            "t",
+        ),
     ],
 )
 def test_figures_built_without_checks_are_valid_plotly(build):

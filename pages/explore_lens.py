@@ -1,0 +1,43 @@
+"""The *Logit lens* tab of Translate and explore: at which decoder layer each word of the translation becomes the
+model's top prediction (:mod:`transformer.analysis.logit_lens`)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import sentence_slug, show_figure
+from pages.i18n import language, t
+from transformer.analysis.attention import Translation
+from transformer.analysis.logit_lens import LogitLens, logit_lens
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.plots import logit_lens as plot_lens
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def cached_lens(
+    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]
+) -> LogitLens:
+    return logit_lens(_loaded, source_ids, output_ids)
+
+
+def lens_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
+    if not translation.output_ids:
+        st.info(t("explore.lens_empty"))
+        return
+    lens = cached_lens(loaded, str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids))
+    show_figure(
+        plot_lens.lens_figure(lens, t("explore.lens_title"), language()),
+        key="logit_lens",
+        filename=f"{sentence_slug(translation.source_text)}-logit-lens",
+    )
+    settled = [layer for layer in lens.settled() if layer is not None]
+    layers = lens.probability.shape[0]
+    by_layer = [sum(layer <= limit for layer in settled) for limit in range(layers)]
+    st.markdown(
+        t(
+            "explore.lens_summary",
+            tokens=len(lens.tokens),
+            counts=", ".join(f"{count} ({t('plot_lens.layer', layer=i + 1)})" for i, count in enumerate(by_layer)),
+        )
+    )
+    st.caption(t("explore.lens_how"))
