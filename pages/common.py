@@ -337,14 +337,6 @@ def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str
     return buffer.getvalue()
 
 
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` shown literally by ``st.markdown`` (no emphasis, links, headings, HTML or LaTeX from a sentence)."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
 def sentence_slug(text: str) -> str:
     """The first six words of a sentence as a file name's start ("the-children-are-playing-in-the")."""
     words = re.findall(r"[a-z0-9]+", text.replace("▁", " ").lower())

@@ -6,11 +6,12 @@ by ``python -m transformer.atlas --save``); a checkpoint without them can be mea
 from __future__ import annotations
 
 import contextlib
+import html
 
 import streamlit as st
 
 from pages import url_state
-from pages.common import escape_markdown, page_checkpoint, save_page, show_figure, stored_beside
+from pages.common import page_checkpoint, save_page, show_figure, stored_beside
 from pages.i18n import language, t
 from pages.navigation import open_page
 from pages.url_state import Field
@@ -86,15 +87,38 @@ def sentence_index(loaded: LoadedCheckpoint, build: bool = False) -> atlas_index
 
 
 def marked(words: list[str], *positions: int) -> str:
-    """The sentence with the words at ``positions`` in bold (as Markdown, other characters escaped)."""
-    return " ".join(f"**{escape_markdown(w)}**" if i in positions else escape_markdown(w) for i, w in enumerate(words))
+    """The sentence as HTML with the words at ``positions`` in bold (every word escaped: it is user-visible data)."""
+    return " ".join(f"<b>{html.escape(w)}</b>" if i in positions else html.escape(w) for i, w in enumerate(words))
+
+
+def example_item(kind: str, words: list[str], key_words: list[str], query: int, key: int, weight: float) -> str:
+    """One example as an HTML list item: the link, then its sentence(s) with both words in bold."""
+    pair = f"{html.escape(words[query])} → {html.escape(key_words[key])} ({weight:.2f})"
+    if kind == "cross":
+        return f"<li>{pair}: {marked(words, query)} — {marked(key_words, key)}</li>"
+    return f"<li>{pair}: {marked(words, query, key)}</li>"
+
+
+def show_examples(items: list[str]) -> None:
+    """Sentences are data, not the page's prose: shown as the translation is, in a ``translation`` block."""
+    st.markdown(f'<ul class="translation">{"".join(items)}</ul>', unsafe_allow_html=True)
 
 
 def where_else(loaded: LoadedCheckpoint, record: dict) -> None:
-    """The sentences of the index where this head's strongest link is strongest."""
+    """The sentences where this head's strongest link is strongest: from the index when there is one, else the
+    examples stored with the atlas, and a way to build the index."""
     st.markdown(f"**{t('atlas.where_else')}**")
+    kind = record["kind"]
     index = sentence_index(loaded)
     if index is None:
+        stored_examples = record.get("examples") or []
+        if stored_examples:
+            show_examples(
+                [
+                    example_item(kind, e["words"], e.get("key_words", e["words"]), e["query"], e["key"], e["weight"])
+                    for e in stored_examples
+                ]
+            )
         pairs, _ = atlas_index.default_pairs(loaded.config.languages)
         if not pairs:
             st.caption(t("atlas.no_index_data"))
@@ -104,17 +128,11 @@ def where_else(loaded: LoadedCheckpoint, record: dict) -> None:
             index = sentence_index(loaded, build=True)
         if index is None:
             return
-    kind, layer, head = record["kind"], record["layer"] - 1, record["head"] - 1
-    lines = []
-    for found in atlas_index.strongest(index, kind, layer, head, top=5):
-        queries, keys = index.words(kind, found["sentence"])
-        pair = f"{escape_markdown(found['query_word'])} → {escape_markdown(found['key_word'])} ({found['weight']:.2f})"
-        if kind == "cross":
-            text = f"{marked(queries, found['query'])} — {marked(keys, found['key'])}"
-        else:
-            text = marked(queries, found["query"], found["key"])
-        lines.append(f"- {pair}: {text}")
-    st.markdown("\n".join(lines))
+    items = []
+    for found in atlas_index.strongest(index, kind, record["layer"] - 1, record["head"] - 1, top=5):
+        words, key_words = index.words(kind, found["sentence"])
+        items.append(example_item(kind, words, key_words, found["query"], found["key"], found["weight"]))
+    show_examples(items)
     st.caption(t("atlas.index_caption", sentences=len(index.english), sources=", ".join(index.names)))
 
 

@@ -165,6 +165,11 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     monkeypatch.setattr(atlas, "MIN_ARCS", 1)
     checkpoint = tmp_path / "model"
     shutil.copytree(trained_checkpoint, checkpoint)
+    pairs = [
+        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
+        ("a dog sleeps.", "ein hund schläft."),
+    ]
+    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (pairs, ["two pairs"]))
     assert atlas_cli.main(["--checkpoint", str(checkpoint), "--json", "--save"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     loaded = load_checkpoint(checkpoint)
@@ -180,6 +185,10 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
         assert record["scores"] and all("baseline" in score for score in record["scores"])
         assert record["group"] and len(record["related"]) == atlas.RELATED
         assert [record["kind"], record["layer"], record["head"]] not in record["related"]
+        # its clearest examples: two sentences, the strongest link first, the query word itself never its own key
+        weights = [example["weight"] for example in record["examples"]]
+        assert len(weights) == 2 and weights == sorted(weights, reverse=True)
+        assert all(("key_words" in e) == (record["kind"] == "cross") for e in record["examples"])
     encoder = next(r for r in records if r["kind"] == "encoder")
     assert {s["relation"] for s in encoder["scores"]} == {"det", "amod", "nsubj", "obj", "case", "obl"}
     cross = next(r for r in records if r["kind"] == "cross")
@@ -189,6 +198,7 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     assert all(len(r["scores"]) <= atlas.STORED_SCORES for r in stored["heads"])  # the card's, not every relation
     assert [r["scores"][0] for r in stored["heads"]] == [r["scores"][0] for r in records]
     assert stored["treebank"]["pairs"] == 6
+    assert atlas_index.load(loaded) is not None  # the index the examples came from, stored beside it too
 
 
 @pytest.fixture
@@ -213,9 +223,18 @@ def run_atlas_page(**query: str) -> AppTest:
 
 def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Path):
     loaded = load_checkpoint(atlas_checkpoint)
-    atlas.save(loaded, atlas.build(loaded))
+    found = atlas.build(loaded)
+    pairs = [
+        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
+        ("a dog sleeps.", "ein hund schläft."),
+    ]
+    atlas.add_examples(found["heads"], atlas_index.build(loaded, pairs))
+    atlas.save(loaded, found)  # with its examples, but no index stored beside it
     app = run_atlas_page()
     no_exceptions(app)
+    examples = [str(m.value) for m in app.markdown if 'class="translation"' in str(m.value)]
+    assert len(examples) == 1 and examples[0].count("<li>") == 2  # the card's two stored examples
+    assert any(b.key == "atlas_build_index" for b in app.button)  # and a way to search more
     (chart,) = charts(app)
     points = [i for trace in chart["figure"]["data"] for i in trace.get("customdata") or []]
     heads = 3 * loaded.model.config.encoder_layers * loaded.model.config.num_heads
@@ -331,8 +350,8 @@ def test_the_card_finds_where_else_the_head_links_words_and_which_heads_link_two
     build.click().run()
     no_exceptions(app)
     assert (atlas_checkpoint / atlas_index.INDEX_FILE).is_file()  # stored beside the model for the next visit
-    listed = [str(m.value) for m in app.markdown if str(m.value).startswith("- ")]
-    assert listed and listed[0].count("\n- ") <= 1  # one line per sentence: two sentences at most
+    listed = [str(m.value) for m in app.markdown if 'class="translation"' in str(m.value)]
+    assert len(listed) == 1 and listed[0].count("<li>") == 2  # one line per sentence: the index has two
     assert "over 2 dev and test sentence pairs (two pairs)" in " ".join(str(c.value) for c in app.caption)
     app.text_input(key="atlas_from").set_value("the").run()
     app.text_input(key="atlas_to").set_value("dog").run()

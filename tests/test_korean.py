@@ -142,6 +142,8 @@ NAMES = [
     "Neubig",
     "Chen",
     "DeYoung",
+    "Clark et al.",
+    "Universal Dependencies",
     "CPU",
     "GPU",
     "<EOS>",
@@ -212,7 +214,7 @@ def leftovers(shown: dict) -> list[str]:
     found = []
     for text in [*shown["texts"], *shown["titles"]]:
         rest = re.sub(
-            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa)(?![A-Za-z])",
+            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa|conllu)(?![A-Za-z])",
             " ",
             without(text, kept),
         )

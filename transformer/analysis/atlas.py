@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from transformer.analysis import syntax
+from transformer.analysis import atlas_index, syntax
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, PUNCTUATION, attention_for_many
 from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
@@ -334,6 +334,29 @@ def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
         },
         "alignment_gold": {"name": gold.name, "pairs": alignment["pairs"], "diagonal_aer": alignment["baseline"]},
     }
+
+
+EXAMPLES = 3  # per head: the sentences of the index where its strongest link is strongest
+
+
+def add_examples(records: list[dict], index: atlas_index.Index, count: int = EXAMPLES) -> None:
+    """Give each record its clearest examples from ``index`` (:func:`atlas_index.strongest`), in place: the words of
+    the query's sentence (and, for a cross head, of the English one), the query and key positions and the weight."""
+    for record in records:
+        kind = record["kind"]
+        examples = []
+        for found in atlas_index.strongest(index, kind, record["layer"] - 1, record["head"] - 1, count):
+            queries, keys = index.words(kind, found["sentence"])
+            example = {
+                "words": queries,
+                "query": found["query"],
+                "key": found["key"],
+                "weight": round(found["weight"], 3),
+            }
+            if kind == "cross":
+                example["key_words"] = keys
+            examples.append(example)
+        record["examples"] = examples
 
 
 STORED_SCORES = 8  # per head in the stored atlas: what its card shows (the command prints them all)

@@ -94,8 +94,8 @@ def build(loaded: LoadedCheckpoint, pairs: Sequence[tuple[str, str]], names: Seq
             continue
         english_words, source_owner = wa.words_of(tokenizer.pieces(source_ids[:-1]))
         german_words, output_owner = wa.words_of(tokenizer.pieces(output_ids))
-        if max(len(english_words), len(german_words)) > 255:
-            continue
+        if max(len(english_words), len(german_words)) > 255 or min(len(english_words), len(german_words)) < 2:
+            continue  # keys are stored as bytes; a one-word side has no other word to link
         prepared.append((source_ids, output_ids, english_words, german_words, [*source_owner, -1], output_owner))
     parts = {kind: {"sentence": [], "query": [], "key": [], "weight": []} for kind in KINDS}
     for start in range(0, len(prepared), BATCH):

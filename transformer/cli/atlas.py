@@ -7,7 +7,8 @@ against German gold syntax (Universal Dependencies PUD, ``../shared/data/syntax/
 alignments (``../shared/data/en-de/align/``), each beside its baseline; with the head's importance when
 ``importance.json`` was measured on these weights. Prints one line per head, or with ``--json`` one JSON record per
 head (kind, 1-based layer and head, scores, importance, group, map place, related heads). ``--save`` stores the whole
-atlas beside the checkpoint (``atlas.json``), where the app reads it.
+atlas beside the checkpoint (``atlas.json``), where the app reads it, with each head's clearest examples from an
+index of dev and test sentences (:mod:`transformer.analysis.atlas_index`, stored too as ``atlas_index.npz``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from transformer.analysis import atlas
+from transformer.analysis import atlas, atlas_index
 from transformer.cli import load_or_report
 
 
@@ -68,6 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     started = time.perf_counter()
     found = atlas.build(loaded, args.sentences)
+    pairs, names = atlas_index.default_pairs(loaded.config.languages)
+    index = atlas_index.build(loaded, pairs, names) if pairs else None
+    if index is not None:
+        atlas.add_examples(found["heads"], index)
     for record in found["heads"]:
         print(json.dumps(record, ensure_ascii=False) if args.json else describe(record))
     treebank = found["treebank"]
@@ -80,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.save:
         atlas.save(loaded, found)
         print(f"stored {loaded.path / atlas.ATLAS_FILE}", file=sys.stderr)
+        if index is not None:
+            print(f"stored {atlas_index.save(loaded, index)}", file=sys.stderr)
     return 0
 
 
