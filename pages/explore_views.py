@@ -12,7 +12,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import matrix_csv, sentence_slug, show_figure, stored_beside
 from pages.i18n import language, t
-from pages.navigation import open_page
+from pages.navigation import atlas_button
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
@@ -121,8 +121,7 @@ def show_head(maps: AttentionMaps, kind: str, layer: int, head: int, key: str) -
         key=key,
         filename=figure_name(maps, kind, layer, head),
     )
-    if st.button(t("explore.open_atlas"), key=f"{key}_atlas", icon=":material/hub:"):
-        open_page("head_atlas.py", {"atlas_head": f"{kind}-{layer + 1}-{head + 1}"})
+    atlas_button(kind, layer, head, key=f"{key}_atlas")
 
 
 def heads_view(maps: AttentionMaps, translation: Translation) -> None:

@@ -99,3 +99,9 @@ def through_the_router() -> None:
     if not getattr(_routing, "active", False) and Path(sys.argv[0]).resolve() == ROUTER:
         st.navigation(app_pages(), position="hidden")
         st.rerun()
+
+
+def atlas_button(kind: str, layer: int, head: int, key: str) -> None:
+    """A button under a head's heatmap that opens the head's card in the head atlas (0-based layer and head)."""
+    if st.button(t("atlas.open_card"), key=key, icon=":material/hub:"):
+        open_page("head_atlas.py", {"atlas_head": f"{kind}-{layer + 1}-{head + 1}"})

@@ -9,6 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.i18n import language, score_text, t
+from pages.navigation import atlas_button
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (
@@ -308,6 +309,7 @@ with left:
     )
     for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
         show_figure(panel, key=f"figure_5_{index}")
+        atlas_button("encoder", layer, heads[index], key=f"figure_5_atlas_{index}")
     if not heads:
         st.info(t("fig.choose_two"))
 with right:

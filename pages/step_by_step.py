@@ -24,6 +24,7 @@ from pages.common import (
     show_figure,
 )
 from pages.i18n import language, t
+from pages.navigation import atlas_button
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
@@ -88,6 +89,7 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
     )
     if step.key in ("masked", "weights"):
         show_figure(plot_steps.query_row_figure(steps, query, language()), key=f"step_row_{step.key}")
+    atlas_button(steps.kind, steps.layer, steps.head, key=f"step_atlas_{step.key}")
     if step.key == "weights":
         st.caption(t("steps.same_weights"))
     if step.key in ("concatenated", "projected", "output"):

@@ -79,7 +79,7 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
     state = t("whatif.this_head_off") if (kind, layer, head) in off else ""
     left, right = st.columns(2)
     with left:
-        heatmap(translation.maps, kind, layer, head, describe(kind, layer, head), "wi_ablate_before")
+        heatmap(translation.maps, kind, layer, head, describe(kind, layer, head), "wi_ablate_before", atlas=True)
     with right:
         heatmap(ablated.maps, kind, layer, head, f"{describe(kind, layer, head)} {state}".strip(), "wi_ablate_after")
     st.caption(t("whatif.ablate_note"))

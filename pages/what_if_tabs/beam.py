@@ -98,4 +98,12 @@ def render(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> Non
         },
     )
     kind, layer, head = head_pickers(loaded, "wi_beam_")
-    heatmap(maps, kind, layer, head, f"{describe(kind, layer, head)} — {chosen + 1}. {labels[chosen]}", "wi_beam_map")
+    heatmap(
+        maps,
+        kind,
+        layer,
+        head,
+        f"{describe(kind, layer, head)} — {chosen + 1}. {labels[chosen]}",
+        "wi_beam_map",
+        atlas=True,
+    )

@@ -12,6 +12,7 @@ import transformer.checkpoint
 from pages import url_state
 from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
+from pages.navigation import atlas_button
 from transformer.analysis import ablation, precompute
 from transformer.analysis.attention import KINDS, AttentionMaps
 from transformer.analysis.forced import Scored, score_output
@@ -78,7 +79,10 @@ def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, in
     return kind, layer - 1, head - 1
 
 
-def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None, title: str, key: str) -> None:
+def heatmap(
+    maps: AttentionMaps, kind: str, layer: int | None, head: int | None, title: str, key: str, atlas: bool = False
+) -> None:
+    """One head's (or an average's) attention; ``atlas``: with a button to the head's card (the loaded model's)."""
     queries, keys = maps.tokens(kind)
     show_figure(
         plot_attention.attention_heatmap(
@@ -86,6 +90,8 @@ def heatmap(maps: AttentionMaps, kind: str, layer: int | None, head: int | None,
         ),
         key=key,
     )
+    if atlas and layer is not None and head is not None:
+        atlas_button(kind, layer, head, key=f"{key}_atlas")
 
 
 def download_json(name: str, value: dict) -> None:
