@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
@@ -361,3 +362,33 @@ def test_the_card_finds_where_else_the_head_links_words_and_which_heads_link_two
     assert len(linking) >= 1
     # one sentence holds both words, with "the" twice: two chances for every head
     assert all(int(c.split(" / ")[1]) == 2 for c in linking["links / chances"])
+
+
+def test_a_model_head_built_to_attend_to_the_previous_word_is_found_positional_and_beats_no_baseline(
+    trained_checkpoint: Path, tmp_path: Path
+):
+    """Encoder layer 1, head 1 of a real model rebuilt so that its query is the positional encoding and its key the
+    encoding one position later (the exact rotation of §3.5; token embeddings zeroed so that the layer reads
+    positions only): its scores peak at the previous position."""
+    from transformer.plots.positional import offset_rotation
+
+    loaded = load_checkpoint(trained_checkpoint)
+    model = loaded.model
+    width = model.config.d_model // model.config.num_heads
+    shift = torch.tensor(offset_rotation(model.config.d_model, 1), dtype=torch.float32)  # PE(p + 1) = PE(p) · M
+    with torch.no_grad():
+        model.embedding.weight.zero_()
+        attention = model.encoder_layers[0].self_attention
+        for projection in (attention.query, attention.key):
+            projection.weight[:width] = 0
+            projection.bias[:width] = 0
+        attention.query.weight[:width, :width] = 20 * torch.eye(width)  # q_i = PE(i)[:width]
+        attention.key.weight[:width] = 20 * shift[:, :width].T  # k_j = PE(j + 1)[:width]: q_i · k_j peaks at j = i − 1
+    write_gold(tmp_path)
+    english, german = (syntax.read_conllu(tmp_path / f"{name}.conllu") for name in ("en", "de"))
+    measured = atlas.measure(loaded, english, german)
+    features = dict(zip(atlas.FEATURES, measured.statistics("encoder")[0, 0], strict=True))
+    assert features["previous"] > 0.8
+    scores = atlas._syntax_record(atlas.syntax_scores(measured.readings["encoder"], 1), 0, 0)
+    assert all(score["accuracy"] <= score["baseline"] for score in scores)  # the offset −1 rule does as well
+    assert atlas.group_of("encoder", features, scores) == "previous"
