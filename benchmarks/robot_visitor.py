@@ -396,7 +396,14 @@ class Robot:
         settle(page)
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
             self.journey.remembered.clear()
-        self.check(returning=page_of(page.url) != before)
+        landed = page_of(page.url)
+        if kind == "stButton" and landed != before:
+            # A button that opens another page on a chosen view ("this head in the atlas") sets that page's choices
+            # on purpose, as a link would: start afresh there.
+            self.journey.remembered.pop(landed, None)
+            self.check(returning=False)
+            return
+        self.check(returning=landed != before)
 
     # ----------------------------------------------------------------------------------------- controls
     def click_any(self, choices, what: str) -> bool:
