@@ -160,7 +160,7 @@ def linking_heads(loaded: LoadedCheckpoint, records: list[dict]) -> None:
                 plot_atlas.head_name(by_id[f"{f['kind']}-{f['layer']}-{f['head']}"], language()) for f in found
             ],
             t("atlas.group_column"): [
-                plot_atlas.group_name(by_id[f"{f['kind']}-{f['layer']}-{f['head']}"]["group"], language())
+                plot_atlas.group_name(by_id[f"{f['kind']}-{f['layer']}-{f['head']}"]["cluster"], language())
                 for f in found
             ],
             t("atlas.links"): [f"{f['hits']} / {f['chances']}" for f in found],
@@ -209,7 +209,7 @@ def offset_text(offset: int) -> str:
 def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool) -> None:
     record = records[index]
     name = plot_atlas.head_name(record, language())
-    st.subheader(f"{name} · {plot_atlas.group_name(record['group'], language())}")
+    st.subheader(f"{name} · {plot_atlas.group_name(record['cluster'], language())}")
     st.markdown(best_line(record))
     drop = record["importance_bleu_drop"]
     if drop is None:
@@ -244,7 +244,7 @@ def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool
         column.button(
             plot_atlas.head_name(other, language()),
             key=f"atlas_related_{kind}_{layer}_{head}",
-            help=plot_atlas.group_name(other["group"], language()),
+            help=plot_atlas.group_name(other["cluster"], language()),
             on_click=select,
             args=(head_id(other),),
         )

@@ -184,7 +184,7 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     }
     for record in records:
         assert record["scores"] and all("baseline" in score for score in record["scores"])
-        assert record["group"] and len(record["related"]) == atlas.RELATED
+        assert record["cluster"] and len(record["related"]) == atlas.RELATED
         assert [record["kind"], record["layer"], record["head"]] not in record["related"]
         # its clearest examples: two sentences, the strongest link first, the query word itself never its own key
         weights = [example["weight"] for example in record["examples"]]
@@ -195,7 +195,7 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     cross = next(r for r in records if r["kind"] == "cross")
     assert cross["scores"][0]["baseline_reading"] == "diagonal" and 0 <= cross["scores"][0]["aer"] <= 1
     stored = atlas.stored(loaded)
-    assert stored is not None and [r["group"] for r in stored["heads"]] == [r["group"] for r in records]
+    assert stored is not None and [r["cluster"] for r in stored["heads"]] == [r["cluster"] for r in records]
     assert all(len(r["scores"]) <= atlas.STORED_SCORES for r in stored["heads"])  # the card's, not every relation
     assert [r["scores"][0] for r in stored["heads"]] == [r["scores"][0] for r in records]
     assert stored["treebank"]["pairs"] == 6

@@ -246,7 +246,8 @@ def group_key(group: str) -> str:
 
 def head_records(measured: Measured, relations: dict[str, dict], alignment: dict, importance: dict | None) -> list:
     """One record per head: kind, 1-based layer and head, its features, its scores beside their baselines (best
-    first), its importance (BLEU lost when it alone is switched off) when measured, and its group."""
+    first), its importance (BLEU lost when it alone is switched off) when measured, and its cluster (the group
+    :func:`group_of` names)."""
     records = []
     for kind in KINDS:
         table = measured.statistics(kind)
@@ -273,7 +274,7 @@ def head_records(measured: Measured, relations: dict[str, dict], alignment: dict
                         "features": features,
                         "scores": scores,
                         "importance_bleu_drop": drop,
-                        "group": group_of(kind, features, scores),
+                        "cluster": group_of(kind, features, scores),
                     }
                 )
     return records

@@ -6,9 +6,10 @@ Measures every head of the checkpoint: encoder heads against English gold syntax
 against German gold syntax (Universal Dependencies PUD, ``../shared/data/syntax/``), cross heads against gold word
 alignments (``../shared/data/en-de/align/``), each beside its baseline; with the head's importance when
 ``importance.json`` was measured on these weights. Prints one line per head, or with ``--json`` one JSON record per
-head (kind, 1-based layer and head, scores, importance, group, map place, related heads). ``--save`` stores the whole
-atlas beside the checkpoint (``atlas.json``), where the app reads it, with each head's clearest examples from an
-index of dev and test sentences (:mod:`transformer.analysis.atlas_index`, stored too as ``atlas_index.npz``).
+head (kind, 1-based layer and head, scores with their baselines, importance, cluster, map place, related heads).
+``--save`` stores the whole atlas beside the checkpoint (``atlas.json``), where the app reads it, with each head's
+clearest examples from an index of dev and test sentences (:mod:`transformer.analysis.atlas_index`, stored too as
+``atlas_index.npz``).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def describe(record: dict) -> str:
         )
     drop = record["importance_bleu_drop"]
     importance = "" if drop is None else f"; switched off alone: BLEU {-drop:+.2f}"
-    return f"{head}  {record['group']:20s} {score}{importance}"
+    return f"{head}  {record['cluster']:20s} {score}{importance}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

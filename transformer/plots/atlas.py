@@ -39,7 +39,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
     index, so a click names the head."""
     traces = []
     for family in GROUP_KEYS:
-        members = [i for i, record in enumerate(records) if group_key(record["group"]) == family]
+        members = [i for i, record in enumerate(records) if group_key(record["cluster"]) == family]
         if not members:
             continue
         traces.append(
@@ -57,7 +57,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
                     "line": {"width": 0.5, "color": "white"},
                 },
                 "hovertext": [
-                    safe_label(f"{head_name(records[i], language)} · {group_name(records[i]['group'], language)}")
+                    safe_label(f"{head_name(records[i], language)} · {group_name(records[i]['cluster'], language)}")
                     for i in members
                 ],
                 "hoverinfo": "text",
