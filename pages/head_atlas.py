@@ -42,7 +42,7 @@ def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
 def load_atlas(loaded: LoadedCheckpoint) -> dict | None:
     """The stored atlas; else, once the visitor asks, one measured here on :data:`SAMPLE` pairs."""
     found = stored_beside(loaded, atlas.ATLAS_FILE)
-    if found is not None:
+    if found is not None and found.get("version") == atlas.ATLAS_VERSION:
         return found
     asked = f"atlas_measure_{loaded.path}"
     name = loaded.path.name if loaded.path.parent == REPOSITORY_CHECKPOINTS else str(loaded.path)

@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
 from transformer.analysis import atlas, atlas_index, syntax
-from transformer.checkpoint import load_checkpoint
+from transformer.checkpoint import load_checkpoint, write_json
 from transformer.cli import atlas as atlas_cli
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "head_atlas.py"
@@ -200,6 +200,9 @@ def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
     assert [r["scores"][0] for r in stored["heads"]] == [r["scores"][0] for r in records]
     assert stored["treebank"]["pairs"] == 6
     assert atlas_index.load(loaded) is not None  # the index the examples came from, stored beside it too
+    # An atlas stored by an older version of the measure is not misread: it counts as not stored.
+    write_json(checkpoint / atlas.ATLAS_FILE, {**json.loads((checkpoint / atlas.ATLAS_FILE).read_text()), "version": 1})
+    assert atlas.stored(loaded) is None
 
 
 @pytest.fixture
@@ -258,6 +261,8 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
 
 
 def test_without_a_stored_atlas_the_page_says_how_to_measure_it_and_measures_on_request(atlas_checkpoint: Path):
+    loaded = load_checkpoint(atlas_checkpoint)
+    atlas.save(loaded, {**atlas.build(loaded), "version": atlas.ATLAS_VERSION - 1})  # an older measure's records
     app = run_atlas_page()
     no_exceptions(app)
     assert not charts(app)

@@ -37,6 +37,7 @@ from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
 from transformer.data import DATA_ROOT
 
 ATLAS_FILE = "atlas.json"
+ATLAS_VERSION = 2  # raised when the stored records change shape: an older atlas.json is measured again, not misread
 SYNTAX_ROOT = DATA_ROOT.parent / "syntax"
 ENGLISH_TREES = SYNTAX_ROOT / "en_pud-ud-test.conllu"
 GERMAN_TREES = SYNTAX_ROOT / "de_pud-ud-test.conllu"
@@ -325,6 +326,7 @@ def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
         kind: {relation: found["held_out"] for relation, found in relations[kind].items()} for kind in relations
     }
     return {
+        "version": ATLAS_VERSION,
         "heads": records,
         "held_out": held_out,
         "treebank": {
@@ -370,5 +372,6 @@ def save(loaded: LoadedCheckpoint, atlas: dict) -> None:
 
 
 def stored(loaded: LoadedCheckpoint) -> dict | None:
-    """The atlas measured on exactly these weights, or None."""
-    return read_beside(loaded, ATLAS_FILE)
+    """The atlas measured on exactly these weights by this version of the measure, or None."""
+    found = read_beside(loaded, ATLAS_FILE)
+    return found if found is not None and found.get("version") == ATLAS_VERSION else None
