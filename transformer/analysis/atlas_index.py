@@ -138,8 +138,9 @@ def default_pairs(languages: tuple[str, str] = ("en", "de")) -> tuple[list[tuple
     for prefix, count in SOURCES:
         path = DATA_ROOT / prefix
         if Path(f"{path}.{languages[0]}").is_file():
-            pairs += read_pairs(path, languages)[:count]
-            names.append(f"{Path(prefix).name} ({min(count, len(read_pairs(path, languages)))})")
+            taken = read_pairs(path, languages)[:count]
+            pairs += taken
+            names.append(f"{Path(prefix).name} ({len(taken)})")
     return pairs, names
 
 
