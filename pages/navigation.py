@@ -101,7 +101,17 @@ def through_the_router() -> None:
         st.rerun()
 
 
-def atlas_button(kind: str, layer: int, head: int, key: str) -> None:
-    """A button under a head's heatmap that opens the head's card in the head atlas (0-based layer and head)."""
-    if st.button(t("atlas.open_card"), key=key, icon=":material/hub:"):
+def atlas_button(kind: str, layer: int, head: int, key: str, label: str | None = None, where=st) -> None:
+    """A button under a head's heatmap that opens the head's card in the head atlas (0-based layer and head);
+    ``label`` names the head where a figure shows several, ``where`` is the container it goes in."""
+    if where.button(label or t("atlas.open_card"), key=key, icon=":material/hub:"):
         open_page("head_atlas.py", {"atlas_head": f"{kind}-{layer + 1}-{head + 1}"})
+
+
+def atlas_buttons(kind: str, layer: int, heads: list[int], key: str, name) -> None:
+    """One atlas button per head of a figure that draws several heads of one layer (``name``: a head's label)."""
+    if not heads:
+        return
+    st.caption(t("atlas.open_cards"))
+    for column, head in zip(st.columns(len(heads)), heads, strict=True):
+        atlas_button(kind, layer, head, key=f"{key}_{head}", label=name(head), where=column)

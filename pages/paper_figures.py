@@ -9,7 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.i18n import language, score_text, t
-from pages.navigation import atlas_button
+from pages.navigation import atlas_button, atlas_buttons
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (
@@ -235,6 +235,7 @@ with left:
     )
     if heads:
         show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
+        atlas_buttons("encoder", layer, heads, "figure_3_atlas", head_name)
     else:
         st.info(t("fig.choose_head"))
 
@@ -260,6 +261,7 @@ with left:
         top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
         show_figure(top, key="figure_4_top")
         show_figure(bottom, key="figure_4_bottom")
+        atlas_buttons("encoder", layer, heads, "figure_4_atlas", head_name)
     else:
         st.info(t("fig.choose_head"))
 with right:

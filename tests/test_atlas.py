@@ -250,7 +250,7 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     assert app.subheader[0].value.startswith("Cross L2 H3")
     assert "alignment error rate" in " ".join(str(m.value) for m in app.markdown)
     assert app.query_params["atlas_head"] == "cross-2-3"
-    related = [b for b in app.button if b.key.startswith("atlas_related_")]
+    related = [b for b in app.button if (b.key or "").startswith("atlas_related_")]
     assert len(related) == atlas.RELATED
     related[0].click().run()
     kind, layer, head = related[0].key.removeprefix("atlas_related_").split("_")

@@ -221,6 +221,8 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
 
     app.multiselect(key="fig3_heads").set_value([2]).run()
     assert legend(charts(app)[0]) == ["head 3"]
+    # each head a figure draws opens its card in the head atlas, and only those heads
+    assert [b.label for b in app.button if (b.key or "").startswith("figure_3_atlas_")] == ["head 3"]
     app.multiselect(key="fig3_heads").set_value([]).run()
     no_exceptions(app)
     assert any("at least one head" in info.value for info in app.info)
