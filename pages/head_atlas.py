@@ -39,22 +39,22 @@ def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
     return atlas.build(_loaded, SAMPLE)
 
 
-def load_atlas(loaded: LoadedCheckpoint) -> dict | None:
-    """The stored atlas; else, once the visitor asks, one measured here on :data:`SAMPLE` pairs."""
+def load_atlas(loaded: LoadedCheckpoint) -> tuple[dict | None, bool]:
+    """The stored atlas (and True); else, once the visitor asks, one measured here on :data:`SAMPLE` pairs."""
     found = stored_beside(loaded, atlas.ATLAS_FILE)
     if found is not None and found.get("version") == atlas.ATLAS_VERSION:
-        return found
+        return found, True
     asked = f"atlas_measure_{loaded.path}"
     name = loaded.path.name if loaded.path.parent == REPOSITORY_CHECKPOINTS else str(loaded.path)
     st.info(t("atlas.not_stored", command=f"python -m transformer.atlas --checkpoint {name} --save"))
     if not atlas.ENGLISH_TREES.is_file() or not atlas.GERMAN_TREES.is_file():
         st.warning(t("atlas.no_data", folder=str(atlas.SYNTAX_ROOT)))
-        return None
+        return None, False
     if st.button(t("atlas.measure_here", sentences=SAMPLE)) or st.session_state.get(asked):
         st.session_state[asked] = True
         with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
-            return measured_here(loaded, str(loaded.path))
-    return None
+            return measured_here(loaded, str(loaded.path)), False
+    return None, False
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -290,11 +290,10 @@ def held_out_table(found: dict) -> None:
 loaded = page_checkpoint("atlas", FIELDS)
 st.title(t("atlas.title"))
 st.markdown(t("atlas.intro"))
-found = load_atlas(loaded)
+found, stored = load_atlas(loaded)
 if found is None:
     save_page(FIELDS)
     st.stop()
-stored = "fingerprint" in found
 records = found["heads"]
 ids = [head_id(record) for record in records]
 most_needed = max(range(len(records)), key=lambda i: records[i]["importance_bleu_drop"] or 0.0)

@@ -19,6 +19,11 @@ from transformer.checkpoint import load_checkpoint, write_json
 from transformer.cli import atlas as atlas_cli
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "head_atlas.py"
+# Two pairs in the synthetic corpus's words, for the index of sentences.
+TWO_PAIRS = [
+    ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
+    ("a dog sleeps.", "ein hund schläft."),
+]
 
 # "Die Katze schläft am Haus." with "am" = "an dem" (a multiword token), a subtyped relation and punctuation.
 GERMAN_TREE = """# sent_id = 1
@@ -157,20 +162,10 @@ def write_gold(folder: Path) -> None:
 
 
 def test_the_atlas_command_prints_a_record_per_head_and_stores_the_atlas(
-    trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+    atlas_checkpoint: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ):
-    write_gold(tmp_path)
-    monkeypatch.setattr(atlas, "ENGLISH_TREES", tmp_path / "en.conllu")
-    monkeypatch.setattr(atlas, "GERMAN_TREES", tmp_path / "de.conllu")
-    monkeypatch.setattr(atlas, "ALIGNMENT_GOLD", tmp_path / "gold")
-    monkeypatch.setattr(atlas, "MIN_ARCS", 1)
-    checkpoint = tmp_path / "model"
-    shutil.copytree(trained_checkpoint, checkpoint)
-    pairs = [
-        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
-        ("a dog sleeps.", "ein hund schläft."),
-    ]
-    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (pairs, ["two pairs"]))
+    checkpoint = atlas_checkpoint
+    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (TWO_PAIRS, ["two pairs"]))
     assert atlas_cli.main(["--checkpoint", str(checkpoint), "--json", "--save"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     loaded = load_checkpoint(checkpoint)
@@ -228,11 +223,7 @@ def run_atlas_page(**query: str) -> AppTest:
 def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Path):
     loaded = load_checkpoint(atlas_checkpoint)
     found = atlas.build(loaded)
-    pairs = [
-        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
-        ("a dog sleeps.", "ein hund schläft."),
-    ]
-    atlas.add_examples(found["heads"], atlas_index.build(loaded, pairs))
+    atlas.add_examples(found["heads"], atlas_index.build(loaded, TWO_PAIRS))
     atlas.save(loaded, found)  # with its examples, but no index stored beside it
     app = run_atlas_page()
     no_exceptions(app)
@@ -320,11 +311,7 @@ def test_an_index_built_and_stored_beside_a_model_is_read_back_for_its_weights_o
 ):
     checkpoint = shutil.copytree(trained_checkpoint, tmp_path / "model")
     loaded = load_checkpoint(checkpoint)
-    pairs = [
-        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
-        ("a dog sleeps.", "ein hund schläft."),
-    ]
-    index = atlas_index.build(loaded, pairs, ["test"])
+    index = atlas_index.build(loaded, [*TWO_PAIRS, ("dog", "hund")], ["test"])
     assert len(index.english) == 2 and index.english[1] == ["a", "dog", "sleeps", "."]
     layers_heads = loaded.model.config.encoder_layers * loaded.model.config.num_heads
     for kind, queries in (("encoder", 8 + 4), ("decoder", 8 + 4), ("cross", 8 + 4)):
@@ -342,11 +329,7 @@ def test_an_index_built_and_stored_beside_a_model_is_read_back_for_its_weights_o
 def test_the_card_finds_where_else_the_head_links_words_and_which_heads_link_two_typed_words(
     atlas_checkpoint: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    pairs = [
-        ("the small cat sees the big dog.", "der klein katze sieht der groß hund."),
-        ("a dog sleeps.", "ein hund schläft."),
-    ]
-    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (pairs, ["two pairs"]))
+    monkeypatch.setattr(atlas_index, "default_pairs", lambda languages=("en", "de"): (TWO_PAIRS, ["two pairs"]))
     loaded = load_checkpoint(atlas_checkpoint)
     atlas.save(loaded, atlas.build(loaded))
     app = run_atlas_page(atlas_head="encoder-1-1")

@@ -28,7 +28,7 @@ from transformer.analysis import syntax
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, attention_for_many
 from transformer.checkpoint import LoadedCheckpoint, fingerprint, write_atomically
-from transformer.data import DATA_ROOT, read_pairs
+from transformer.data import DATA_ROOT, has_pairs, read_pairs
 from transformer.tokenizer import EOS_ID
 
 INDEX_FILE = "atlas_index.npz"
@@ -137,7 +137,7 @@ def default_pairs(languages: tuple[str, str] = ("en", "de")) -> tuple[list[tuple
     pairs, names = [], []
     for prefix, count in SOURCES:
         path = DATA_ROOT / prefix
-        if Path(f"{path}.{languages[0]}").is_file():
+        if has_pairs(path, languages):
             taken = read_pairs(path, languages)[:count]
             pairs += taken
             names.append(f"{Path(prefix).name} ({len(taken)})")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer.tokenizer import SPECIAL_PIECES, WORD_START, join_pieces
+from transformer.tokenizer import EOS_ID, SPECIAL_PIECES, WORD_START, Tokenizer, join_pieces
 
 SKIPPED_RELATIONS = frozenset({"punct", "root"})
 DIRECTIONS = ("dependent_to_head", "head_to_dependent")
@@ -206,12 +206,10 @@ def tally(readings: Iterable[Reading]) -> Tally:
 
 
 def read_pair(
-    tokenizer, english: Tree, german: Tree, limit: int
+    tokenizer: Tokenizer, english: Tree, german: Tree, limit: int
 ) -> tuple[list[int], list[int], list[int], list[int]] | None:
     """Source ids (ending with </s>), output ids, and the owners of the source's and the output's pieces; None when
     either side's pieces do not spell its tokens or a side is longer than ``limit`` pieces."""
-    from transformer.tokenizer import EOS_ID
-
     source_ids, output_ids = [*tokenizer.encode(english.text), EOS_ID], tokenizer.encode(german.text)
     if len(source_ids) > limit or len(output_ids) + 1 > limit:
         return None
