@@ -19,6 +19,7 @@ from pathlib import Path
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages import url_state
 from pages.i18n import t
 
 ROUTER = Path(__file__).resolve().parent.parent / "app.py"  # the app's main script
@@ -71,13 +72,8 @@ def app_pages() -> list:
 
 def open_page(script: str | None, values: dict) -> None:
     """Go to another page (``script``: its file name in ``pages/``; None: the main page) with some of its controls
-    set, as if the visitor had left them so there: they hold whether or not the page was visited before."""
-    from pages import url_state
-
-    remembered = url_state.kept()
-    for key, value in values.items():
-        st.session_state[key] = value
-        remembered[key] = value
+    set, as if the visitor had left them so there (:func:`pages.url_state.assign`)."""
+    url_state.assign(values)
     pages = app_pages()
     names = [None, *PAGE_SCRIPTS]
     st.switch_page(pages[names.index(script)])

@@ -190,6 +190,15 @@ def indices_below(count: int) -> Callable[[Any], bool]:
     )
 
 
+def assign(values: dict[str, Any]) -> None:
+    """Set controls as if the visitor had left them so (kept too, so they hold on a page visited before or not):
+    how one page opens another on a chosen view."""
+    remembered = kept()
+    for key, value in values.items():
+        st.session_state[key] = value
+        remembered[key] = value
+
+
 def forget(*keys: str) -> None:
     """Drop controls' values on purpose (their defaults then apply again), unlike Streamlit dropping a widget's."""
     remembered = kept()
