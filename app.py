@@ -17,6 +17,7 @@ import numpy  # noqa: F401
 import pandas  # noqa: F401
 import streamlit as st
 
+from pages import lesson_bar
 from pages.navigation import app_pages, routed
 from pages.page_slots import page_slots
 
@@ -30,4 +31,4 @@ st.html("<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }</s
 
 
 with page_slots().run(), routed():  # pages run one per core at once, in arrival order (pages/page_slots.py)
-    st.navigation(app_pages()).run()
+    lesson_bar.play(st.navigation(app_pages()))  # the page, under a lesson's bar while one is on

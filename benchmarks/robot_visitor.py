@@ -44,12 +44,15 @@ VIEWPORT = {"width": 1280, "height": 800}
 # URL path → page name as the robot reports it ("explore" is the app's default page).
 PAGES = {
     "": "explore",
+    "lessons": "lessons",
     "step_by_step": "step_by_step",
     "paper_figures": "paper_figures",
     "head_discovery": "head_discovery",
     "head_atlas": "head_atlas",
     "what_if": "what_if",
     "positional_encoding": "positional_encoding",
+    "toy_model": "toy_model",
+    "why_self_attention": "why_self_attention",
     "model_and_training": "model_and_training",
 }
 SENTENCES = [
@@ -397,9 +400,9 @@ class Robot:
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
             self.journey.remembered.clear()
         landed = page_of(page.url)
-        if kind == "stButton" and landed != before:
-            # A button that opens another page on a chosen view ("this head in the atlas") sets that page's choices
-            # on purpose, as a link would: start afresh there.
+        if kind == "stButton" and (landed != before or key.startswith("lesson")):
+            # A button that opens another page on a chosen view ("this head in the atlas", a lesson's next step)
+            # sets that page's choices on purpose, as a link would: start afresh there.
             self.journey.remembered.pop(landed, None)
             self.check(returning=False)
             return

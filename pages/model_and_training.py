@@ -1,5 +1,6 @@
-"""The loaded model: its configuration and parameter counts, its training curves and learning-rate schedule (§5.3),
-and the scores its model card reports."""
+"""The loaded model: its configuration and parameter counts, its training curves and learning-rate schedule (§5.3)
+alone and on its own training log, label smoothing (§5.4) with the floors it puts under the log's losses, and the
+scores its model card reports."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from pages import url_state
 from pages.common import page_checkpoint, save_page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
+from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor
 from transformer.checkpoint import LOG_FILES, TRAINER_FILE
 from transformer.plots import training as plot_training
 from transformer.runs import portable, portable_path, read_metrics, training_log
 
 MODEL_CARD = "MODEL_CARD.md"
+DEFAULT_LABEL_SMOOTHING = 0.1  # the trainer's default (--label-smoothing), the paper's ε_ls
 
 
 def model_card(checkpoint: Path, language: str) -> Path | None:
@@ -47,6 +50,7 @@ FIELDS = {
     "lr_warmup": Field(None, url_state.integer(1, 100_000)),
     "lr_scale": Field(None, url_state.number(0.01, 10.0)),
     "lr_steps": Field(None, url_state.integer(1000, 300_000)),
+    "ls_epsilon": Field(None, url_state.number(0.0, 0.5)),
 }
 loaded = page_checkpoint("model", FIELDS)
 config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
@@ -112,7 +116,8 @@ parent = meta.get("fine_tuned_from") if isinstance(meta.get("fine_tuned_from"), 
 start = parent["step"] if parent is not None and isinstance(parent.get("step"), int) else 0
 cooldown = arguments.get("cooldown") if isinstance(arguments.get("cooldown"), int) else 0
 last_step = arguments.get("max_steps", 0) - start if cooldown > 0 and isinstance(arguments.get("max_steps"), int) else 0
-if not isinstance(trained_warmup, int) or not isinstance(trained_scale, (int, float)):
+schedule_known = isinstance(trained_warmup, int) and isinstance(trained_scale, (int, float))
+if not schedule_known:
     st.caption(t("model.no_schedule"))
     trained_warmup, trained_scale = 4000, 1.0
 else:
@@ -133,7 +138,6 @@ first, second, third = st.columns(3)
 warmup = first.slider(t("model.warmup"), *warmup_range, step=100, key="lr_warmup")
 scale = second.slider(t("model.scale"), *scale_range, step=0.05, key="lr_scale")
 steps = third.slider(t("model.steps_shown"), 1000, 300_000, step=1000, key="lr_steps")
-save_page(FIELDS)
 show_figure(
     plot_training.learning_rate_curve(
         config.d_model,
@@ -147,6 +151,61 @@ show_figure(
     ),
     key="learning_rate",
 )
+if any("lr" in record for record in records):
+    st.markdown(t("model.recorded_schedule"))
+    show_figure(
+        plot_training.recorded_schedule(
+            records,
+            config.d_model,
+            trained_warmup if schedule_known else None,
+            trained_scale,
+            start=start,
+            cooldown=cooldown,
+            last_step=last_step,
+            language=language(),
+        ),
+        key="recorded_schedule",
+    )
+    if schedule_known:
+        check = schedule_check(records, config.d_model, trained_warmup, trained_scale, start, cooldown, last_step)
+        st.caption(t("model.recorded_schedule_caption", records=len(check.steps), gap=check.largest_relative_gap))
+    else:
+        st.caption(t("model.recorded_schedule_unknown"))
+
+st.subheader(t("model.smoothing"))
+st.markdown(t("model.smoothing_text"))
+st.latex(
+    r"q(y) = (1 - \varepsilon_{ls})\,[y = y^{*}] + \frac{\varepsilon_{ls}}{V}, \qquad "
+    r"\min_{p}\, H(q, p) = H(q) = -\sum_{y} q(y) \ln q(y)"
+)
+recorded_epsilon = arguments.get("label_smoothing")
+trained_epsilon = (
+    float(recorded_epsilon)
+    if isinstance(recorded_epsilon, (int, float)) and 0 <= recorded_epsilon <= 0.5
+    else DEFAULT_LABEL_SMOOTHING
+)
+if trained_epsilon == recorded_epsilon:
+    st.caption(t("model.smoothing_recorded", epsilon=trained_epsilon))
+else:
+    st.caption(t("model.smoothing_default", epsilon=trained_epsilon))
+url_state.ensure("ls_epsilon", trained_epsilon, lambda value: 0.0 <= value <= 0.5)
+epsilon = st.slider(t("model.epsilon"), 0.0, 0.5, step=0.01, key="ls_epsilon")
+save_page(FIELDS)
+floor = smoothing_floor(epsilon, config.vocab_size)
+columns = st.columns(4)
+columns[0].metric(t("model.right_share"), f"{smoothed_target(epsilon, config.vocab_size)[0]:.6g}")
+columns[1].metric(t("model.least_loss"), f"{floor.loss:.4f}")
+columns[2].metric(t("model.floor_nll"), f"{floor.nll:.4f}")
+columns[3].metric(t("model.floor_perplexity"), f"{floor.perplexity:.4f}")
+show_figure(plot_training.smoothed_target_figure(epsilon, config.vocab_size, language()), key="smoothed_target")
+if any("loss" in record for record in records):
+    show_figure(
+        plot_training.smoothing_on_log(records, trained_epsilon, config.vocab_size, language()),
+        key="smoothing_on_log",
+    )
+    st.caption(t("model.smoothing_log_caption", log=log.name, epsilon=trained_epsilon, vocab=config.vocab_size))
+else:
+    st.info(t("model.no_smoothing_log"))
 
 st.subheader(t("model.scores"))
 card = model_card(loaded.path, language())

@@ -51,12 +51,15 @@ def translate_and_explore() -> None:
 
 # The page scripts after the main page, in the sidebar's order: file name → (title message, icon).
 PAGE_SCRIPTS = {
+    "lessons.py": ("nav.lessons", ":material/co_present:"),
     "step_by_step.py": ("nav.steps", ":material/school:"),
     "paper_figures.py": ("nav.figures", ":material/article:"),
     "head_discovery.py": ("nav.heads", ":material/search:"),
     "head_atlas.py": ("nav.atlas", ":material/hub:"),
     "what_if.py": ("nav.whatif", ":material/science:"),
     "positional_encoding.py": ("nav.positional", ":material/waves:"),
+    "toy_model.py": ("nav.toy", ":material/model_training:"),
+    "why_self_attention.py": ("nav.why", ":material/compare_arrows:"),
     "model_and_training.py": ("nav.model", ":material/monitoring:"),
 }
 
@@ -68,6 +71,11 @@ def app_pages() -> list:
         st.Page(translate_and_explore, title=t("nav.explore"), icon=":material/translate:", default=True),
         *(st.Page(str(folder / name), title=t(title), icon=icon) for name, (title, icon) in PAGE_SCRIPTS.items()),
     ]
+
+
+def page_name(page) -> str:
+    """A page of :func:`app_pages` by name: ``explore`` for the main page, else its file name without ``.py``."""
+    return page.url_path or "explore"
 
 
 def open_page(script: str | None, values: dict) -> None:

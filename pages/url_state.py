@@ -125,6 +125,9 @@ def text(max_characters: int) -> Parse:
 
 # ------------------------------------------------------------------------------------------------ state
 KEPT = "_url_state_kept"  # key → last value of every declared control, in the session (not a widget key)
+DECLARED = "_url_state_declared"  # key → Field of every control a page declared in this run (app.py empties it)
+CARRIED = "_url_state_carried"  # URL entries that belong to no page and stay in the URL of every page (a lesson's)
+FRESH = "_url_state_fresh"  # the next page opened reads its controls from the link alone (open_link)
 
 
 def kept() -> dict[str, Any]:
@@ -135,12 +138,18 @@ def kept() -> dict[str, Any]:
 def keep(fields: dict[str, Field], page: str) -> None:
     """Before drawing a page's (or a fragment's) widgets: restore them from the URL on the session's first visit to
     the page, remember each current value, and give back the last value of any control Streamlit has forgotten."""
+    st.session_state.setdefault(DECLARED, {}).update(fields)
     restored = f"_restored_{page}"
     if not st.session_state.get(restored):
         st.session_state[restored] = True
+        fresh = st.session_state.pop(FRESH, False)
         for key, field in fields.items():
             raw = st.query_params.get(key)
-            if raw is None:
+            if raw is None and fresh:  # a control the link does not name: its default, as in a fresh browser
+                st.session_state.pop(key, None)
+                kept().pop(key, None)
+                value = field.default
+            elif raw is None:
                 value = kept().get(key, field.default)
             else:
                 try:
@@ -199,6 +208,26 @@ def assign(values: dict[str, Any]) -> None:
         remembered[key] = value
 
 
+def open_link(carried: dict[str, str]) -> None:
+    """Before switching to a page with a link's query parameters: that page reads every control from the link as a
+    fresh browser would (controls the link does not name take their defaults, not the session's last values), and
+    ``carried`` (entries of no page) stays in the URL of every page from now on ({}: none)."""
+    for key in [key for key in st.session_state if str(key).startswith("_restored_")]:
+        del st.session_state[key]
+    st.session_state[FRESH] = True
+    carry(carried)
+
+
+def carry(entries: dict[str, str]) -> None:
+    """Keep ``entries`` (belonging to no page) in the URL of every page from now on ({}: none)."""
+    st.session_state[CARRIED] = dict(entries)
+
+
+def carried() -> dict[str, str]:
+    """The URL entries that belong to no page (:func:`carry`)."""
+    return st.session_state.get(CARRIED, {})
+
+
 def forget(*keys: str) -> None:
     """Drop controls' values on purpose (their defaults then apply again), unlike Streamlit dropping a widget's."""
     remembered = kept()
@@ -222,7 +251,10 @@ def save(fields: dict[str, Field]) -> None:
         if key in st.session_state:
             remembered[key] = st.session_state[key]
     st.query_params.from_dict(
-        {key: url_text(field.dump(remembered[key])) for key, field in fields.items() if key in remembered}
+        {
+            **carried(),
+            **{key: url_text(field.dump(remembered[key])) for key, field in fields.items() if key in remembered},
+        }
     )
 
 

@@ -341,12 +341,14 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
     links = texts(page, '[data-testid="stSidebarNav"] a')
     names = [
         "Translate and explore",
+        "Lessons",
         "Attention, step by step",
         "Paper figures",
         "Head discovery",
         "Head atlas",
         "What if",
         "Positional encoding",
+        "Why self-attention",
         "Model and training",
     ]
     assert len(links) == len(names) and all(link.endswith(name) for link, name in zip(links, names, strict=True))

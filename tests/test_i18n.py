@@ -24,11 +24,13 @@ FIGURE_WORDS = {
     "paper.py": "plot_paper",
     "whatif.py": "plot_whatif",
     "logit_lens.py": "plot_lens",
+    "complexity.py": "plot_complexity",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
     "step_by_step.py": {},
     "positional_encoding.py": {},
+    "why_self_attention.py": {},
     "model_and_training.py": {},
     "head_discovery.py": {},
     "head_atlas.py": {},

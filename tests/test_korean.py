@@ -38,6 +38,7 @@ PAGES = [
     "/head_atlas",
     *(f"/what_if?wi_tab={tab}" for tab in ("ablate", "importance", "rollout", "beam", "forced", "compare")),
     "/positional_encoding",
+    "/why_self_attention",
     "/model_and_training",
 ]
 VIEWPORT = {"width": 1280, "height": 800}

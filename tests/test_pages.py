@@ -87,7 +87,9 @@ def test_model_page_shows_configuration_training_curves_and_schedule(checkpoint:
     app = run_page(MODEL)
     no_exceptions(app)
     shown = charts(app)
-    assert len(shown) == 3  # training curves and health from the run's metrics.jsonl, learning-rate schedule
+    # Training curves and health from the run's metrics.jsonl, the learning-rate schedule, the schedule on the log,
+    # the label-smoothed target and the losses under label smoothing (tests/test_training_log.py).
+    assert len(shown) == 6
     curves = {trace["name"]: trace for trace in shown[0]["figure"]["data"]}
     assert len(array(curves["training loss"]["y"])) == 600 // 50
     assert len(array(curves["dev loss"]["y"])) >= 1
@@ -114,7 +116,7 @@ def test_model_page_shows_configuration_training_curves_and_schedule(checkpoint:
 def test_model_page_without_a_log_shows_the_model_card_and_scores(shipped_copy: Path):
     app = run_page(MODEL)
     no_exceptions(app)
-    assert len(charts(app)) == 1  # no training curves, only the schedule
+    assert len(charts(app)) == 2  # no training curves, only the schedule and the label-smoothed target
     assert any("No training log" in info.value for info in app.info)
     assert not app.error
     assert any("word for word" in markdown.value for markdown in app.markdown)
@@ -130,7 +132,7 @@ def test_model_page_places_a_fine_tuned_checkpoint_on_its_own_schedule(shipped_c
     app = run_page(MODEL)
     no_exceptions(app)
     assert any("fine-tuned from `base`" in caption.value for caption in app.caption)
-    marker = charts(app)[-1]["figure"]["data"][1]
+    marker = charts(app)[0]["figure"]["data"][1]  # the schedule: the page's first chart without a log
     assert array(marker["x"]).tolist() == [200]  # steps since the schedule restarted, not since the first run began
 
 
@@ -144,7 +146,7 @@ def test_model_page_draws_a_runs_cool_down(shipped_copy: Path):
     app = run_page(MODEL)
     no_exceptions(app)
     assert any("--cooldown 400" in caption.value for caption in app.caption)
-    schedule = charts(app)[-1]["figure"]
+    schedule = charts(app)[0]["figure"]
     assert "cool-down = 400 to step 700" in schedule["layout"]["title"]["text"]
     x, y = array(schedule["data"][0]["x"]), array(schedule["data"][0]["y"])
     # The paper's curve until step 300 of the cool-down's window, then a straight fall to (almost) zero at step 700.

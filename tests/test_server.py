@@ -131,6 +131,7 @@ def test_the_audited_lock_satisfies_what_the_project_asks_for():
     ``pyproject.toml``, each within its declared range: a dependency added or re-ranged without refreshing the lock
     (``bash scripts/audit.sh --lock``) fails here."""
     import tomllib
+
     from packaging.requirements import Requirement
 
     project = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["project"]

@@ -38,12 +38,14 @@ def sinusoidal_positional_encoding(num_positions: int, d_model: int) -> Tensor:
     return encoding.float()
 
 
-def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None) -> Tensor:
+def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None, scale: float | None = None) -> Tensor:
     """softmax(Q Kᵀ / √d_k) of §3.2.1, Eq. 1, with masked positions set to -inf before the softmax.
 
     query (..., Tq, K), key (..., Tk, K) → (..., Tq, Tk), computed in float32 whatever the input precision.
+    ``scale`` replaces the factor 1/√d_k (1.0: the unscaled dot products the paper argues against).
     """
-    scores = query.float() @ key.float().transpose(-2, -1) / math.sqrt(query.size(-1))  # (..., Tq, Tk)
+    scores = query.float() @ key.float().transpose(-2, -1)  # (..., Tq, Tk)
+    scores = scores / math.sqrt(query.size(-1)) if scale is None else scores * scale
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1)
@@ -92,6 +94,9 @@ class MultiHeadAttention(nn.Module):
         # Per-head factors on the heads' outputs before Wᴼ (None: all 1); 0 switches a head off (Michel et al.,
         # 2019). Set through Transformer.head_mask rather than directly.
         self.head_gate: Tensor | None = None
+        # False: softmax(Q Kᵀ) without the 1/√d_k of Eq. 1, the ablation §3.2.1 argues against (large dot products
+        # push the softmax into regions of tiny gradients).
+        self.scaled = True
 
     def split_heads(self, x: Tensor) -> Tensor:
         batch, length, _ = x.shape
@@ -139,12 +144,13 @@ class MultiHeadAttention(nn.Module):
                 k, v = cache.extend(k, v)
 
         dropout_p = self.attention_dropout if self.training else 0.0
+        scale = None if self.scaled else 1.0  # None: 1/√d_k
         weights = None
         if need_weights:
-            weights = attention_probabilities(q, k, mask)  # (B, H, Tq, Tk)
+            weights = attention_probabilities(q, k, mask, scale)  # (B, H, Tq, Tk)
             attended = F.dropout(weights, dropout_p, self.training).to(v.dtype) @ v  # (B, H, Tq, K)
         else:
-            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
         if self.head_gate is not None:
             attended = attended * self.head_gate.to(attended.dtype).view(1, -1, 1, 1)
         batch, _, length, _ = attended.shape

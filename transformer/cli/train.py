@@ -220,7 +220,7 @@ class Trainer:
             "device": str(self.device.type),
             "data": self.options.train,
             **({"fine_tuned_from": progress.parent} if progress.parent else {}),
-            "saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "saved_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         }
 
     def save(self) -> bool:

@@ -1,4 +1,5 @@
-"""A training run as figures: loss, BLEU and health over steps or hours, the learning-rate schedule (§5.3), and the
+"""A training run as figures: loss, BLEU and health over steps or hours, the learning-rate schedule (§5.3) alone and
+over the rate the log recorded, label smoothing (§5.4): its target and its floors under the log's losses, and the
 parameter count per component."""
 
 from __future__ import annotations
@@ -9,6 +10,13 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from transformer.analysis.training_log import (
+    recorded_rates,
+    restarts,
+    schedule_check,
+    smoothed_target,
+    smoothing_floor,
+)
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
 from transformer.plots.style import base_layout
@@ -275,6 +283,183 @@ def learning_rate_curve(
         },
         height=400,
         legend={"orientation": "h", "y": -0.25},
+    )
+    return fig
+
+
+def recorded_schedule(
+    records: list[dict],
+    d_model: int,
+    warmup: int | None,
+    scale: float,
+    start: int = 0,
+    cooldown: int = 0,
+    last_step: int = 0,
+    language: str = DEFAULT_LANGUAGE,
+) -> go.Figure:
+    """The learning rate the log recorded at every training record (broken where a continuation restarted the
+    schedule), and over the checkpoint's own span, from ``start``, §5.3's formula with the arguments it was trained
+    with (:func:`transformer.analysis.training_log.schedule_check`; not drawn when ``warmup`` is None: unknown)."""
+    text = words(language, "plot_training")
+    steps, rates = recorded_rates(records)
+    starts = [step for step in restarts(records) if step > 0]
+    xs: list = []
+    ys: list = []
+    for step, rate in zip(steps, rates, strict=True):
+        if xs and any(xs[-1] <= restart < step for restart in starts):
+            xs.append(None)  # a restart: the recorded line breaks there
+            ys.append(None)
+        xs.append(step)
+        ys.append(rate)
+    fig = go.Figure(
+        go.Scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            name=text["recorded_lr"],
+            line={"color": "#4c78a8", "width": 2},
+            hovertemplate=f"{text['step']} %{{x}}<br>lr %{{y:.3e}}<extra></extra>",
+        )
+    )
+    if warmup is not None:
+        check = schedule_check(records, d_model, warmup, scale, start, cooldown, last_step)
+        fig.add_trace(
+            go.Scatter(
+                x=list(check.steps),
+                y=list(check.formula),
+                mode="lines",
+                name=text["formula_lr"].format(warmup=warmup, scale=scale, start=start),
+                line={"color": "#e45756", "dash": "dash", "width": 2},
+                hovertemplate=f"{text['step']} %{{x}}<br>§5.3: %{{y:.3e}}<extra></extra>",
+            )
+        )
+    if starts:  # the restarts' legend entry
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="lines",
+                name=text["restart"],
+                line={"dash": "dot", "color": "#888", "width": 1},
+            )
+        )
+    if not steps:
+        fig.add_annotation(
+            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
+        )
+    fig.update_layout(
+        **base_layout(),
+        title={"text": text["recorded_schedule_title"]},
+        shapes=[
+            {
+                "type": "line",
+                "x0": step,
+                "x1": step,
+                "xref": "x",
+                "y0": 0,
+                "y1": 1,
+                "yref": "paper",
+                "line": {"dash": "dot", "color": "#888", "width": 1},
+            }
+            for step in starts
+        ],
+        hovermode="closest",
+        height=420,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    fig.update_xaxes(title_text=text["step"])
+    fig.update_yaxes(title_text=text["learning_rate"], exponentformat="e")
+    return fig
+
+
+def smoothed_target_figure(epsilon: float, vocab_size: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """§5.4's target for one position next to the one-hot target it replaces: the right token's share, one other
+    token's, and all the other tokens' together (:func:`transformer.analysis.training_log.smoothed_target`)."""
+    text = words(language, "plot_training")
+    right, other = smoothed_target(epsilon, vocab_size)
+    categories = [text["right_token"], text["other_token"], text["other_tokens"].format(count=vocab_size - 1)]
+    targets = ((text["one_hot"], [1.0, 0.0, 0.0], "#9a9a9a"), (text["smoothed"], [right, other, 1 - right], "#4c78a8"))
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=categories,
+                y=values,
+                name=name,
+                marker_color=colour,
+                text=[f"{value:.6g}" for value in values],
+                textposition="outside",
+                hovertemplate=f"{name}<br>%{{x}}: %{{y:.6g}}<extra></extra>",
+            )
+            for name, values, colour in targets
+        ]
+    )
+    fig.update_yaxes(title_text=text["probability"], range=[0, 1.15])
+    fig.update_layout(
+        **base_layout(),
+        title={"text": text["target_title"].format(epsilon=epsilon, vocab=vocab_size)},
+        barmode="group",
+        height=380,
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def smoothing_on_log(
+    records: list[dict], epsilon: float, vocab_size: int, language: str = DEFAULT_LANGUAGE
+) -> go.Figure:
+    """The log's label-smoothed losses beside its negative log-likelihoods (training and dev, nats per target
+    token), with the two floors of ε over ``vocab_size`` tokens: the least label-smoothed loss, H(q), and the NLL of
+    the model that reaches it (:func:`transformer.analysis.training_log.smoothing_floor`). Only the fields the log
+    holds are drawn."""
+    text = words(language, "plot_training")
+    floor = smoothing_floor(epsilon, vocab_size)
+    train = sorted((r for r in records if r.get("kind") == "train"), key=lambda r: r["step"])
+    dev = sorted((r for r in records if r.get("kind") == "dev"), key=lambda r: r["step"])
+    series = [
+        (text["training_loss"], train, "loss", "lines", "#4c78a8", "solid"),
+        (text["training_nll"], train, "nll", "lines", "#4c78a8", "dot"),
+        (text["dev_loss"], dev, "dev_loss", "lines+markers", "#f58518", "solid"),
+        (text["dev_nll"], dev, "dev_nll", "lines+markers", "#f58518", "dot"),
+    ]
+    fig = go.Figure()
+    for name, rows, field, mode, colour, dash in series:
+        rows = [r for r in rows if isinstance(r.get(field), (int, float))]
+        if not rows:
+            continue
+        fig.add_trace(
+            go.Scatter(
+                x=[r["step"] for r in rows],
+                y=[r[field] for r in rows],
+                mode=mode,
+                name=name,
+                line={"color": colour, "dash": dash},
+                marker={"size": 4},
+                hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    for value, label, dash in (
+        (floor.loss, text["loss_floor"].format(value=floor.loss), "dash"),
+        (floor.nll, text["nll_floor"].format(value=floor.nll, perplexity=floor.perplexity), "dot"),
+    ):
+        fig.add_hline(
+            y=value,
+            line_dash=dash,
+            line_color="#54a24b",
+            annotation_text=label,
+            annotation_position="top right",
+        )
+    if not fig.data:
+        fig.add_annotation(
+            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
+        )
+    fig.update_xaxes(title_text=text["step"])
+    fig.update_yaxes(title_text=text["nats_axis"], rangemode="tozero")
+    fig.update_layout(
+        **base_layout(),
+        title={"text": text["smoothing_title"].format(epsilon=epsilon, vocab=vocab_size)},
+        hovermode="x unified",
+        height=460,
+        legend={"orientation": "h", "y": -0.2},
     )
     return fig
 

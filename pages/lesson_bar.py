@@ -1,0 +1,173 @@
+"""The lesson player: while a lesson (:mod:`transformer.lessons`) is on, a bar above every page shows the step's
+text, its question, and the way to the previous and next step.
+
+A step opens its page as its link would (:func:`pages.url_state.open_link`): the controls the step names take its
+values, the others their defaults, and the lesson and step stay in the URL of every page (``lesson=paper_tour&
+lesson_step=3``), so every step is a link. A step with a question runs its page only once the class has answered
+and revealed it. After the page has run, the bar checks the step against the controls the page declared, and names
+the step of a lesson whose page has no such control or cannot read its value.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import url_state
+from pages.i18n import language, t
+from pages.navigation import app_pages, page_name
+from transformer.lessons import Lesson, LessonError, available_lessons, read_lesson, unknown_controls
+
+LESSON_PARAM = "lesson"  # in the URL
+STEP_PARAM = "lesson_step"
+PLAYING = "_lesson_playing"  # session: (lesson name, step number) or absent
+REVEALED = "_lesson_revealed"  # session: the (lesson, step) pairs whose question was answered
+
+
+@st.cache_data(show_spinner=False, ttl=5)
+def load(name: str) -> Lesson:
+    """A shipped lesson (re-read every few seconds, so that a teacher editing a file sees the change)."""
+    return read_lesson(name)
+
+
+def step_link(name: str, number: int) -> str:
+    """A link that opens step ``number`` of lesson ``name`` from any page, in a fresh browser too."""
+    return f"?{LESSON_PARAM}={name}&{STEP_PARAM}={number}"
+
+
+def from_url() -> tuple[str, int] | None:
+    name, number = st.query_params.get(LESSON_PARAM), st.query_params.get(STEP_PARAM, "1")
+    if name is None:
+        return None
+    try:
+        return name, max(1, int(number))
+    except ValueError:
+        return name, 1
+
+
+def open_step(lesson: Lesson, number: int) -> None:
+    """Go to step ``number`` (1-based) of ``lesson``: its page with its controls, keeping the interface language,
+    presenter mode and checkpoint."""
+    number = min(max(number, 1), len(lesson.steps))
+    step = lesson.steps[number - 1]
+    st.session_state[PLAYING] = (lesson.name, number)
+    carried = {LESSON_PARAM: lesson.name, STEP_PARAM: str(number)}
+    from pages.common import COMMON_FIELDS  # here: app.py draws the bar before torch is imported
+
+    kept = url_state.kept()
+    common = {key: field.dump(kept[key]) for key, field in COMMON_FIELDS.items() if kept.get(key) is not None}
+    url_state.open_link(carried)
+    pages = app_pages()
+    target = next(page for page in pages if page_name(page) == step.page)
+    st.switch_page(target, query_params={**common, **step.state, **carried})
+
+
+def stop() -> None:
+    """Leave the lesson; the page stays as it is."""
+    st.session_state.pop(PLAYING, None)
+    url_state.carry({})
+    for param in (LESSON_PARAM, STEP_PARAM):
+        st.query_params.pop(param, None)
+
+
+def play(page) -> None:
+    """Run ``page`` (the navigation's chosen page) under the lesson bar when a lesson is on."""
+    st.session_state[url_state.DECLARED] = {}
+    linked = from_url()
+    if linked is not None and linked != st.session_state.get(PLAYING):
+        # A link to a step (a fresh browser, or a step's link clicked): start there.
+        name, number = linked
+        if name not in available_lessons():
+            st.error(t("lesson.unknown", name=name))
+            page.run()
+            return
+        try:
+            lesson = load(name)
+        except LessonError as error:
+            st.error(t("lesson.broken", error=str(error)))
+            page.run()
+            return
+        number = min(number, len(lesson.steps))
+        if set(st.query_params) <= {LESSON_PARAM, STEP_PARAM}:
+            open_step(lesson, number)  # a step's own link: its page with its controls
+        # else a page's link copied or reloaded during the lesson (controls as the visitor left them): as it is
+        st.session_state[PLAYING] = (name, number)
+        url_state.carry({LESSON_PARAM: name, STEP_PARAM: str(number)})
+    playing = st.session_state.get(PLAYING)
+    if playing is None:
+        page.run()
+        return
+    name, number = playing
+    try:
+        lesson = load(name)
+    except LessonError as error:
+        st.error(t("lesson.broken", error=str(error)))
+        stop()
+        page.run()
+        return
+    number = min(number, len(lesson.steps))
+    step = lesson.steps[number - 1]
+    problems = st.container()
+    revealed = bar(lesson, number, on_its_page=step.page == page_name(page))
+    if not revealed:
+        return
+    page.run()
+    if step.page == page_name(page):
+        declared = st.session_state.get(url_state.DECLARED, {})
+        if declared:
+            controls = {key: field.parse for key, field in declared.items()}
+            for problem in unknown_controls(number, step, controls):
+                problems.error(t("lesson.bad_step", lesson=name, problem=problem))
+
+
+def bar(lesson: Lesson, number: int, on_its_page: bool) -> bool:
+    """The lesson's bar above the page; whether the page's view is to be shown (False while a question waits)."""
+    words = language()
+    step = lesson.steps[number - 1]
+    total = len(lesson.steps)
+    key = (lesson.name, number)
+    revealed = key in st.session_state.setdefault(REVEALED, set()) or step.question is None
+    with st.container(border=True, key="lesson_bar"):
+        st.markdown(
+            f"**{lesson.words('title', words)}** · {t('lesson.step_of', number=number, total=total)} — "
+            f"**{step.words('title', words)}**"
+        )
+        st.markdown(step.words("text", words))
+        if step.question is not None:
+            st.markdown(f"**{t('lesson.question')}** {step.words('question', words)}")
+            choices = step.words("choices", words)
+            if choices:
+                st.radio(t("lesson.your_answer"), choices, index=None, key=f"lesson_answer_{lesson.name}_{number}")
+            if not revealed:
+                if st.button(t("lesson.reveal"), key="lesson_reveal", type="primary", icon=":material/visibility:"):
+                    st.session_state[REVEALED].add(key)
+                    st.rerun()
+            elif step.answer is not None:
+                st.info(step.words("answer", words))
+        row = st.container(horizontal=True, vertical_alignment="center")
+        if row.button(
+            t("lesson.previous"),
+            key="lesson_previous",
+            disabled=number == 1,
+            icon=":material/arrow_back:",
+            shortcut="PageUp",
+        ):
+            open_step(lesson, number - 1)
+        if row.button(
+            t("lesson.next"),
+            key="lesson_next",
+            disabled=number == total,
+            icon=":material/arrow_forward:",
+            type="primary" if revealed else "secondary",
+            shortcut="PageDown",
+        ):
+            open_step(lesson, number + 1)
+        if not on_its_page and row.button(t("lesson.back_to_step"), key="lesson_back", icon=":material/undo:"):
+            open_step(lesson, number)
+        if on_its_page:
+            row.markdown(f"[{t('lesson.link')}]({step_link(lesson.name, number)})")
+        if row.button(t("lesson.leave"), key="lesson_leave", icon=":material/close:", type="tertiary"):
+            stop()
+            st.rerun()
+    if not revealed:
+        st.caption(t("lesson.hidden"))
+    return revealed

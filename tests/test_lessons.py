@@ -1,0 +1,222 @@
+"""Lessons: the file format and the message a broken file gets, every shipped lesson played step by step in
+Chromium as a class would (each step's page showing its URL state), a lesson whose step names a control its page
+does not have, and the exported lesson opened from disk with every non-file request refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from benchmarks.robot_visitor import settle
+from pages.navigation import PAGE_SCRIPTS
+from tests.conftest import needs_browser
+from tests.test_browser import FIRST_RENDER_MS, checkpoint, offline_context, server, server_log  # noqa: F401
+from transformer.checkpoint import load_checkpoint
+from transformer.cli.lesson import export
+from transformer.cli.lesson import main as lesson_command
+from transformer.lessons import (
+    FOLDER_VARIABLE,
+    PAGES,
+    LessonError,
+    Step,
+    available_lessons,
+    parse_lesson,
+    read_lesson,
+    unknown_controls,
+    url_value,
+)
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+STEP = """
+[[steps]]
+page = "positional_encoding"
+title = { en = "Positions" }
+text = { en = "The table." }
+"""
+HEADER = 'title = { en = "A lesson", ko = "수업" }\n'
+
+
+# ------------------------------------------------------------------------------------------------ the file
+def test_the_shipped_lessons_read_and_name_only_pages_the_app_has():
+    assert set(PAGES) == {"explore", *(Path(name).stem for name in PAGE_SCRIPTS)}
+    assert "paper_tour" in available_lessons()
+    for name in available_lessons():
+        lesson = read_lesson(name)
+        assert lesson.steps and all(step.words("text", "ko") for step in lesson.steps)
+        assert all(step.text.get("ko") for step in lesson.steps), f"{name}: a step without its Korean text"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (HEADER + STEP + STEP.replace("positional_encoding", "nowhere"), "step 2 names page 'nowhere'"),
+        (HEADER + STEP.replace('{ en = "The table." }', '{ ko = "표" }'), "step 1: text has no English text"),
+        (HEADER + STEP + 'choices = { en = ["a", "b"] }\n', "step 1: choices without a question"),
+        (HEADER + STEP + "colour = 'red'\n", "step 1 has unknown keys ['colour']"),
+        (HEADER + STEP + 'text = "twice"\n', "not valid TOML"),
+        (HEADER, "has no steps"),
+        (STEP, "title must be a table of texts"),
+        (HEADER + STEP + 'question = { en = "?", fr = "?" }\n', "step 1: question has unknown languages ['fr']"),
+    ],
+)
+def test_a_broken_lesson_file_is_refused_with_a_message_naming_the_step(text: str, message: str):
+    with pytest.raises(LessonError, match="lesson 'broken'") as refused:
+        parse_lesson("broken", text)
+    assert message in str(refused.value)
+
+
+def test_state_values_are_written_as_a_link_writes_them():
+    lesson = parse_lesson("ok", HEADER + STEP + "state = { pe_positions = 50, flag = true, heads = [1, 3] }\n")
+    assert lesson.steps[0].state == {"pe_positions": "50", "flag": "1", "heads": "1,3"}
+    assert [url_value(value) for value in (False, 2.5, "x")] == ["0", "2.5", "x"]
+
+
+def test_controls_a_page_lacks_or_cannot_read_are_named_with_their_step():
+    step = Step("explore", {"en": "t"}, {"en": "x"}, {"layer": "5", "lyaer": "5", "kind": "sideways"})
+
+    def kind(text: str) -> str:
+        if text not in ("encoder", "decoder", "cross"):
+            raise ValueError(text)
+        return text
+
+    problems = unknown_controls(4, step, {"layer": int, "kind": kind})
+    assert len(problems) == 2
+    assert problems[0].startswith("step 4: page 'explore' has no control 'lyaer'")
+    assert problems[1] == "step 4: 'sideways' is not a value control 'kind' of 'explore' accepts"
+
+
+def test_the_check_command_names_the_broken_step(tmp_path: Path, capsys: pytest.CaptureFixture):
+    broken = tmp_path / "broken.toml"
+    broken.write_text(HEADER + STEP + STEP.replace("positional_encoding", "nowhere"), encoding="utf-8")
+    assert lesson_command(["check", str(broken)]) == 1
+    assert "step 2 names page 'nowhere'" in capsys.readouterr().err
+    assert lesson_command(["check", "paper_tour"]) == 0
+    assert "steps" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------------ the app
+def test_a_step_naming_a_control_its_page_lacks_gets_a_message(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "typo.toml").write_text(
+        HEADER + STEP + "state = { pe_positions = 50, pe_ofset = 3 }\n", encoding="utf-8"
+    )
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
+    app = AppTest.from_file(APP, default_timeout=120)
+    app.query_params.update({"lesson": "typo", "lesson_step": "1"})
+    app.run()
+    errors = [error.value for error in app.error]
+    assert any("Lesson `typo`, step 1: page 'positional_encoding' has no control 'pe_ofset'" in e for e in errors)
+    assert app.query_params.get("pe_positions") == "50"  # the rest of the step still applies
+
+
+def test_the_lessons_page_lists_each_lesson_and_names_the_broken_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "good.toml").write_text(HEADER + STEP, encoding="utf-8")
+    (tmp_path / "bad.toml").write_text(HEADER + STEP + STEP.replace("positional_encoding", "nowhere"), encoding="utf-8")
+    monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
+    app = AppTest.from_file(str(Path(APP).parent / "pages" / "lessons.py"), default_timeout=120).run()
+    assert [header.value for header in app.subheader] == ["A lesson"]
+    assert len(app.error) == 1 and "lesson 'bad', step 2 names page 'nowhere'" in app.error[0].value
+    assert "?lesson=good&lesson_step=1" in " ".join(markdown.value for markdown in app.markdown)
+
+
+# ------------------------------------------------------------------------------------------------ in Chromium
+def step_path(step: Step) -> str:
+    return "" if step.page == "explore" else step.page
+
+
+@needs_browser
+@pytest.mark.parametrize("name", available_lessons())
+def test_every_shipped_lesson_plays_to_the_end_in_chromium(browser, server: str, name: str, server_log: Path):
+    """From the lesson's first link to its last step with the Next button, each question answered and revealed:
+    every step opens its page with its controls in the URL, and nothing fails."""
+    lesson = read_lesson(name)
+    blocked: list[str] = []
+    context = offline_context(browser, server, blocked)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{server}/?lesson={name}&lesson_step=1")
+    settle(page, FIRST_RENDER_MS)
+    for number, step in enumerate(lesson.steps, 1):
+        reveal = page.locator(".st-key-lesson_reveal button")
+        assert (reveal.count() == 1) == (step.question is not None), f"step {number}"
+        if reveal.count():
+            reveal.click()
+            settle(page, FIRST_RENDER_MS)
+        url = urlsplit(page.url)
+        query = {key: values[0] for key, values in parse_qs(url.query).items()}
+        assert url.path.strip("/") == step_path(step), f"step {number}"
+        assert query["lesson"] == name and query["lesson_step"] == str(number)
+        assert {key: query.get(key) for key in step.state} == step.state, f"step {number}"
+        assert page.locator("[data-testid='stException']").count() == 0, f"step {number}"
+        alerts = page.locator("[data-testid='stAlert']").all_inner_texts()
+        assert not [alert for alert in alerts if "Lesson `" in alert], alerts
+        assert page.locator(".st-key-lesson_bar").inner_text().count(step.words("title", "en")) == 1
+        if number < len(lesson.steps):
+            page.locator(".st-key-lesson_next button").click()
+            settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lesson_previous button").click()
+    settle(page, FIRST_RENDER_MS)
+    assert parse_qs(urlsplit(page.url).query)["lesson_step"] == [str(len(lesson.steps) - 1)]
+    assert blocked == [] and errors == []
+    assert "Traceback" not in server_log.read_text(encoding="utf-8", errors="replace")
+    context.close()
+
+
+@needs_browser
+def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, checkpoint: Path, tmp_path: Path):
+    lesson = read_lesson("paper_tour")
+    out = tmp_path / "paper_tour.html"
+    figures = export(lesson, load_checkpoint(checkpoint), out, "ko")
+    assert figures >= len(lesson.steps) // 2
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    requests: list[str] = []
+
+    def route(route) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            requests.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+    page.goto(out.as_uri())
+    drawn = 0
+    for number, step in enumerate(lesson.steps, 1):
+        section = page.locator(f"#step-{number}")
+        assert section.is_visible() and page.locator("section.step:visible").count() == 1
+        assert "단계" in page.locator("#position").inner_text()
+        assert step.words("title", "ko") in section.inner_text()
+        if step.question is not None:
+            assert section.locator(".js-plotly-plot").count() == 0  # hidden until revealed
+            section.locator("button.reveal").click()
+            if step.answer is not None:
+                assert step.words("answer", "ko") in section.locator(".answer").inner_text()
+        plots = section.locator(".js-plotly-plot")
+        notes = section.locator(".note").count()
+        assert plots.count() + notes >= 1, f"step {number} shows neither a figure nor where to see it"
+        for index in range(plots.count()):
+            assert plots.nth(index).locator(".main-svg").count() >= 1  # plotly drew it
+        drawn += plots.count()
+        if number < len(lesson.steps):
+            page.keyboard.press("ArrowRight")
+    assert drawn == figures
+    page.keyboard.press("PageUp")
+    assert page.locator(f"#step-{len(lesson.steps) - 1}").is_visible()
+    assert requests == [] and errors == []
+    assert os.path.getsize(out) < 20e6
+    context.close()
+
+
+def test_the_example_in_the_lessons_readme_is_a_valid_lesson():
+    readme = (Path(__file__).resolve().parent.parent / "lessons" / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    lesson = parse_lesson("example", example)
+    assert lesson.steps[0].state["layer"] == "2" and lesson.steps[0].choices["ko"] == ["children", "park"]
