@@ -9,6 +9,8 @@ click, which makes Streamlit rerun the page) keeps what it had learned so far, m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from pages import url_state
@@ -17,7 +19,10 @@ from pages.i18n import language, t
 from pages.navigation import through_the_router
 from pages.url_state import Field
 from transformer.plots import toy as plot_toy
-from transformer.toy import TASKS, ToyRun, ToySettings, new_run, train
+from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run, train
+
+if TYPE_CHECKING:
+    from streamlit.delta_generator import DeltaGenerator
 
 st.set_page_config(page_title=t("toy.title"), page_icon="🧸", layout="wide")
 
@@ -66,20 +71,19 @@ def expectations(settings: ToySettings) -> list[str]:
     return notes
 
 
-def show_metrics(run: ToyRun) -> None:
-    last = run.last
+def show_metrics(snapshot: ToySnapshot) -> None:
     first, second, third, fourth = st.columns(4)
-    first.metric(t("toy.step"), f"{last.step:,}")
-    second.metric(t("toy.seconds"), f"{last.seconds:.1f}")
-    third.metric(t("toy.loss"), f"{last.metrics['loss']:.3f}" if "loss" in last.metrics else "–")
-    fourth.metric(t("toy.exact_match"), f"{100 * last.metrics['exact_match']:.1f}%")
+    first.metric(t("toy.step"), f"{snapshot.step:,}")
+    second.metric(t("toy.seconds"), f"{snapshot.seconds:.1f}")
+    third.metric(t("toy.loss"), f"{snapshot.metrics['loss']:.3f}" if "loss" in snapshot.metrics else "–")
+    fourth.metric(t("toy.exact_match"), f"{100 * snapshot.metrics['exact_match']:.1f}%")
 
 
 def show_run(run: ToyRun, view: str, shown: int, key: str) -> None:
-    """The run's numbers, its curve and the attention of snapshot ``shown`` (``key``: distinct per drawing)."""
-    show_metrics(run)
-    show_figure(plot_toy.training_curve(run.snapshots, language()), key=f"toy_curve_chart{key}", filename="toy_curve")
+    """Snapshot ``shown``'s numbers, the run's curve and the snapshot's attention (``key``: distinct per drawing)."""
     snapshot = run.snapshots[shown]
+    show_metrics(snapshot)
+    show_figure(plot_toy.training_curve(run.snapshots, language()), key=f"toy_curve_chart{key}", filename="toy_curve")
     if view == "cross":
         queries, keys = run.output_tokens, run.source_tokens
     else:
@@ -88,7 +92,7 @@ def show_run(run: ToyRun, view: str, shown: int, key: str) -> None:
     show_figure(figure, key=f"toy_attention_chart{key}", filename=f"toy_{view}_step_{snapshot.step}")
 
 
-def train_live(settings: ToySettings, view: str, buttons) -> None:
+def train_live(settings: ToySettings, view: str, buttons: DeltaGenerator) -> None:
     """Train, drawing every snapshot as it comes; a Stop button (in ``buttons``; any click does it) interrupts the
     page run."""
     run = new_run(settings)

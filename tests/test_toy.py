@@ -74,6 +74,7 @@ def test_settings_refuse_what_cannot_be_built():
 
 
 # ------------------------------------------------------------------------------------------------ learning
+@pytest.mark.slow
 def test_reversing_is_learned_within_a_few_hundred_steps():
     run = run_to_end(TEST_RUN)
     assert [snapshot.step for snapshot in run.snapshots] == [0, 100, 200, 300, 400]
@@ -88,6 +89,7 @@ def test_reversing_is_learned_within_a_few_hundred_steps():
     assert anti_diagonal.mean(axis=0).max() > 0.8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_without_positional_encoding_reversing_is_not_learned(seed: int):
     run = run_to_end(TEST_RUN.replace(positional_encoding=False, seed=seed))
@@ -166,6 +168,7 @@ def test_figures_show_the_curve_and_one_tile_per_layer_and_head():
     assert np.allclose(np.asarray(tiles.data[settings.heads + 2].z), weights[1, 2])
     assert tiles.layout.yaxis.ticktext == (*run.output_tokens[:-1], "&lt;/s&gt;")  # tokens shown, not parsed
     assert HANGUL.search(tiles.layout.title.text)
+    assert [a.text for a in tiles.layout.annotations][settings.heads + 2] == "2층 헤드 3"  # layer 2, head 3
     with pytest.raises(ValueError):
         plot_toy.head_tiles(weights, run.source_tokens[:-1], run.source_tokens, "cross", 0)
 
@@ -211,7 +214,11 @@ def test_the_page_trains_draws_and_keeps_its_run():
     assert not charts(app) and app.query_params["toy_task"] == "reverse"
     app.radio(key="toy_task").set_value("copy").run()
     no_exceptions(app)
-    assert len(charts(app)) == 2 and app.metric[0].value == "50"  # the copy run, back
+    assert len(charts(app)) == 2 and app.metric[0].value == "25"  # the copy run, back at the step chosen
+    link = open_page(**dict(app.query_params))  # the page's link in a new session: the view, without the run
+    no_exceptions(link)
+    assert link.radio(key="toy_task").value == "copy" and link.radio(key="toy_view").value == "encoder"
+    assert link.slider(key="toy_steps").value == 50 and not charts(link)
 
 
 def test_the_page_speaks_korean():

@@ -101,7 +101,8 @@ def head_tiles(
     check_tokens(weights.shape, query_tokens, key_tokens)
     num_layers, num_heads, num_queries, num_keys = weights.shape
     queries, keys = token_labels(query_tokens), token_labels(key_tokens)
-    hover = [[f"{text[kind + '_query']} {q} · {text[kind + '_key']} {k}" for k in keys] for q in queries]
+    query_word, key_word = text[f"{kind}_query"], text[f"{kind}_key"]
+    hover = [[f"{query_word} {q} · {key_word} {k}" for k in keys] for q in queries]
     rows_per_layer = -(-num_heads // COLUMNS)
     rows = num_layers * rows_per_layer
     plot_height = rows * TILE_PX + (rows - 1) * ROW_GAP_PX
