@@ -3,7 +3,8 @@ defaults and with each of the paper's ablations, on every task: wall-clock secon
 exact match first reaches 95%, and the exact match and token accuracy where the run ended (at 100% exact match, at
 the step limit or at the time budget, as on the page).
 
-    python benchmarks/toy_training.py [--tasks copy reverse sort] [--seeds 0] [--seconds 90] [--steps 3000]
+    python benchmarks/toy_training.py [--tasks copy reverse sort] [--seeds 0] [--seconds 90] [--steps 3000] \
+        [--threads 1]
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from transformer.toy import TASKS, ToySettings, train
+from transformer.toy import TASKS, TRAINING_THREADS, ToySettings, torch_threads, train
 
 ABLATIONS = {  # name → settings changed from the page's defaults
     "defaults": {},
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0])
     parser.add_argument("--seconds", type=float, default=ToySettings.max_seconds)
     parser.add_argument("--steps", type=int, default=ToySettings.max_steps)
+    parser.add_argument("--threads", type=int, default=TRAINING_THREADS, help="torch intra-op threads (the page's)")
     arguments = parser.parse_args(argv)
     print("| task | settings | seed | ≥95% exact match at | ended at | exact match | symbols in place |")
     print("|---|---|---|---|---|---|---|")
@@ -53,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
                 settings = ToySettings(
                     task=task, seed=seed, max_seconds=arguments.seconds, max_steps=arguments.steps, **ABLATIONS[name]
                 )
-                result = measure(settings)
+                with torch_threads(arguments.threads):
+                    result = measure(settings)
                 reached = "never" if result["reached"] is None else "step {} ({:.1f} s)".format(*result["reached"])
                 print(
                     f"| {task} | {name} | {seed} | {reached} | step {result['steps']} ({result['seconds']:.1f} s) "

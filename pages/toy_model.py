@@ -19,7 +19,7 @@ from pages.i18n import language, t
 from pages.navigation import through_the_router
 from pages.url_state import Field
 from transformer.plots import toy as plot_toy
-from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run, train
+from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run, torch_threads, train
 
 if TYPE_CHECKING:
     from streamlit.delta_generator import DeltaGenerator
@@ -99,11 +99,14 @@ def train_live(settings: ToySettings, view: str, buttons: DeltaGenerator) -> Non
     keep_run(run)
     buttons.button(t("toy.stop"), key="toy_stop", icon=":material/stop:")
     status, live = st.empty(), st.empty()
-    for snapshot in train(settings):
-        run.snapshots.append(snapshot)
-        status.info(t("toy.training", step=snapshot.step, seconds=snapshot.seconds), icon=":material/model_training:")
-        with live.container():
-            show_run(run, view, -1, key=f"_live_{len(run.snapshots)}")
+    with torch_threads():  # given back however the run ends (an interruption raises here)
+        for snapshot in train(settings):
+            run.snapshots.append(snapshot)
+            status.info(
+                t("toy.training", step=snapshot.step, seconds=snapshot.seconds), icon=":material/model_training:"
+            )
+            with live.container():
+                show_run(run, view, -1, key=f"_live_{len(run.snapshots)}")
     run.finished = True
     url_state.assign({"toy_step": run.last.step})  # a new run opens on its last snapshot
     st.rerun()  # drawn again as a finished run, with its step slider
@@ -161,7 +164,9 @@ else:
     if len(run.snapshots) > 1:
         steps_shown = [snapshot.step for snapshot in run.snapshots]
         url_state.ensure("toy_step", steps_shown[-1], steps_shown.__contains__)
-        shown = steps_shown.index(st.select_slider(t("toy.shown_step"), steps_shown, key="toy_step"))
+        labels = {snapshot.step: snapshot.label for snapshot in run.snapshots}  # "step · seconds"
+        chosen = st.select_slider(t("toy.shown_step"), steps_shown, key="toy_step", format_func=labels.__getitem__)
+        shown = steps_shown.index(chosen)
     show_run(run, view, shown, key="")
     probe = {"source": " ".join(run.source_tokens), "output": " ".join(run.output_tokens)}
     st.caption(t("toy.probe_caption", **probe))

@@ -13,8 +13,9 @@ from streamlit.testing.v1 import AppTest
 
 from benchmarks.robot_visitor import settle
 from pages.navigation import PAGE_SCRIPTS
+from tests import test_browser
 from tests.conftest import needs_browser
-from tests.test_browser import FIRST_RENDER_MS, checkpoint, offline_context, server, server_log  # noqa: F401
+from tests.test_browser import FIRST_RENDER_MS, offline_context
 from transformer.checkpoint import load_checkpoint
 from transformer.cli.lesson import export
 from transformer.cli.lesson import main as lesson_command
@@ -31,6 +32,8 @@ from transformer.lessons import (
 )
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+# The browser tests' fixtures: the shipped model (else the tiny one) served by the app, and the server's log.
+checkpoint, server, server_log = test_browser.checkpoint, test_browser.server, test_browser.server_log
 STEP = """
 [[steps]]
 page = "positional_encoding"

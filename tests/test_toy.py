@@ -27,6 +27,7 @@ from transformer.toy import (
     probe_input,
     run_to_end,
     target_of,
+    torch_threads,
     train,
 )
 
@@ -122,6 +123,14 @@ def test_a_run_is_reproducible_and_ends_when_asked():
     assert np.array_equal(first.last.attention["cross"], second.last.attention["cross"])
     stopped = list(train(settings, should_stop=lambda: True))
     assert [snapshot.step for snapshot in stopped] == [0, 1]
+
+
+def test_training_threads_are_given_back():
+    before = torch.get_num_threads()
+    with pytest.raises(KeyboardInterrupt), torch_threads(1):  # as a page run cut short leaves the block
+        assert torch.get_num_threads() == 1
+        raise KeyboardInterrupt
+    assert torch.get_num_threads() == before
 
 
 # ------------------------------------------------------------------------------------------------ √d_k

@@ -16,6 +16,7 @@ alphabet. A source is ``x1 … xn </s>``; the decoder reads ``<s> y1 … yn`` an
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -36,6 +37,10 @@ SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>")  # ids 0–3, as every ModelC
 FIRST_SYMBOL = len(SPECIAL_TOKENS)
 PROBE_SEED_OFFSET = 1_000_003  # the held-out set and the probe are drawn apart from the training batches
 HELD_OUT_SEED_OFFSET = 2_000_003
+# torch's intra-op threads while training: tiny operations gain little from a second thread, and threads that wait
+# for each other at the end of every operation while other processes hold the cores slow a step down many times
+# (benchmarks/toy_training.py --threads).
+TRAINING_THREADS = 1
 
 
 @dataclass(frozen=True)
@@ -309,9 +314,23 @@ def train(settings: ToySettings, should_stop: Callable[[], bool] | None = None) 
                 return
 
 
-def run_to_end(settings: ToySettings) -> ToyRun:
-    """A whole run at once (scripts and tests)."""
+@contextlib.contextmanager
+def torch_threads(count: int | None = TRAINING_THREADS) -> Iterator[None]:
+    """torch's intra-op threads for the block, then the previous setting again (None: leave it). In PyTorch's
+    OpenMP build the setting is the calling thread's: a page's script thread leaves other sessions' as they are."""
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def run_to_end(settings: ToySettings, threads: int | None = TRAINING_THREADS) -> ToyRun:
+    """A whole run at once (scripts and tests), with ``threads`` intra-op threads."""
     run = new_run(settings)
-    run.snapshots.extend(train(settings))
+    with torch_threads(threads):
+        run.snapshots.extend(train(settings))
     run.finished = True
     return run
