@@ -28,6 +28,7 @@ FIGURE_WORDS = {
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
+    "lessons.py": {},
     "step_by_step.py": {},
     "positional_encoding.py": {},
     "why_self_attention.py": {},
