@@ -348,6 +348,7 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
         "Head atlas",
         "What if",
         "Positional encoding",
+        "Train a tiny model",
         "Why self-attention",
         "Model and training",
     ]
