@@ -25,6 +25,7 @@ FIGURE_WORDS = {
     "whatif.py": "plot_whatif",
     "logit_lens.py": "plot_lens",
     "complexity.py": "plot_complexity",
+    "toy.py": "plot_toy",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
@@ -32,6 +33,7 @@ KOREAN_PAGES = {
     "step_by_step.py": {},
     "positional_encoding.py": {},
     "why_self_attention.py": {},
+    "toy_model.py": {},
     "model_and_training.py": {},
     "head_discovery.py": {},
     "head_atlas.py": {},

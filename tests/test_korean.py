@@ -40,6 +40,7 @@ PAGES = [
     "/lessons",
     "/step_by_step?lesson=paper_tour&lesson_step=4&steps_tab=scaling&steps_dk=512",  # under the lesson's bar
     "/positional_encoding",
+    "/toy_model",
     "/why_self_attention",
     "/model_and_training",
 ]
@@ -48,8 +49,9 @@ VIEWPORT = {"width": 1280, "height": 800}
 # What a visitor reads, in pieces: every visible text node of the main block and the sidebar (and the text of
 # collapsed expanders and of tables, drawn on a canvas over a hidden copy), and the charts' own words. Apart from
 # them: the model's data (form fields, code and monospace text such as token pieces, the translation line) and
-# keyboard keys (a button's shortcut: PageDown), which may stay Latin; and what is not prose at all (formulas, icons, JSON viewers, frames: bertviz draws tokens) or is
-# kept in English on purpose, in a container keyed "english_…" (the full model card).
+# keyboard keys (a button's shortcut: PageDown), which may stay Latin; and what is not prose at all (formulas,
+# icons, JSON viewers, frames: bertviz draws tokens) or is kept in English on purpose, in a container keyed
+# "english_…" (the full model card).
 SHOWN_JS = r"""() => {
     const data = 'code, pre, kbd, .translation';
     const ignored = '.katex, iframe, svg, [data-testid="stTooltipContent"], [data-testid="stJson"], '
