@@ -25,7 +25,7 @@ REVEALED = "_lesson_revealed"  # session: the (lesson, step) pairs whose questio
 
 @st.cache_data(show_spinner=False, ttl=5)
 def load(name: str) -> Lesson:
-    """A shipped lesson (re-read every few seconds, so that a teacher editing a file sees the change)."""
+    """A lesson of the lessons folder (re-read every few seconds, so that a teacher editing a file sees the change)."""
     return read_lesson(name)
 
 
