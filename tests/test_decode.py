@@ -18,6 +18,7 @@ from transformer.decode import (
     search,
     search_model,
 )
+from transformer.incremental import StepDecoder, encode
 from transformer.model import Transformer
 from transformer.schedule import learning_rate
 from transformer.tokenizer import BOS_ID, EOS_ID
@@ -114,7 +115,7 @@ def test_batched_beam_search_equals_one_sentence_at_a_time():
 
 
 @pytest.mark.parametrize("beams", [1, 3])
-def test_a_finished_sentence_leaves_the_batch(beams):
+def test_a_finished_sentence_leaves_the_batch(beams, monkeypatch):
     """A batch costs what its sentences need: once the short sentence's search has ended, the search goes on with
     the long one's rows only, and finds what it finds alone (greedy decoding for one beam)."""
     torch.manual_seed(4)
@@ -123,18 +124,18 @@ def test_a_finished_sentence_leaves_the_batch(beams):
         model.embedding.weight[EOS_ID] = -10 * model.embedding.weight[EOS_ID].abs().sign()
     short, long = [5, 6, EOS_ID], [7, 8, 9, 10, 11, 12, 13, 14, EOS_ID]
     rows = []
-    decode = model.decode
+    step = StepDecoder.step
 
-    def counting(target, *args, **kwargs):
-        rows.append(target.size(0))
-        return decode(target, *args, **kwargs)
+    def counting(decoder, tokens):
+        rows.append(tokens.size(0))
+        return step(decoder, tokens)
 
     def decoded(source):
         return greedy_decode(model, source) if beams == 1 else beam_search(model, source, beam_size=beams)
 
-    model.decode = counting
+    monkeypatch.setattr(StepDecoder, "step", counting)
     batched = decoded(pad([short, long]))
-    del model.decode
+    monkeypatch.undo()
     assert [len(output) for output in batched] == [
         len(short) + EXTRA_OUTPUT_TOKENS - 1,
         len(long) + EXTRA_OUTPUT_TOKENS - 1,
@@ -170,44 +171,49 @@ def test_beam_search_prefers_the_best_length_normalised_hypothesis(reversal):
             assert score(row, beam) >= score(row, greedy) - 1e-4
 
 
-def beam_search_counting_steps(model: Transformer, source: torch.Tensor, **options) -> tuple[list[list[int]], int]:
+def beam_search_counting_steps(
+    model: Transformer, source: torch.Tensor, monkeypatch, **options
+) -> tuple[list[list[int]], int]:
     """Beam search, and how many decoder steps it ran."""
     steps = []
-    decode = model.decode
-    model.decode = lambda *args, **kwargs: steps.append(1) or decode(*args, **kwargs)
-    try:
+    step = StepDecoder.step
+    with monkeypatch.context() as patch:
+        patch.setattr(StepDecoder, "step", lambda decoder, tokens: steps.append(1) or step(decoder, tokens))
         return beam_search(model, source, **options), len(steps)
-    finally:
-        del model.decode
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
-def test_early_stop_saves_steps_without_changing_results(reversal, alpha):
+def test_early_stop_saves_steps_without_changing_results(reversal, alpha, monkeypatch):
     """Stopping once no live hypothesis can beat the best finished one must cut steps and never change a result.
 
     An untrained model with a raised </s> logit finishes some hypotheses early while others run on to the limit.
     """
     torch.manual_seed(8)
     untrained = Transformer(preset("tiny")).eval()
-    project = untrained.project
+    logits = StepDecoder.logits
     source, _, _ = reversal_batch(6, torch.Generator().manual_seed(10))
     saved = 0
     for model, eos_bonus in ((reversal[0], 0.0), (untrained, 0.0), (untrained, 2.4), (untrained, 2.8)):
-        if model is untrained:
-            untrained.project = lambda hidden, bonus=eos_bonus: project(hidden).index_add(
+        monkeypatch.setattr(
+            StepDecoder,
+            "logits",
+            lambda decoder, hidden, bonus=eos_bonus: logits(decoder, hidden).index_add(
                 -1, torch.tensor([EOS_ID]), torch.full((*hidden.shape[:-1], 1), bonus)
-            )
+            ),
+        )
         for row in source:
             row = row[row != 0].unsqueeze(0)
-            fast, fast_steps = beam_search_counting_steps(model, row, beam_size=4, alpha=alpha)
-            full, full_steps = beam_search_counting_steps(model, row, beam_size=4, alpha=alpha, early_stop=False)
+            fast, fast_steps = beam_search_counting_steps(model, row, monkeypatch, beam_size=4, alpha=alpha)
+            full, full_steps = beam_search_counting_steps(
+                model, row, monkeypatch, beam_size=4, alpha=alpha, early_stop=False
+            )
             assert fast == full
             assert fast_steps <= full_steps
             saved += full_steps - fast_steps
     assert saved > 0
 
 
-def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win():
+def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win(monkeypatch):
     """With α = 1, a hypothesis finished at step 1 (log P ≈ -0.55) loses to one that ends at step 12 (log P ≈ -0.85,
     divided by a 2.8× larger length penalty). The search must not stop after step 1 just because the live one
     scores worse *now*; only the largest penalty it could still reach bounds it."""
@@ -225,7 +231,7 @@ def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win():
             logits[:, EOS_ID] = 0.0
         return logits
 
-    model.project = scripted_logits
+    monkeypatch.setattr(StepDecoder, "logits", lambda decoder, hidden: scripted_logits(hidden))
     assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[5] + [6] * 10]
     assert len(steps) == 12
 
@@ -272,3 +278,37 @@ def test_decoding_options_reach_the_search_as_one_object():
     ):
         with pytest.raises(ValueError):
             DecodingOptions(**wrong)
+
+
+def test_step_decoder_computes_what_the_teacher_forced_pass_computes():
+    """The search's encoder and decoder step (packed weights, cached keys and values) give each position the hidden
+    state the whole-prefix pass gives it: with padded sources, beams sharing a sentence's memory, heads switched off, an
+    unscaled attention module, and again after the weights change in place (as an optimizer step changes them)."""
+    torch.manual_seed(11)
+    model = Transformer(preset("tiny")).eval()
+    model.decoder_layers[1].self_attention.scaled = False
+    model.encoder_layers[0].self_attention.scaled = False
+    source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]])
+    beams = 2
+    targets = torch.randint(4, 30, (source.size(0) * beams, 6))
+    targets[:, 0] = BOS_ID
+    mask = {kind: torch.ones(2, 4) for kind in ("encoder", "decoder", "cross")}
+    mask["encoder"][1, 2] = 0.0
+    mask["decoder"][0, 1] = 0.0
+    mask["cross"][1, 3] = 0.0
+    for update in (False, True):
+        if update:
+            with torch.no_grad():
+                for parameter in model.parameters():
+                    parameter.add_(0.05 * torch.randn_like(parameter))
+        with torch.no_grad(), model.head_mask(mask):
+            memory, _ = model.encode(source)
+            assert torch.allclose(encode(model, source), memory, atol=1e-5)
+            expanded = memory.repeat_interleave(beams, dim=0)
+            source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
+            full, _, _ = model.decode(targets, expanded, source_mask)
+            decoder = StepDecoder(model, memory, source, beams)
+            for position in range(targets.size(1)):
+                hidden = decoder.step(targets[:, position])
+                assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)
+            assert torch.allclose(decoder.logits(hidden), model.project(full[:, -1]), atol=1e-4)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from transformer.cache import DecoderCache
 from transformer.data import pad
+from transformer.incremental import StepDecoder, encode
 from transformer.model import MultiHeadAttention, Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
@@ -204,17 +204,14 @@ def greedy_decode(model: Transformer, source: Tensor, max_extra_tokens: int = EX
     """Pick the most probable token at each step. source (B, S) → B token lists without <s>/</s>."""
     config = model.config
     batch = source.size(0)
-    memory, _ = model.encode(source)
-    source_mask = model.source_mask(source)
+    memory = encode(model, source)
+    decoder = StepDecoder(model, memory, source)
     limits = output_limits(model, source, max_extra_tokens)
-    cache = DecoderCache(config.decoder_layers)
-    last = torch.full((batch, 1), config.bos_id, dtype=torch.long, device=source.device)
+    last = torch.full((batch,), config.bos_id, dtype=torch.long, device=source.device)
     outputs: list[list[int]] = [[] for _ in range(batch)]
     live = list(range(batch))  # the sentences still decoding: the tensors hold only their rows (as in beam_search)
     for step in range(1, int(limits.max()) + 1):
-        hidden, _, _ = model.decode(last, memory, source_mask, cache=cache)
-        logits = model.project(hidden[:, -1])  # (A, V)
-        tokens = logits.argmax(dim=-1)
+        tokens = decoder.logits(decoder.step(last)).argmax(dim=-1)  # (A,)
         tokens = torch.where(step >= limits, torch.full_like(tokens, config.eos_id), tokens)
         ended = tokens == config.eos_id
         for sentence, token in zip(live, tokens.tolist(), strict=True):
@@ -222,11 +219,12 @@ def greedy_decode(model: Transformer, source: Tensor, max_extra_tokens: int = EX
                 outputs[sentence].append(token)
         if bool(ended.all()):
             break
-        last = tokens.unsqueeze(1)
+        last = tokens
         if bool(ended.any()):  # the finished sentences' rows leave every tensor
             kept = (~ended).nonzero().flatten()
-            last, memory, source_mask, limits = last[kept], memory[kept], source_mask[kept], limits[kept]
-            cache.reorder(kept, sentences_left=True)
+            last, limits = last[kept], limits[kept]
+            decoder.keep_sentences(kept)
+            decoder.reorder(kept)
             live = [live[row] for row in kept.tolist()]
     return outputs
 
@@ -251,11 +249,9 @@ def beam_search(
         raise ValueError("beam_size must be at least 1")
     config, device = model.config, source.device
     batch, beams = source.size(0), beam_size
-    memory, _ = model.encode(source)
-    memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D)
-    source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
+    memory = encode(model, source)
+    decoder = StepDecoder(model, memory, source, beams)
     limits = output_limits(model, source, max_extra_tokens)  # (B,)
-    cache = DecoderCache(config.decoder_layers)
     sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
     scores = torch.full((batch, beams), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
@@ -270,7 +266,7 @@ def beam_search(
     live = list(range(batch))
     for step in range(1, int(limits.max()) + 1):
         at_limit = (step >= limits).repeat_interleave(beams)
-        log_probs = _next_log_probs(model, sequences[:, -1:], memory, source_mask, cache, at_limit)  # (A·K, V)
+        log_probs = _next_log_probs(decoder, sequences[:, -1], at_limit)  # (A·K, V)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
         top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (A, 2K): at least K of them do not end
@@ -302,25 +298,21 @@ def beam_search(
             kept = torch.tensor(still, device=device)
             rows, next_tokens, alive_scores = rows[kept], next_tokens[kept], alive_scores[kept]
             limits = limits[kept]
-            blocks = (batch_offsets[kept] + torch.arange(beams, device=device)).view(-1)  # their rows, in order
-            memory, source_mask = memory.index_select(0, blocks), source_mask.index_select(0, blocks)
+            decoder.keep_sentences(kept)
             live = [live[row] for row in still]
         rows = rows.view(-1)
         scores = alive_scores
         sequences = torch.cat([sequences.index_select(0, rows), next_tokens.view(-1, 1)], dim=1)
-        cache.reorder(rows, sentences_left=dropped)
+        decoder.reorder(rows)
 
     # A sentence always finishes with a positive limit; [] keeps the answer a list of lists whatever happens.
     return [max(found, key=lambda item: item[0])[1] if found else [] for found in finished]
 
 
-def _next_log_probs(
-    model: Transformer, last: Tensor, memory: Tensor, source_mask: Tensor, cache: DecoderCache, at_limit: Tensor
-) -> Tensor:
-    """Log-probabilities of every hypothesis's next token (A·K, V) from its ``last`` one; a hypothesis ``at_limit``
-    (its sentence's length limit) may only end."""
-    hidden, _, _ = model.decode(last, memory, source_mask, cache=cache)
-    log_probs = torch.log_softmax(model.project(hidden[:, -1]).float(), dim=-1)
+def _next_log_probs(decoder: StepDecoder, last: Tensor, at_limit: Tensor) -> Tensor:
+    """Log-probabilities of every hypothesis's next token (A·K, V) from its ``last`` one (A·K,); a hypothesis
+    ``at_limit`` (its sentence's length limit) may only end."""
+    log_probs = torch.log_softmax(decoder.logits(decoder.step(last)).float(), dim=-1)
     if at_limit.any():
         forced = torch.full_like(log_probs[at_limit], float("-inf"))
         forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]

@@ -1,0 +1,45 @@
+"""Export a checkpoint for another engine (:mod:`transformer.export`).
+
+    python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
+
+The folder then translates with CTranslate2 alone: ``ctranslate2.Translator(DIR)`` over the pieces of
+``DIR/spm.model``, each source ending with ``</s>`` as in this project's search.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from transformer.cli import load_or_report
+from transformer.export import ExportError, export_ctranslate2
+
+
+def parser() -> argparse.ArgumentParser:
+    result = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__.split("\n\n")[0])
+    result.add_argument("engine", choices=["ctranslate2"], help="the engine to export for")
+    result.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
+    result.add_argument("--out", type=Path, required=True, help="folder to write the converted model to")
+    result.add_argument("--force", action="store_true", help="replace the files of a non-empty --out folder")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = parser().parse_args(argv)
+    loaded = load_or_report(arguments.checkpoint)
+    if loaded is None:
+        return 1
+    try:
+        out = export_ctranslate2(loaded, arguments.out, force=arguments.force)
+    except (ExportError, OSError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    size = sum(path.stat().st_size for path in out.iterdir()) / 1e6
+    print(f"wrote {out}: CTranslate2 float32 model of {loaded.path.name}, {size:.1f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,286 @@
+"""The decoder as the search runs it: one new position for every live hypothesis per step (§3.1, §6.1).
+
+The same computation as :meth:`Transformer.decode` over the whole prefix, for the last position only, with the keys
+and values of the earlier positions kept between steps. Written for speed on a CPU, where a step of a small model
+is a few dozen matrix products of a handful of rows and the work between them costs as much as the products:
+
+- every weight is packed once per model for the step (:func:`packed_weights`): transposed so each product is one
+  ``addmm`` of the rows by a contiguous matrix, the self-attention's Q, K and V side by side, the cross-attention's
+  K and V side by side, the query weights scaled by 1/√d_k (Eq. 1) so no step scales the scores;
+- the encoder memory's keys and values are projected once per sentence and shared by the sentence's beams: the
+  beams of one sentence are the query rows of one product over that sentence's memory;
+- the self-attention keys and values of all layers live in one buffer, written in place at each step and reordered
+  for the beams' new parents with one ``index_select``.
+
+The packed weights are made again after the model's weights change (each parameter's version counter moves on
+every in-place update) and follow the heads switched off by :meth:`Transformer.head_mask`.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from transformer.model import MultiHeadAttention, Transformer
+
+
+def _onednn_linear_available() -> bool:
+    try:
+        return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+    except (AttributeError, RuntimeError):
+        return False
+
+
+class PackedLinear:
+    """``x W^T + b`` (optionally followed by ReLU, or with a residual added) on a weight packed once.
+
+    On CPUs, oneDNN's own layout of the weight (``torch.ops.mkldnn``, what ``torch.compile`` freezes a CPU linear
+    layer into): a product of 4 rows by a 1024 × 256 weight took about a third of the time of ``F.linear``'s on a
+    2-core AMD EPYC (benchmarks/search_speed.py). Elsewhere, or where PyTorch lacks oneDNN, ``addmm`` with the
+    weight stored transposed.
+    """
+
+    __slots__ = ("bias", "onednn", "weight")
+
+    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+        weight = weight.detach()
+        self.bias = None if bias is None else bias.detach().contiguous()
+        self.onednn = weight.device.type == "cpu" and _onednn_linear_available()
+        if self.onednn:
+            try:
+                self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), 4)
+                return
+            except RuntimeError:  # a dtype or CPU oneDNN does not take
+                self.onednn = False
+        self.weight = weight.t().contiguous()
+
+    def __call__(self, x: Tensor, relu: bool = False) -> Tensor:
+        if self.onednn:
+            return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "relu" if relu else "none", [], "")
+        out = torch.mm(x, self.weight) if self.bias is None else torch.addmm(self.bias, x, self.weight)
+        return out.relu_() if relu else out
+
+    def plus(self, x: Tensor, residual: Tensor) -> Tensor:
+        """``x W^T + b + residual``: a sub-layer's output on the residual stream (§3.1)."""
+        if self.onednn:
+            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.weight, self.bias, "add")
+        return torch.addmm(self.bias, x, self.weight).add_(residual)
+
+
+@dataclass(frozen=True)
+class PackedLayer:
+    """One layer's weights as the search uses them (an encoder layer has no cross-attention)."""
+
+    self_qkv: PackedLinear  # Q (scaled by 1/√d_k), K and V side by side
+    self_out: PackedLinear
+    inner: PackedLinear
+    outer: PackedLinear
+    norms: tuple[tuple[Tensor, Tensor, float], ...]  # (weight, bias, eps): self[, cross], feed-forward
+    cross_query: PackedLinear | None = None  # scaled by 1/√d_k
+    cross_key_value: PackedLinear | None = None
+    cross_out: PackedLinear | None = None
+
+
+@dataclass(frozen=True)
+class PackedModel:
+    encoder: tuple[PackedLayer, ...]
+    layers: tuple[PackedLayer, ...]  # the decoder's
+    embedding: Tensor  # (V, D), the shared matrix (§3.4)
+    projection: PackedLinear  # the same matrix as the pre-softmax projection
+    positions: Tensor  # (P, D)
+
+
+_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _linear(module: torch.nn.Linear, scale: float = 1.0) -> PackedLinear:
+    if scale == 1.0:
+        return PackedLinear(module.weight, module.bias)
+    return PackedLinear(module.weight * scale, module.bias * scale)
+
+
+def _query_scale(attention: MultiHeadAttention) -> float:
+    return 1.0 / math.sqrt(attention.head_dim) if attention.scaled else 1.0
+
+
+def _pack_layer(layer) -> PackedLayer:
+    own, feed = layer.self_attention, layer.feed_forward
+    scale = _query_scale(own)
+    self_qkv = PackedLinear(
+        torch.cat([own.query.weight * scale, own.key.weight, own.value.weight]),
+        torch.cat([own.query.bias * scale, own.key.bias, own.value.bias]),
+    )
+    if not hasattr(layer, "cross_attention"):
+        norms = (layer.self_attention_norm, layer.feed_forward_norm)
+        return PackedLayer(self_qkv, _linear(own.output), _linear(feed.inner), _linear(feed.outer), _norms(norms))
+    cross = layer.cross_attention
+    return PackedLayer(
+        self_qkv,
+        _linear(own.output),
+        _linear(feed.inner),
+        _linear(feed.outer),
+        _norms((layer.self_attention_norm, layer.cross_attention_norm, layer.feed_forward_norm)),
+        cross_query=_linear(cross.query, _query_scale(cross)),
+        cross_key_value=PackedLinear(
+            torch.cat([cross.key.weight, cross.value.weight]), torch.cat([cross.key.bias, cross.value.bias])
+        ),
+        cross_out=_linear(cross.output),
+    )
+
+
+def _norms(norms) -> tuple[tuple[Tensor, Tensor, float], ...]:
+    return tuple((norm.weight.detach(), norm.bias.detach(), norm.eps) for norm in norms)
+
+
+@torch.no_grad()
+def packed_weights(model: Transformer) -> PackedModel:
+    """``model``'s weights packed for :func:`encode` and :class:`StepDecoder`, made once and again after its
+    weights change."""
+    versions = tuple(parameter._version for parameter in model.parameters())
+    cached = _PACKED.get(model)
+    if cached is None or cached[0] != versions:
+        packed = PackedModel(
+            encoder=tuple(_pack_layer(layer) for layer in model.encoder_layers),
+            layers=tuple(_pack_layer(layer) for layer in model.decoder_layers),
+            embedding=model.embedding.weight.detach(),
+            projection=PackedLinear(model.embedding.weight, None),
+            positions=model.positional_encoding,
+        )
+        _PACKED[model] = cached = (versions, packed)
+    return cached[1]
+
+
+def _gates(modules: list[MultiHeadAttention]) -> list[Tensor | None]:
+    return [None if module.head_gate is None else module.head_gate.view(-1, 1) for module in modules]
+
+
+def _attend(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, gate: Tensor | None) -> Tensor:
+    """Eq. 1 with the queries already scaled: query (N, H, Q, K), key/value (N, H, T, K) → (N, H, Q, K), each head
+    times its gate (a head switched off: 0)."""
+    attended = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=1.0)
+    return attended if gate is None else attended * gate.to(attended.dtype).view(1, -1, 1, 1)
+
+
+def _padding_mask(source: Tensor, pad_id: int, dtype: torch.dtype) -> Tensor | None:
+    """(B, 1, 1, S), added to attention scores: -inf at the padding; None for a batch without padding."""
+    padding = source == pad_id
+    if not bool(padding.any()):
+        return None
+    mask = torch.zeros(source.size(0), 1, 1, source.size(1), dtype=dtype, device=source.device)
+    return mask.masked_fill_(padding[:, None, None, :], float("-inf"))
+
+
+@torch.no_grad()
+def encode(model: Transformer, source: Tensor) -> Tensor:
+    """:meth:`Transformer.encode` as the search runs it (packed weights, no attention weights, no dropout): source
+    (B, S) → memory (B, S, D)."""
+    packed = packed_weights(model)
+    config = model.config
+    batch, length = source.shape
+    if length > packed.positions.size(0):
+        raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
+    heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
+    x = F.embedding(source, packed.embedding).mul_(math.sqrt(d_model))
+    x = x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    mask = _padding_mask(source, config.pad_id, x.dtype)
+    for layer, gate in zip(packed.encoder, _gates(model.attention_modules("encoder")), strict=True):
+        query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
+        attended = _attend(query, key, value, mask, gate).transpose(1, 2).reshape(batch * length, d_model)
+        x = F.layer_norm(layer.self_out.plus(attended, x), (d_model,), *layer.norms[0])
+        x = F.layer_norm(layer.outer.plus(layer.inner(x, relu=True), x), (d_model,), *layer.norms[1])
+    return x.view(batch, length, d_model)
+
+
+class StepDecoder:
+    """Decodes one position at a time for ``beams`` hypotheses of each sentence of an encoded batch.
+
+    ``memory`` (B, S, D) and ``source`` (B, S) are the batch's encoder output and ids, one row per sentence; rows of
+    the step are hypotheses, sentence by sentence (``beams`` consecutive rows per live sentence).
+    """
+
+    def __init__(self, model: Transformer, memory: Tensor, source: Tensor, beams: int = 1) -> None:
+        config = model.config
+        self.model = model
+        self.packed = packed_weights(model)
+        self.heads, self.head_dim = config.num_heads, config.d_model // config.num_heads
+        self.d_model, self.beams = config.d_model, beams
+        self.embedding_scale = math.sqrt(config.d_model)
+        self.self_gates = _gates(model.attention_modules("decoder"))
+        self.cross_gates = _gates(model.attention_modules("cross"))
+        batch, length, _ = memory.shape
+        flat = memory.reshape(batch * length, self.d_model)
+        # Cross-attention keys and values of every layer, per sentence: (B, H, S, K) each.
+        self.cross_keys, self.cross_values = [], []
+        for layer in self.packed.layers:
+            projected = layer.cross_key_value(flat)
+            key, value = projected.view(batch, length, 2, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            self.cross_keys.append(key.contiguous())
+            self.cross_values.append(value.contiguous())
+        self.cross_mask = _padding_mask(source, config.pad_id, flat.dtype)
+        self.length = 0  # positions decoded so far
+        self.buffer: Tensor | None = None  # (L, 2, A, H, capacity, K): self-attention keys and values
+
+    def _grow(self, rows: int, like: Tensor) -> None:
+        needed = self.length + 1
+        if self.buffer is not None and needed <= self.buffer.size(4):
+            return
+        capacity = max(needed, 16 if self.buffer is None else 2 * self.buffer.size(4))
+        layers = len(self.packed.layers)
+        buffer = like.new_zeros(layers, 2, rows, self.heads, capacity, self.head_dim)
+        if self.buffer is not None:
+            buffer[..., : self.length, :] = self.buffer[..., : self.length, :]
+        self.buffer = buffer
+
+    def step(self, tokens: Tensor) -> Tensor:
+        """The newest tokens (A,) of the live hypotheses → the decoder's output at that position (A, D)."""
+        packed, heads, width, d_model = self.packed, self.heads, self.head_dim, self.d_model
+        rows = tokens.size(0)
+        sentences = rows // self.beams
+        position = self.length
+        if position >= packed.positions.size(0):
+            raise ValueError(f"sequence exceeds the model's {packed.positions.size(0)} positions")
+        x = F.embedding(tokens, packed.embedding).mul_(self.embedding_scale)
+        x = x.add_(packed.positions[position].to(x.dtype))
+        self._grow(rows, x)
+        assert self.buffer is not None
+        slot = self.buffer.select(4, position)  # (L, 2, A, H, K): where this step's keys and values go
+        history = self.buffer.narrow(4, 0, position + 1)  # (L, 2, A, H, T, K)
+        for index, layer in enumerate(packed.layers):
+            qkv = layer.self_qkv(x).view(rows, 3, heads, width)
+            slot[index].copy_(qkv[:, 1:].transpose(0, 1))
+            keys, values = history[index]
+            attended = _attend(qkv[:, 0].unsqueeze(2), keys, values, None, self.self_gates[index])
+            x = F.layer_norm(layer.self_out.plus(attended.view(rows, d_model), x), (d_model,), *layer.norms[0])
+
+            query = layer.cross_query(x).view(sentences, self.beams, heads, width).transpose(1, 2)  # (B, H, beams, K)
+            attended = _attend(
+                query, self.cross_keys[index], self.cross_values[index], self.cross_mask, self.cross_gates[index]
+            )
+            attended = attended.transpose(1, 2).reshape(rows, d_model)
+            x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
+
+            inner = layer.inner(x, relu=True)
+            x = F.layer_norm(layer.outer.plus(inner, x), (d_model,), *layer.norms[2])
+        self.length += 1
+        return x
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        """Pre-softmax projection with the shared embedding matrix (§3.4): (A, D) → (A, V)."""
+        return self.packed.projection(hidden)
+
+    def reorder(self, rows: Tensor) -> None:
+        """The hypotheses continue from rows ``rows`` of the last step (each within its own sentence's block)."""
+        if self.buffer is not None:
+            self.buffer = self.buffer.index_select(2, rows)
+
+    def keep_sentences(self, sentences: Tensor) -> None:
+        """Only the sentences ``sentences`` (indices into the live ones) search on; call before :meth:`reorder`."""
+        self.cross_keys = [key.index_select(0, sentences) for key in self.cross_keys]
+        self.cross_values = [value.index_select(0, sentences) for value in self.cross_values]
+        if self.cross_mask is not None:
+            self.cross_mask = self.cross_mask.index_select(0, sentences)
