@@ -62,29 +62,11 @@ DEFAULT_DECODING = DecodingOptions()  # the paper's: beam 4, α = 0.6, input + 5
 GREEDY = DecodingOptions(beam_size=1)
 
 
-def bfloat16_is_fast(device: torch.device | str = "cpu") -> bool:
-    """Whether ``device`` multiplies bfloat16 natively: CPUs with AVX512-BF16 or AMX, recent GPUs. oneDNN also
-    reports bfloat16 support on plain AVX-512 CPUs, where it emulates it: a 1024² matrix product took 4× as long in
-    bfloat16 as in float32 on such a CPU, so only the native instructions count."""
-    device = torch.device(device)
-    try:
-        if device.type == "cuda":
-            return torch.cuda.is_bf16_supported()
-        if device.type != "cpu":
-            return False
-        native = (
-            getattr(torch.cpu, "_is_avx512_bf16_supported", None),
-            getattr(torch.cpu, "_is_amx_tile_supported", None),
-        )
-        return any(check is not None and bool(check()) for check in native)
-    except (AttributeError, RuntimeError):
-        return False
-
-
-def default_precision(device: torch.device | str = "cpu") -> str:
-    """bfloat16 where it is native (searching with half the weight memory traffic took 20–30% less time on a 2-core
-    AVX512-BF16 CPU, benchmarks/app_latency.py), float32 elsewhere (emulated bfloat16 would be slower)."""
-    return "bfloat16" if bfloat16_is_fast(device) else "float32"
+def default_precision() -> str:
+    """float32 on every device: the search then finds the model's own translation (the one CTranslate2 float32
+    finds too, benchmarks/search_speed.py). On a 2-core AVX512-BF16 CPU a bfloat16 search took about 20% less time
+    (44 against 57 ms a sentence, beam 4) but changed 2 of 60 everyday translations; it stays a choice."""
+    return "float32"
 
 
 _SEARCH_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -252,6 +234,7 @@ def beam_search(
     memory = encode(model, source)
     decoder = StepDecoder(model, memory, source, beams)
     limits = output_limits(model, source, max_extra_tokens)  # (B,)
+    limit_list = limits.tolist()
     sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
     scores = torch.full((batch, beams), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
@@ -264,8 +247,8 @@ def beam_search(
     # The sentences still searching, by their index in ``source``: the tensors below hold only their rows, so a
     # sentence that has finished costs nothing at the steps after (a batch runs until its longest sentence ends).
     live = list(range(batch))
-    for step in range(1, int(limits.max()) + 1):
-        at_limit = (step >= limits).repeat_interleave(beams)
+    for step in range(1, max(limit_list) + 1):
+        at_limit = (step >= limits).repeat_interleave(beams) if step >= min(limit_list) else None
         log_probs = _next_log_probs(decoder, sequences[:, -1], at_limit)  # (A·K, V)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
@@ -276,17 +259,23 @@ def beam_search(
 
         penalty = length_penalty(step, alpha)
         for row, rank in ends[:, :beams].nonzero().tolist():
-            if top_scores[row, rank] == float("-inf"):
+            score = float(top_scores[row, rank])
+            if score == float("-inf"):
                 continue
-            origin = row * beams + int(origins[row, rank])
-            hypothesis = sequences[origin, 1:].tolist()
-            finished[live[row]].append((float(top_scores[row, rank]) / penalty, hypothesis))
+            hypothesis = sequences[row * beams + int(origins[row, rank]), 1:].tolist()
+            finished[live[row]].append((score / penalty, hypothesis))
         alive_scores = top_scores.masked_fill(ends, float("-inf"))
         alive_scores, alive_ranks = alive_scores.topk(beams, dim=1)  # (A, K), in order of score
         if recorder is not None:
             recorder.step(step, top_scores, origins, tokens, ends, alive_ranks, live)
         still = _searching_on(
-            [finished[sentence] for sentence in live], alive_scores[:, 0], limits, step, beams, alpha, early_stop
+            [finished[sentence] for sentence in live],
+            alive_scores[:, 0].tolist(),
+            limit_list,
+            step,
+            beams,
+            alpha,
+            early_stop,
         )
         if not still:
             break
@@ -297,7 +286,7 @@ def beam_search(
         if dropped:  # the finished sentences' rows leave every tensor
             kept = torch.tensor(still, device=device)
             rows, next_tokens, alive_scores = rows[kept], next_tokens[kept], alive_scores[kept]
-            limits = limits[kept]
+            limits, limit_list = limits[kept], [limit_list[row] for row in still]
             decoder.keep_sentences(kept)
             live = [live[row] for row in still]
         rows = rows.view(-1)
@@ -309,11 +298,11 @@ def beam_search(
     return [max(found, key=lambda item: item[0])[1] if found else [] for found in finished]
 
 
-def _next_log_probs(decoder: StepDecoder, last: Tensor, at_limit: Tensor) -> Tensor:
+def _next_log_probs(decoder: StepDecoder, last: Tensor, at_limit: Tensor | None) -> Tensor:
     """Log-probabilities of every hypothesis's next token (A·K, V) from its ``last`` one (A·K,); a hypothesis
     ``at_limit`` (its sentence's length limit) may only end."""
     log_probs = torch.log_softmax(decoder.logits(decoder.step(last)).float(), dim=-1)
-    if at_limit.any():
+    if at_limit is not None and bool(at_limit.any()):
         forced = torch.full_like(log_probs[at_limit], float("-inf"))
         forced[:, EOS_ID] = log_probs[at_limit, EOS_ID]
         log_probs[at_limit] = forced
@@ -322,8 +311,8 @@ def _next_log_probs(decoder: StepDecoder, last: Tensor, at_limit: Tensor) -> Ten
 
 def _searching_on(
     finished: list[list[tuple[float, list[int]]]],
-    best_alive: Tensor,
-    limits: Tensor,
+    best_alive: list[float],
+    limits: list[int],
     step: int,
     beams: int,
     alpha: float,
@@ -339,8 +328,8 @@ def _searching_on(
             # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is its
             # score now over the largest length penalty it can get. Below the best finished score, the rest of the
             # search cannot change the result.
-            largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(int(limits[row]), alpha))
-            if float(best_alive[row]) / largest_penalty < max(score for score, _ in found):
+            largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(limits[row], alpha))
+            if best_alive[row] / largest_penalty < max(score for score, _ in found):
                 continue
         still.append(row)
     return still
