@@ -19,7 +19,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transformer.cache import DecoderCache, LayerCache, SelfAttentionCache
 from transformer.config import ModelConfig
 from transformer.loss import projected_label_smoothed_loss
 
@@ -115,33 +114,19 @@ class MultiHeadAttention(nn.Module):
         key_value: Tensor | None = None,
         mask: Tensor | None = None,
         need_weights: bool = False,
-        cache: dict[str, Tensor] | SelfAttentionCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        """query (B, Tq, D); key_value (B, Tk, D), or None for self-attention.
-
-        ``cache`` enables incremental decoding: a :class:`SelfAttentionCache` appends the new keys/values to the
-        cached ones; a dict (cross-attention) keeps the projected encoder memory, computed once and then reused.
-        Returns the output (B, Tq, D) and, if ``need_weights``, the probabilities (B, H, Tq, Tk).
+        """query (B, Tq, D); key_value (B, Tk, D), or None for self-attention. Returns the output (B, Tq, D) and, if
+        ``need_weights``, the probabilities (B, H, Tq, Tk). (The search decodes one position at a time with
+        :mod:`transformer.incremental`, which computes the same.)
         """
-        if key_value is None and self.fused_projections and query.size(1) > 1 and not isinstance(cache, dict):
-            # Self-attention: Q, K and V in one matrix product of the three weights side by side (same result). Not
-            # for one new position at a time (incremental decoding): there, joining the weights costs more than the
-            # three small products it saves.
+        if key_value is None and self.fused_projections:
+            # Self-attention: Q, K and V in one matrix product of the three weights side by side (same result).
             weight = torch.cat([self.query.weight, self.key.weight, self.value.weight])
             bias = torch.cat([self.query.bias, self.key.bias, self.value.bias])
             q, k, v = map(self.split_heads, F.linear(query, weight, bias).chunk(3, dim=-1))
-            if cache is not None:
-                k, v = cache.extend(k, v)
-        elif isinstance(cache, dict) and "key" in cache:  # encoder memory, projected at the first step
-            q = self.split_heads(self.query(query))  # (B, H, Tq, K)
-            k, v = cache["key"], cache["value"]
         else:
-            q = self.split_heads(self.query(query))
+            q = self.split_heads(self.query(query))  # (B, H, Tq, K)
             k, v = self.project_key_value(query if key_value is None else key_value)  # (B, H, Tk, K)
-            if isinstance(cache, dict):
-                cache["key"], cache["value"] = k, v
-            elif cache is not None:  # self-attention: append the new positions to the cached ones
-                k, v = cache.extend(k, v)
 
         dropout_p = self.attention_dropout if self.training else 0.0
         scale = None if self.scaled else 1.0  # None: 1/√d_k
@@ -208,22 +193,10 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None,
         memory_mask: Tensor,
         need_weights: bool = False,
-        cache: LayerCache | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        attended, self_weights = self.self_attention(
-            x,
-            mask=self_mask,
-            need_weights=need_weights,
-            cache=None if cache is None else cache.self_attention,
-        )
+        attended, self_weights = self.self_attention(x, mask=self_mask, need_weights=need_weights)
         x = self.self_attention_norm(x + self.dropout(attended))
-        attended, cross_weights = self.cross_attention(
-            x,
-            memory,
-            mask=memory_mask,
-            need_weights=need_weights,
-            cache=None if cache is None else cache.cross_attention,
-        )
+        attended, cross_weights = self.cross_attention(x, memory, mask=memory_mask, need_weights=need_weights)
         x = self.cross_attention_norm(x + self.dropout(attended))
         x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
         return x, self_weights, cross_weights
@@ -288,15 +261,13 @@ class Transformer(nn.Module):
         with torch.no_grad():
             self.embedding.weight[self.config.pad_id].zero_()
 
-    def embed(self, ids: Tensor, offset: int = 0) -> Tensor:
+    def embed(self, ids: Tensor) -> Tensor:
         """§3.4–3.5: Embedding(ids)·√d_model + PE, then dropout (§5.4). ids (B, T) → (B, T, D)."""
         length = ids.size(1)
-        if offset + length > self.config.max_positions:
-            raise ValueError(
-                f"sequence of {offset + length} tokens exceeds the model's {self.config.max_positions} positions"
-            )
+        if length > self.config.max_positions:
+            raise ValueError(f"sequence of {length} tokens exceeds the model's {self.config.max_positions} positions")
         x = self.embedding(ids) * math.sqrt(self.config.d_model)
-        x = x + self.positional_encoding[offset : offset + length].to(x.dtype)
+        x = x + self.positional_encoding[:length].to(x.dtype)
         return self.embedding_dropout(x)
 
     def source_mask(self, source: Tensor) -> Tensor:
@@ -328,28 +299,18 @@ class Transformer(nn.Module):
         memory: Tensor,
         source_mask: Tensor,
         need_weights: bool = False,
-        cache: DecoderCache | None = None,
         embedded: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        """Decoder stack over the (right-shifted) target (B, T) → hidden states (B, T, D).
-
-        With a ``cache``, ``target`` holds only the new positions and attends to the cached ones; no causal mask is
-        needed then because every cached position precedes the new one. Also returns, if requested, the decoder
-        self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S). ``embedded``: as for :meth:`encode`.
-        """
-        offset = 0 if cache is None else cache.length
-        self_mask = self.target_mask(target) if cache is None or target.size(1) > 1 else None
-        if cache is not None and self_mask is not None and offset:
-            raise ValueError("incremental decoding adds one position at a time after the first step")
-        x = self.embed(target, offset) if embedded is None else embedded
+        """Decoder stack over the (right-shifted) target (B, T) → hidden states (B, T, D) and, if requested, the
+        decoder self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S). ``embedded``: as for
+        :meth:`encode`."""
+        self_mask = self.target_mask(target)
+        x = self.embed(target) if embedded is None else embedded
         self_weights, cross_weights = [], []
-        for index, layer in enumerate(self.decoder_layers):
-            layer_cache = None if cache is None else cache.layers[index]
-            x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights, layer_cache)
+        for layer in self.decoder_layers:
+            x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights)
             self_weights.append(layer_self)
             cross_weights.append(layer_cross)
-        if cache is not None:
-            cache.advance(target.size(1))
         if not need_weights:
             return x, None, None
         return x, torch.stack(self_weights, dim=1), torch.stack(cross_weights, dim=1)

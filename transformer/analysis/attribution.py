@@ -126,7 +126,7 @@ def attribute(
             )
             delta = float(error.abs().max())
             total = float(sum(a.detach().sum() for a in found))
-            if delta <= 0.02 * abs(total) + 0.01 or steps >= 4 * IG_STEPS:
+            if delta <= 0.02 * abs(total) + 1e-3 or steps >= 4 * IG_STEPS:
                 break
             steps *= 2
         per_token = [a[0].sum(dim=-1) for a in found]
