@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from transformer import incremental
 from transformer.cli.training.validation import sequence_losses
 from transformer.config import preset
 from transformer.data import pad
@@ -280,10 +281,14 @@ def test_decoding_options_reach_the_search_as_one_object():
             DecodingOptions(**wrong)
 
 
-def test_step_decoder_computes_what_the_teacher_forced_pass_computes():
+@pytest.mark.parametrize("onednn", [True, False])
+def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, monkeypatch):
     """The search's encoder and decoder step (packed weights, cached keys and values) give each position the hidden
     state the whole-prefix pass gives it: with padded sources, beams sharing a sentence's memory, heads switched off, an
-    unscaled attention module, and again after the weights change in place (as an optimizer step changes them)."""
+    unscaled attention module, and again after the weights change in place (as an optimizer step changes them); with
+    oneDNN's packed products and with the ``addmm`` fallback used where they are missing."""
+    if not onednn:
+        monkeypatch.setattr(incremental, "_onednn_linear_available", lambda: False)
     torch.manual_seed(11)
     model = Transformer(preset("tiny")).eval()
     model.decoder_layers[1].self_attention.scaled = False
@@ -308,6 +313,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes():
             source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
             full, _, _ = model.decode(targets, expanded, source_mask)
             decoder = StepDecoder(model, memory, source, beams)
+            assert decoder.packed.projection.onednn is (onednn and incremental._onednn_linear_available())
             for position in range(targets.size(1)):
                 hidden = decoder.step(targets[:, position])
                 assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)

@@ -18,6 +18,7 @@ every in-place update) and follow the heads switched off by :meth:`Transformer.h
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from dataclasses import dataclass
@@ -29,10 +30,25 @@ from torch import Tensor
 from transformer.model import MultiHeadAttention, Transformer
 
 
+@functools.cache
 def _onednn_linear_available() -> bool:
+    """Whether oneDNN's packed products (private PyTorch operators, which may change between releases) exist here
+    and compute what ``F.linear`` computes, with ReLU and with a residual added: probed once per process."""
     try:
-        return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
-    except (AttributeError, RuntimeError):
+        if not torch.backends.mkldnn.is_available():
+            return False
+        generator = torch.Generator().manual_seed(0)
+        weight, bias = torch.randn(24, 16, generator=generator), torch.randn(24, generator=generator)
+        x, residual = torch.randn(3, 16, generator=generator), torch.randn(3, 24, generator=generator)
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, 4)
+        expected = F.linear(x, weight, bias)
+        checks = (
+            (torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], ""), expected),
+            (torch.ops.mkldnn._linear_pointwise(x, packed, bias, "relu", [], ""), expected.relu()),
+            (torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, bias, "add"), expected + residual),
+        )
+        return all(torch.allclose(found, wanted, atol=1e-4) for found, wanted in checks)
+    except (AttributeError, RuntimeError, TypeError):
         return False
 
 
@@ -41,8 +57,8 @@ class PackedLinear:
 
     On CPUs, oneDNN's own layout of the weight (``torch.ops.mkldnn``, what ``torch.compile`` freezes a CPU linear
     layer into): a product of 4 rows by a 1024 × 256 weight took about a third of the time of ``F.linear``'s on a
-    2-core AMD EPYC (benchmarks/search_speed.py). Elsewhere, or where PyTorch lacks oneDNN, ``addmm`` with the
-    weight stored transposed.
+    2-core AMD EPYC (docs/speed.md). Elsewhere, or where this PyTorch's operators fail the probe of
+    :func:`_onednn_linear_available`, ``addmm`` with the weight stored transposed.
     """
 
     __slots__ = ("bias", "onednn", "weight")
