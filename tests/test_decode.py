@@ -288,7 +288,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, mon
     unscaled attention module, and again after the weights change in place (as an optimizer step changes them); with
     oneDNN's packed products and with the ``addmm`` fallback used where they are missing."""
     if not onednn:
-        monkeypatch.setattr(incremental, "_onednn_linear_available", lambda: False)
+        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
     torch.manual_seed(11)
     model = Transformer(preset("tiny")).eval()
     model.decoder_layers[1].self_attention.scaled = False
@@ -313,7 +313,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, mon
             source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
             full, _, _ = model.decode(targets, expanded, source_mask)
             decoder = StepDecoder(model, memory, source, beams)
-            assert decoder.packed.projection.onednn is (onednn and incremental._onednn_linear_available())
+            assert decoder.packed.projection.onednn is (onednn and incremental._onednn_products() is not None)
             for position in range(targets.size(1)):
                 hidden = decoder.step(targets[:, position])
                 assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)

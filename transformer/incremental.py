@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -31,25 +32,29 @@ from transformer.model import MultiHeadAttention, Transformer
 
 
 @functools.cache
-def _onednn_linear_available() -> bool:
-    """Whether oneDNN's packed products (private PyTorch operators, which may change between releases) exist here
-    and compute what ``F.linear`` computes, with ReLU and with a residual added: probed once per process."""
+def _onednn_products() -> tuple[Callable, Callable] | None:
+    """oneDNN's product on a packed weight and the same plus a residual, if these private PyTorch operators (which
+    may change between releases) exist here and compute what ``F.linear`` computes, with ReLU and with a residual
+    added; probed once per process. The overloads are resolved here once, not at every call."""
     try:
         if not torch.backends.mkldnn.is_available():
-            return False
+            return None
+        product, plus = torch.ops.mkldnn._linear_pointwise.default, torch.ops.mkldnn._linear_pointwise.binary
         generator = torch.Generator().manual_seed(0)
         weight, bias = torch.randn(24, 16, generator=generator), torch.randn(24, generator=generator)
         x, residual = torch.randn(3, 16, generator=generator), torch.randn(3, 24, generator=generator)
         packed = torch.ops.mkldnn._reorder_linear_weight(weight, 4)
         expected = F.linear(x, weight, bias)
         checks = (
-            (torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], ""), expected),
-            (torch.ops.mkldnn._linear_pointwise(x, packed, bias, "relu", [], ""), expected.relu()),
-            (torch.ops.mkldnn._linear_pointwise.binary(x, residual, packed, bias, "add"), expected + residual),
+            (product(x, packed, bias, "none", [], ""), expected),
+            (product(x, packed, bias, "relu", [], ""), expected.relu()),
+            (plus(x, residual, packed, bias, "add"), expected + residual),
         )
-        return all(torch.allclose(found, wanted, atol=1e-4) for found, wanted in checks)
+        if all(torch.allclose(found, wanted, atol=1e-4) for found, wanted in checks):
+            return product, plus
+        return None
     except (AttributeError, RuntimeError, TypeError):
-        return False
+        return None
 
 
 class PackedLinear:
@@ -58,33 +63,37 @@ class PackedLinear:
     On CPUs, oneDNN's own layout of the weight (``torch.ops.mkldnn``, what ``torch.compile`` freezes a CPU linear
     layer into): a product of 4 rows by a 1024 × 256 weight took about a third of the time of ``F.linear``'s on a
     2-core AMD EPYC (docs/speed.md). Elsewhere, or where this PyTorch's operators fail the probe of
-    :func:`_onednn_linear_available`, ``addmm`` with the weight stored transposed.
+    :func:`_onednn_products`, ``addmm`` with the weight stored transposed.
     """
 
-    __slots__ = ("bias", "onednn", "weight")
+    __slots__ = ("bias", "products", "weight")
 
     def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
         weight = weight.detach()
         self.bias = None if bias is None else bias.detach().contiguous()
-        self.onednn = weight.device.type == "cpu" and _onednn_linear_available()
-        if self.onednn:
+        self.products = _onednn_products() if weight.device.type == "cpu" else None
+        if self.products is not None:
             try:
                 self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), 4)
                 return
             except RuntimeError:  # a dtype or CPU oneDNN does not take
-                self.onednn = False
+                self.products = None
         self.weight = weight.t().contiguous()
 
+    @property
+    def onednn(self) -> bool:
+        return self.products is not None
+
     def __call__(self, x: Tensor, relu: bool = False) -> Tensor:
-        if self.onednn:
-            return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "relu" if relu else "none", [], "")
+        if self.products is not None:
+            return self.products[0](x, self.weight, self.bias, "relu" if relu else "none", [], "")
         out = torch.mm(x, self.weight) if self.bias is None else torch.addmm(self.bias, x, self.weight)
         return out.relu_() if relu else out
 
     def plus(self, x: Tensor, residual: Tensor) -> Tensor:
         """``x W^T + b + residual``: a sub-layer's output on the residual stream (§3.1)."""
-        if self.onednn:
-            return torch.ops.mkldnn._linear_pointwise.binary(x, residual, self.weight, self.bias, "add")
+        if self.products is not None:
+            return self.products[1](x, residual, self.weight, self.bias, "add")
         return torch.addmm(self.bias, x, self.weight).add_(residual)
 
 
