@@ -282,18 +282,20 @@ def test_decoding_options_reach_the_search_as_one_object():
 
 
 @pytest.mark.parametrize("onednn", [True, False])
-def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, monkeypatch):
+@pytest.mark.parametrize("long", [False, True])
+def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, long, monkeypatch):
     """The search's encoder and decoder step (packed weights, cached keys and values) give each position the hidden
     state the whole-prefix pass gives it: with padded sources, beams sharing a sentence's memory, heads switched off, an
     unscaled attention module, and again after the weights change in place (as an optimizer step changes them); with
-    oneDNN's packed products and with the ``addmm`` fallback used where they are missing."""
+    oneDNN's packed products and with the ``addmm`` fallback used where they are missing; for short sources, whose
+    keys and values absorb the cross-attention's projections, and long ones."""
     if not onednn:
         monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
     torch.manual_seed(11)
     model = Transformer(preset("tiny")).eval()
     model.decoder_layers[1].self_attention.scaled = False
     model.encoder_layers[0].self_attention.scaled = False
-    source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]])
+    source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]] if not long else [[*range(5, 17), EOS_ID], [9, 10, EOS_ID]])
     beams = 2
     targets = torch.randint(4, 30, (source.size(0) * beams, 6))
     targets[:, 0] = BOS_ID
@@ -313,6 +315,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, mon
             source_mask = model.source_mask(source).repeat_interleave(beams, dim=0)
             full, _, _ = model.decode(targets, expanded, source_mask)
             decoder = StepDecoder(model, memory, source, beams)
+            assert decoder.folded is not long
             assert decoder.packed.projection.onednn is (onednn and incremental._onednn_products() is not None)
             for position in range(targets.size(1)):
                 hidden = decoder.step(targets[:, position])

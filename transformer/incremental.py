@@ -109,6 +109,10 @@ class PackedLayer:
     cross_query: PackedLinear | None = None  # scaled by 1/√d_k
     cross_key_value: PackedLinear | None = None
     cross_out: PackedLinear | None = None
+    # The same cross-attention query (scaled) and output weights as plain (out, in) matrices and biases, for
+    # folding them into a short sentence's keys and values (StepDecoder).
+    cross_query_plain: tuple[Tensor, Tensor] | None = None
+    cross_out_plain: tuple[Tensor, Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class PackedModel:
 
 
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+FOLD_SENTENCES = 4  # StepDecoder folds the cross-attention's projections for batches of up to this many sentences
 
 
 def _linear(module: torch.nn.Linear, scale: float = 1.0) -> PackedLinear:
@@ -144,17 +149,20 @@ def _pack_layer(layer) -> PackedLayer:
         norms = (layer.self_attention_norm, layer.feed_forward_norm)
         return PackedLayer(self_qkv, _linear(own.output), _linear(feed.inner), _linear(feed.outer), _norms(norms))
     cross = layer.cross_attention
+    cross_scale = _query_scale(cross)
     return PackedLayer(
         self_qkv,
         _linear(own.output),
         _linear(feed.inner),
         _linear(feed.outer),
         _norms((layer.self_attention_norm, layer.cross_attention_norm, layer.feed_forward_norm)),
-        cross_query=_linear(cross.query, _query_scale(cross)),
+        cross_query=_linear(cross.query, cross_scale),
         cross_key_value=PackedLinear(
             torch.cat([cross.key.weight, cross.value.weight]), torch.cat([cross.key.bias, cross.value.bias])
         ),
         cross_out=_linear(cross.output),
+        cross_query_plain=((cross.query.weight * cross_scale).detach(), (cross.query.bias * cross_scale).detach()),
+        cross_out_plain=(cross.output.weight.detach(), cross.output.bias.detach()),
     )
 
 
@@ -247,8 +255,35 @@ class StepDecoder:
             self.cross_keys.append(key.contiguous())
             self.cross_values.append(value.contiguous())
         self.cross_mask = _padding_mask(source, config.pad_id, flat.dtype)
+        # A short sentence's keys and values (H·S ≤ D) absorb the query and output projections, per sentence:
+        # scores = x (Wq_h K_hᵀ) + bq_h K_hᵀ and out = Σ_h P_h (V_h Wo_h) + bo, so a step's cross-attention is two
+        # small batched products instead of two products by D × D weights and the attention between them. Only for
+        # a few sentences at a time: a beam-4 search of one sentence took about 5% less time (45 against 47.5 ms,
+        # 4 alternating rounds of 100 sentences), but greedy batches of 32 (32 products of one row each) about a
+        # quarter more.
+        self.folded = length * self.heads <= self.d_model and batch <= FOLD_SENTENCES
+        if self.folded:
+            self._fold()
         self.length = 0  # positions decoded so far
         self.buffer: Tensor | None = None  # (L, 2, A, H, capacity, K): self-attention keys and values
+
+    def _fold(self) -> None:
+        heads, width, d_model = self.heads, self.head_dim, self.d_model
+        batch, _, length, _ = self.cross_keys[0].shape
+        self.fold_scores, self.fold_bias, self.fold_values, self.fold_out_bias = [], [], [], []
+        for layer, key, value in zip(self.packed.layers, self.cross_keys, self.cross_values, strict=True):
+            (query_weight, query_bias), (out_weight, out_bias) = layer.cross_query_plain, layer.cross_out_plain
+            # (B, H, S, K) @ (H, K, D) → (B, H, S, D) → (B, D, H·S)
+            scores = key @ query_weight.view(heads, width, d_model)
+            self.fold_scores.append(scores.permute(0, 3, 1, 2).reshape(batch, d_model, heads * length))
+            bias = (key @ query_bias.view(heads, width, 1)).view(batch, 1, heads, length)
+            if self.cross_mask is not None:
+                bias = bias + self.cross_mask
+            self.fold_bias.append(bias.reshape(batch, 1, heads * length))
+            # (B, H, S, K) @ (H, K, D) → (B, H·S, D)
+            folded = value @ out_weight.t().reshape(heads, width, d_model)
+            self.fold_values.append(folded.reshape(batch, heads * length, d_model))
+            self.fold_out_bias.append(out_bias)
 
     def _grow(self, rows: int, like: Tensor) -> None:
         needed = self.length + 1
@@ -282,17 +317,34 @@ class StepDecoder:
             attended = _attend(qkv[:, 0].unsqueeze(2), keys, values, None, self.self_gates[index])
             x = F.layer_norm(layer.self_out.plus(attended.view(rows, d_model), x), (d_model,), *layer.norms[0])
 
-            query = layer.cross_query(x).view(sentences, self.beams, heads, width).transpose(1, 2)  # (B, H, beams, K)
-            attended = _attend(
-                query, self.cross_keys[index], self.cross_values[index], self.cross_mask, self.cross_gates[index]
-            )
-            attended = attended.transpose(1, 2).reshape(rows, d_model)
-            x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
+            if self.folded:
+                x = F.layer_norm(self._folded_cross(index, x, sentences), (d_model,), *layer.norms[1])
+            else:
+                query = (
+                    layer.cross_query(x).view(sentences, self.beams, heads, width).transpose(1, 2)
+                )  # (B, H, beams, K)
+                attended = _attend(
+                    query, self.cross_keys[index], self.cross_values[index], self.cross_mask, self.cross_gates[index]
+                )
+                attended = attended.transpose(1, 2).reshape(rows, d_model)
+                x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
 
             inner = layer.inner(x, relu=True)
             x = F.layer_norm(layer.outer.plus(inner, x), (d_model,), *layer.norms[2])
         self.length += 1
         return x
+
+    def _folded_cross(self, index: int, x: Tensor, sentences: int) -> Tensor:
+        """Cross-attention of layer ``index`` plus its residual, on the folded weights: x (A, D) → (A, D)."""
+        grouped = x.view(sentences, self.beams, self.d_model)
+        scores = torch.baddbmm(self.fold_bias[index], grouped, self.fold_scores[index])  # (B, beams, H·S)
+        probabilities = torch.softmax(scores.view(sentences, self.beams, self.heads, -1), dim=-1)
+        gate = self.cross_gates[index]
+        if gate is not None:
+            probabilities = probabilities * gate.to(probabilities.dtype).view(1, 1, -1, 1)
+        residual = grouped + self.fold_out_bias[index]
+        out = torch.baddbmm(residual, probabilities.view(sentences, self.beams, -1), self.fold_values[index])
+        return out.view(-1, self.d_model)
 
     def logits(self, hidden: Tensor) -> Tensor:
         """Pre-softmax projection with the shared embedding matrix (§3.4): (A, D) → (A, V)."""
@@ -309,3 +361,6 @@ class StepDecoder:
         self.cross_values = [value.index_select(0, sentences) for value in self.cross_values]
         if self.cross_mask is not None:
             self.cross_mask = self.cross_mask.index_select(0, sentences)
+        if self.folded:
+            for folded in (self.fold_scores, self.fold_bias, self.fold_values):
+                folded[:] = [tensor.index_select(0, sentences) for tensor in folded]
