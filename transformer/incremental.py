@@ -4,13 +4,17 @@ The same computation as :meth:`Transformer.decode` over the whole prefix, for th
 and values of the earlier positions kept between steps. Written for speed on a CPU, where a step of a small model
 is a few dozen matrix products of a handful of rows and the work between them costs as much as the products:
 
-- every weight is packed once per model for the step (:func:`packed_weights`): transposed so each product is one
-  ``addmm`` of the rows by a contiguous matrix, the self-attention's Q, K and V side by side, the cross-attention's
-  K and V side by side, the query weights scaled by 1/√d_k (Eq. 1) so no step scales the scores;
+- every weight is packed once per model (:func:`packed_weights`) in oneDNN's own layout (:class:`PackedLinear`,
+  ReLU and the residual add fused into the product; transposed for ``addmm`` where oneDNN is missing), the
+  self-attention's Q, K and V side by side, the cross-attention's K and V side by side, the query weights scaled by
+  1/√d_k (Eq. 1) so no step scales the scores; the encoder (:func:`encode`) uses them too;
 - the encoder memory's keys and values are projected once per sentence and shared by the sentence's beams: the
-  beams of one sentence are the query rows of one product over that sentence's memory;
+  beams of one sentence are the query rows of one product over that sentence's memory; for a short sentence they
+  also absorb the cross-attention's query and output projections;
 - the self-attention keys and values of all layers live in one buffer, written in place at each step and reordered
   for the beams' new parents with one ``index_select``.
+
+docs/speed.md measures each of these against the model's own modules and against CTranslate2.
 
 The packed weights are made again after the model's weights change (each parameter's version counter moves on
 every in-place update) and follow the heads switched off by :meth:`Transformer.head_mask`.
