@@ -233,8 +233,7 @@ def beam_search(
     batch, beams = source.size(0), beam_size
     memory = encode(model, source)
     decoder = StepDecoder(model, memory, source, beams)
-    limits = output_limits(model, source, max_extra_tokens)  # (B,)
-    limit_list = limits.tolist()
+    limits = output_limits(model, source, max_extra_tokens).tolist()  # per sentence still searching
     sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
     scores = torch.full((batch, beams), float("-inf"), device=device)
     scores[:, 0] = 0.0  # all beams start identical: expand only the first
@@ -247,8 +246,10 @@ def beam_search(
     # The sentences still searching, by their index in ``source``: the tensors below hold only their rows, so a
     # sentence that has finished costs nothing at the steps after (a batch runs until its longest sentence ends).
     live = list(range(batch))
-    for step in range(1, max(limit_list) + 1):
-        at_limit = (step >= limits).repeat_interleave(beams) if step >= min(limit_list) else None
+    for step in range(1, max(limits) + 1):
+        at_limit = None
+        if step >= min(limits):  # some sentence's hypotheses may only end now
+            at_limit = torch.tensor([step >= limit for limit in limits], device=device).repeat_interleave(beams)
         log_probs = _next_log_probs(decoder, sequences[:, -1], at_limit)  # (A·K, V)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
@@ -271,7 +272,7 @@ def beam_search(
         still = _searching_on(
             [finished[sentence] for sentence in live],
             alive_scores[:, 0].tolist(),
-            limit_list,
+            limits,
             step,
             beams,
             alpha,
@@ -286,7 +287,7 @@ def beam_search(
         if dropped:  # the finished sentences' rows leave every tensor
             kept = torch.tensor(still, device=device)
             rows, next_tokens, alive_scores = rows[kept], next_tokens[kept], alive_scores[kept]
-            limits, limit_list = limits[kept], [limit_list[row] for row in still]
+            limits = [limits[row] for row in still]
             decoder.keep_sentences(kept)
             live = [live[row] for row in still]
         rows = rows.view(-1)

@@ -242,7 +242,6 @@ class StepDecoder:
 
     def __init__(self, model: Transformer, memory: Tensor, source: Tensor, beams: int = 1) -> None:
         config = model.config
-        self.model = model
         self.packed = packed_weights(model)
         self.heads, self.head_dim = config.num_heads, config.d_model // config.num_heads
         self.d_model, self.beams = config.d_model, beams
@@ -274,9 +273,9 @@ class StepDecoder:
     def _fold(self) -> None:
         heads, width, d_model = self.heads, self.head_dim, self.d_model
         batch, _, length, _ = self.cross_keys[0].shape
-        self.fold_scores, self.fold_bias, self.fold_values, self.fold_out_bias = [], [], [], []
+        self.fold_scores, self.fold_bias, self.fold_values = [], [], []
         for layer, key, value in zip(self.packed.layers, self.cross_keys, self.cross_values, strict=True):
-            (query_weight, query_bias), (out_weight, out_bias) = layer.cross_query_plain, layer.cross_out_plain
+            (query_weight, query_bias), (out_weight, _) = layer.cross_query_plain, layer.cross_out_plain
             # (B, H, S, K) @ (H, K, D) → (B, H, S, D) → (B, D, H·S)
             scores = key @ query_weight.view(heads, width, d_model)
             self.fold_scores.append(scores.permute(0, 3, 1, 2).reshape(batch, d_model, heads * length))
@@ -287,7 +286,6 @@ class StepDecoder:
             # (B, H, S, K) @ (H, K, D) → (B, H·S, D)
             folded = value @ out_weight.t().reshape(heads, width, d_model)
             self.fold_values.append(folded.reshape(batch, heads * length, d_model))
-            self.fold_out_bias.append(out_bias)
 
     def _grow(self, rows: int, like: Tensor) -> None:
         needed = self.length + 1
@@ -346,7 +344,7 @@ class StepDecoder:
         gate = self.cross_gates[index]
         if gate is not None:
             probabilities = probabilities * gate.to(probabilities.dtype).view(1, 1, -1, 1)
-        residual = grouped + self.fold_out_bias[index]
+        residual = grouped + self.packed.layers[index].cross_out_plain[1]
         out = torch.baddbmm(residual, probabilities.view(sentences, self.beams, -1), self.fold_values[index])
         return out.view(-1, self.d_model)
 
