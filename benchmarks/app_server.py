@@ -82,3 +82,18 @@ def serving(
         yield origin, process
     finally:
         stop(process, grace=30)
+
+
+def wait_for_translation_process(log: Path, timeout: float = 180.0) -> None:
+    """Until the server's log says that its translation process is ready, or that it failed and the server translates
+    itself (``transformer/serving/translator.py`` prints either); at once when the app runs without one. Measured
+    after this, the figures are those of a server that has been running, not of its first minute."""
+    if os.environ.get("TRANSFORMER_TRANSLATION_PROCESS", "1").strip() in ("0", "false", "no", "off"):
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if "translation process for" in line]
+        if any("ready" in line or "translating in the server" in line for line in lines):
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"the translation process was not ready after {timeout:.0f} s")

@@ -50,7 +50,7 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]
     sys.path.insert(0, str(REPOSITORY))
 
-from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
+from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving, wait_for_translation_process  # noqa: E402
 
 BROWSER_ARGS = [*CHROMIUM_ARGS, "--disable-dev-shm-usage"]  # many pages at once: /dev/shm is small
 HEATMAP = ".js-plotly-plot .heatmaplayer image"
@@ -270,6 +270,9 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
         async with websockets.connect(
             origin.replace("http", "ws", 1) + "/_stcore/stream",
             subprotocols=["streamlit"],
+            # A student's own computer, as a proxy in front of the server would announce it: without this the
+            # server would take each session for a browser on its own machine and leave it a core while searching.
+            additional_headers={"X-Forwarded-For": f"192.0.2.{index % 250 + 1}"},
             max_size=2**28,
             open_timeout=TIMEOUT_MS / 1000,
         ) as connection:
@@ -294,18 +297,9 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
 
 def warm_up(origin: str, log: Path, timeout: float = 180.0) -> None:
     """One visit (the model loads, the default sentence is translated), then wait until the server's translation
-    process is ready or has failed (its log says which; ``pages/common.py``): the figures are then those of a
-    server that has been running, not of its first minute."""
+    process is ready or has failed (:func:`~benchmarks.app_server.wait_for_translation_process`)."""
     asyncio.run(protocol_session(origin, 0, 0))
-    if os.environ.get("TRANSFORMER_TRANSLATION_PROCESS", "1").strip() in ("0", "false", "no", "off"):
-        return
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        lines = [line for line in log.read_text(errors="replace").splitlines() if "translation process for" in line]
-        if any("ready" in line or "translating in the server" in line for line in lines):
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"the translation process was not ready after {timeout:.0f} s")
+    wait_for_translation_process(log, timeout)
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -90,16 +90,19 @@ def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translato
     """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process. Its
     searches run in a child process with its own copy of the model (``transformer/serving/process.py``), so that
     pages render while a search runs; ``TRANSFORMER_TRANSLATION_PROCESS=0`` keeps them in the server's process."""
-    from pages.page_slots import cores, page_slots
+    from pages.page_slots import browser_on_this_machine, cores, page_slots
     from transformer.serving.translator import Translator
 
     separate = os.environ.get(TRANSLATION_PROCESS_VARIABLE, "1").strip() not in ("0", "false", "no", "off")
     slots = page_slots()
 
     def search_threads() -> int:
-        # Every core while no page runs (one visitor); otherwise one is left to the pages: with every core
-        # searching beside them, a class at once waited longer (docs/reliability.md).
-        return cores() if slots.running == 0 else max(1, cores() - 1)
+        # Every core while no page runs and the browser is elsewhere; otherwise one core is left to the pages (with
+        # every core searching beside them, a class at once waited longer: docs/reliability.md) or to the browser,
+        # which draws the page while the search runs (a visitor's search took 100 instead of 60 ms: docs/speed.md).
+        if slots.running == 0 and not browser_on_this_machine():
+            return cores()
+        return max(1, cores() - 1)
 
     return Translator(_loaded, around_batch=slots.exclusive, separate_process=separate, process_threads=search_threads)
 

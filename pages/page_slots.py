@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 
 class PageSlots:
@@ -138,6 +139,19 @@ def fragment_in_a_slot(function):
             return function(*args, **kwargs)
 
     return run
+
+
+def browser_on_this_machine() -> bool:
+    """Whether the session running this reached the server over the loopback interface, not through a proxy: its
+    browser then runs on the server's own cores (``streamlit run app.py`` on a laptop). False outside a session."""
+    if get_script_run_ctx() is None:
+        return False
+    try:
+        if any(name in st.context.headers for name in ("X-Forwarded-For", "Forwarded", "X-Real-Ip")):
+            return False
+        return st.context.ip_address is None  # Streamlit's answer for 127.0.0.1 and ::1
+    except Exception:  # no connection to ask (a test's script runner)
+        return False
 
 
 def cores() -> int:

@@ -335,6 +335,35 @@ def test_hostile_input_is_shown_as_text_and_never_runs(open_app: Callable[[], Vi
     visit.assert_quiet()
 
 
+# The first heatmap's margins as its figure asked for them and as plotly.js drew them, and how far its tick labels
+# reach past the chart's left and bottom edges (positive: cut).
+MARGINS_JS = """() => {
+    const plot = document.querySelector('.js-plotly-plot');
+    const svg = plot.querySelector('.main-svg').getBoundingClientRect();
+    const boxes = selector => Array.from(plot.querySelectorAll(selector)).map(t => t.getBoundingClientRect());
+    return {
+        asked: [plot.layout.margin.l, plot.layout.margin.b],
+        drawn: [plot._fullLayout._size.l, plot._fullLayout._size.b],
+        past_left: Math.max(...boxes('.ytick text').map(box => svg.left - box.left)),
+        past_bottom: Math.max(...boxes('.xtick text').map(box => box.bottom - svg.bottom)),
+    };
+}"""
+
+
+def test_heatmap_margins_fit_its_labels_without_a_second_drawing(
+    open_app: Callable[[], Visit], checkpoint_tokenizer: Tokenizer
+):
+    # Wide and narrow letters, accents, typographic quotes and characters the model spells in bytes: plotly.js draws
+    # the chart a second time when its labels need more room than the figure asked for, so the estimate must fit.
+    visit = open_app()
+    for text in ("Mummy, WOW: «Ärzte» in Zürich — 日本!", "I will."):
+        translate(visit, text, expected_tokens(checkpoint_tokenizer, text))
+        margins = visit.page.evaluate(MARGINS_JS)
+        assert margins["drawn"] == margins["asked"], f"the labels pushed the margins out: {margins}"
+        assert margins["past_left"] <= 0.5 and margins["past_bottom"] <= 0.5, f"cut labels: {margins}"
+    visit.assert_quiet()
+
+
 def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_app: Callable[[], Visit]):
     visit = open_app()
     page = visit.page
