@@ -296,6 +296,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
     model.decoder_layers[1].self_attention.scaled = False
     model.encoder_layers[0].self_attention.scaled = False
     source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]] if not long else [[*range(5, 17), EOS_ID], [9, 10, EOS_ID]])
+    monkeypatch.setattr(incremental, "FOLD_SENTENCES", source.size(0))  # the app folds for one sentence at a time
     beams = 2
     targets = torch.randint(4, 30, (source.size(0) * beams, 6))
     targets[:, 0] = BOS_ID
@@ -321,3 +322,33 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
                 hidden = decoder.step(targets[:, position])
                 assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)
             assert torch.allclose(decoder.logits(hidden), model.project(full[:, -1]), atol=1e-4)
+
+
+@pytest.mark.parametrize("onednn", [True, False])
+def test_the_apps_attention_pass_records_what_the_models_own_modules_record(onednn, monkeypatch):
+    """The maps the app shows come from the packed weights (``encode_recording``, ``decoder_attention``): every
+    layer's and head's probabilities equal ``need_weights=True`` of the model's modules, for padded sources and
+    targets, heads switched off (recorded before their gate, as the modules record them) and an unscaled module, and
+    the recorded encoder's memory is the search's."""
+    if not onednn:
+        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
+    torch.manual_seed(12)
+    model = Transformer(preset("tiny")).eval()
+    model.encoder_layers[1].self_attention.scaled = False
+    model.decoder_layers[0].cross_attention.scaled = False
+    source = pad([[*range(5, 14), EOS_ID], [9, 10, EOS_ID]])
+    target = pad([[BOS_ID, 7, 8, 9, 10, 11], [BOS_ID, 12]])
+    mask = {kind: torch.ones(2, 4) for kind in ("encoder", "decoder", "cross")}
+    mask["encoder"][0, 1] = mask["decoder"][1, 3] = mask["cross"][0, 0] = 0.0
+    with torch.no_grad(), model.head_mask(mask):
+        memory, encoder = model.encode(source, need_weights=True)
+        _, decoder, cross = model.decode(target, memory, model.source_mask(source), need_weights=True)
+        packed_memory, packed_encoder = incremental.encode_recording(model, source)
+        packed_decoder, packed_cross = incremental.decoder_attention(model, packed_memory, source, target)
+        searched_memory = encode(model, source)
+    assert torch.allclose(packed_memory, memory, atol=1e-5)
+    assert torch.allclose(packed_memory, searched_memory, atol=1e-6)
+    for packed, reference in ((packed_encoder, encoder), (packed_decoder, decoder), (packed_cross, cross)):
+        assert packed.shape == reference.shape
+        assert torch.allclose(packed, reference, atol=1e-5)
+    assert float(cross[1, :, :, :, 3:].abs().max()) == 0.0  # the padded source keys hold no weight

@@ -182,11 +182,14 @@ def output_limits(model: Transformer, source: Tensor, extra: int = EXTRA_OUTPUT_
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, source: Tensor, max_extra_tokens: int = EXTRA_OUTPUT_TOKENS) -> list[list[int]]:
-    """Pick the most probable token at each step. source (B, S) → B token lists without <s>/</s>."""
+def greedy_decode(
+    model: Transformer, source: Tensor, max_extra_tokens: int = EXTRA_OUTPUT_TOKENS, memory: Tensor | None = None
+) -> list[list[int]]:
+    """Pick the most probable token at each step. source (B, S) → B token lists without <s>/</s>. ``memory``: the
+    encoder's output for ``source`` when it is at hand (:func:`~transformer.incremental.encode_recording`)."""
     config = model.config
     batch = source.size(0)
-    memory = encode(model, source)
+    memory = encode(model, source) if memory is None else memory
     decoder = StepDecoder(model, memory, source)
     limits = output_limits(model, source, max_extra_tokens)
     last = torch.full((batch,), config.bos_id, dtype=torch.long, device=source.device)
@@ -220,18 +223,20 @@ def beam_search(
     early_stop: bool = True,
     max_extra_tokens: int = EXTRA_OUTPUT_TOKENS,
     recorder: BeamRecorder | None = None,
+    memory: Tensor | None = None,
 ) -> list[list[int]]:
     """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>.
 
     A sentence's search ends when it holds ``beam_size`` finished hypotheses, at its length limit, or (with
     ``early_stop``) as soon as no live hypothesis can still beat the best finished one; the last rule only saves
-    time and never changes the result. A ``recorder`` keeps the search tree (:class:`BeamRecorder`).
+    time and never changes the result. A ``recorder`` keeps the search tree (:class:`BeamRecorder`). ``memory``: as
+    for :func:`greedy_decode`.
     """
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
     config, device = model.config, source.device
     batch, beams = source.size(0), beam_size
-    memory = encode(model, source)
+    memory = encode(model, source) if memory is None else memory
     decoder = StepDecoder(model, memory, source, beams)
     limits = output_limits(model, source, max_extra_tokens).tolist()  # per sentence still searching
     sequences = torch.full((batch * beams, 1), config.bos_id, dtype=torch.long, device=device)
@@ -336,11 +341,16 @@ def _searching_on(
     return still
 
 
-def search(model: Transformer, source: Tensor, options: DecodingOptions = DEFAULT_DECODING) -> list[list[int]]:
-    """Greedy decoding for beam size 1, beam search otherwise (``model`` as :func:`search_model` prepared it)."""
+def search(
+    model: Transformer, source: Tensor, options: DecodingOptions = DEFAULT_DECODING, memory: Tensor | None = None
+) -> list[list[int]]:
+    """Greedy decoding for beam size 1, beam search otherwise (``model`` as :func:`search_model` prepared it;
+    ``memory`` as for :func:`greedy_decode`)."""
     if options.greedy:
-        return greedy_decode(model, source, options.max_extra_tokens)
-    return beam_search(model, source, options.beam_size, options.alpha, max_extra_tokens=options.max_extra_tokens)
+        return greedy_decode(model, source, options.max_extra_tokens, memory)
+    return beam_search(
+        model, source, options.beam_size, options.alpha, max_extra_tokens=options.max_extra_tokens, memory=memory
+    )
 
 
 @dataclass

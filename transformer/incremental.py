@@ -129,7 +129,7 @@ class PackedModel:
 
 
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-FOLD_SENTENCES = 4  # StepDecoder folds the cross-attention's projections for batches of up to this many sentences
+FOLD_SENTENCES = 1  # StepDecoder folds the cross-attention's projections for batches of up to this many sentences
 
 
 def _linear(module: torch.nn.Linear, scale: float = 1.0) -> PackedLinear:
@@ -212,10 +212,20 @@ def _padding_mask(source: Tensor, pad_id: int, dtype: torch.dtype) -> Tensor | N
     return mask.masked_fill_(padding[:, None, None, :], float("-inf"))
 
 
-@torch.no_grad()
-def encode(model: Transformer, source: Tensor) -> Tensor:
-    """:meth:`Transformer.encode` as the search runs it (packed weights, no attention weights, no dropout): source
-    (B, S) → memory (B, S, D)."""
+def _attend_recording(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, gate: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """:func:`_attend` that also returns the probabilities softmax(Q Kᵀ) (N, H, Q, T) before the gates, as
+    :meth:`MultiHeadAttention.forward` records them."""
+    scores = query @ key.transpose(-2, -1)
+    if mask is not None:
+        scores = scores + mask
+    probabilities = torch.softmax(scores, dim=-1)
+    attended = probabilities @ value
+    return (attended if gate is None else attended * gate.to(attended.dtype).view(1, -1, 1, 1)), probabilities
+
+
+def _encode(model: Transformer, source: Tensor, record: list[Tensor] | None) -> Tensor:
     packed = packed_weights(model)
     config = model.config
     batch, length = source.shape
@@ -227,10 +237,68 @@ def encode(model: Transformer, source: Tensor) -> Tensor:
     mask = _padding_mask(source, config.pad_id, x.dtype)
     for layer, gate in zip(packed.encoder, _gates(model.attention_modules("encoder")), strict=True):
         query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
-        attended = _attend(query, key, value, mask, gate).transpose(1, 2).reshape(batch * length, d_model)
+        if record is None:
+            attended = _attend(query, key, value, mask, gate)
+        else:
+            attended, probabilities = _attend_recording(query, key, value, mask, gate)
+            record.append(probabilities)
+        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
         x = F.layer_norm(layer.self_out.plus(attended, x), (d_model,), *layer.norms[0])
         x = F.layer_norm(layer.outer.plus(layer.inner(x, relu=True), x), (d_model,), *layer.norms[1])
     return x.view(batch, length, d_model)
+
+
+@torch.no_grad()
+def encode(model: Transformer, source: Tensor) -> Tensor:
+    """:meth:`Transformer.encode` as the search runs it (packed weights, no attention weights, no dropout): source
+    (B, S) → memory (B, S, D)."""
+    return _encode(model, source, None)
+
+
+@torch.no_grad()
+def encode_recording(model: Transformer, source: Tensor) -> tuple[Tensor, Tensor]:
+    """:func:`encode` and the encoder's self-attention probabilities (B, L, H, S, S), as
+    ``model.encode(source, need_weights=True)`` gives them: the memory serves the search, the weights the app."""
+    record: list[Tensor] = []
+    memory = _encode(model, source, record)
+    return memory, torch.stack(record, dim=1)
+
+
+@torch.no_grad()
+def decoder_attention(model: Transformer, memory: Tensor, source: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """The decoder's self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S) over a whole (right-shifted)
+    target (B, T) at once, as ``model.decode(target, memory, model.source_mask(source), need_weights=True)`` records
+    them, on the packed weights (the app's maps of a finished translation; no logits)."""
+    packed = packed_weights(model)
+    config = model.config
+    batch, length = target.shape
+    if length > packed.positions.size(0):
+        raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
+    heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
+    x = F.embedding(target, packed.embedding).mul_(math.sqrt(d_model))
+    x = x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    # Causal and padding mask of Transformer.target_mask, added to the scores: (B, 1, T, T).
+    allowed = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()[None, None]
+    allowed = allowed & (target != config.pad_id)[:, None, None, :]
+    self_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill_(~allowed, float("-inf"))
+    cross_mask = _padding_mask(source, config.pad_id, x.dtype)
+    flat_memory = memory.reshape(-1, d_model)
+    gates = zip(_gates(model.attention_modules("decoder")), _gates(model.attention_modules("cross")), strict=True)
+    own_weights, cross_weights = [], []
+    for layer, (self_gate, cross_gate) in zip(packed.layers, gates, strict=True):
+        query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
+        attended, probabilities = _attend_recording(query, key, value, self_mask, self_gate)
+        own_weights.append(probabilities)
+        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
+        x = F.layer_norm(layer.self_out.plus(attended, x), (d_model,), *layer.norms[0])
+        query = layer.cross_query(x).view(batch, length, heads, width).transpose(1, 2)
+        key, value = layer.cross_key_value(flat_memory).view(batch, -1, 2, heads, width).permute(2, 0, 3, 1, 4)
+        attended, probabilities = _attend_recording(query, key, value, cross_mask, cross_gate)
+        cross_weights.append(probabilities)
+        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
+        x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
+        x = F.layer_norm(layer.outer.plus(layer.inner(x, relu=True), x), (d_model,), *layer.norms[2])
+    return torch.stack(own_weights, dim=1), torch.stack(cross_weights, dim=1)
 
 
 class StepDecoder:
@@ -261,9 +329,9 @@ class StepDecoder:
         # A short sentence's keys and values (H·S ≤ D) absorb the query and output projections, per sentence:
         # scores = x (Wq_h K_hᵀ) + bq_h K_hᵀ and out = Σ_h P_h (V_h Wo_h) + bo, so a step's cross-attention is two
         # small batched products instead of two products by D × D weights and the attention between them. Only for
-        # a few sentences at a time: a beam-4 search of one sentence took about 5% less time (45 against 47.5 ms,
-        # 4 alternating rounds of 100 sentences), but greedy batches of 32 (32 products of one row each) about a
-        # quarter more.
+        # one sentence: its beam-4 search took about 5% less time (45 against 47.5 ms, 4 alternating rounds of 100
+        # sentences, 2 threads), but beam-4 batches of 3 and 4 sentences 5–10% more (1 thread), and greedy batches
+        # of 32 (32 products of one row each) about a quarter more.
         self.folded = length * self.heads <= self.d_model and batch <= FOLD_SENTENCES
         if self.folded:
             self._fold()

@@ -32,6 +32,7 @@ from transformer.decode import (
     search_model,
     source_limit,
 )
+from transformer.incremental import decoder_attention, encode_recording
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
 
@@ -154,9 +155,23 @@ def attention_for_many(
         raise ValueError(f"{len(sources)} sources but {len(outputs)} outputs")
     device = next(model.parameters()).device
     source = pad([list(ids) for ids in sources], PAD_ID).to(device)
-    target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(device)
-    memory, encoder = model.encode(source, need_weights=True)
-    _, decoder, cross = model.decode(target_input, memory, model.source_mask(source), True)
+    return _recorded_maps(model, tokenizer, sources, outputs, source, *encode_recording(model, source))
+
+
+def _recorded_maps(
+    model: Transformer,
+    tokenizer: Tokenizer,
+    sources: Sequence[Sequence[int]],
+    outputs: Sequence[Sequence[int]],
+    source: torch.Tensor,
+    memory: torch.Tensor,
+    encoder: torch.Tensor,
+) -> list[AttentionMaps]:
+    """The maps of a padded batch whose encoder has run (:func:`~transformer.incremental.encode_recording`): the
+    decoder's pass over the outputs on the search's packed weights (:func:`~transformer.incremental.
+    decoder_attention`, the same weights as ``model.decode(..., need_weights=True)``)."""
+    target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(source.device)
+    decoder, cross = decoder_attention(model, memory, source, target_input)
     return [
         _maps_of(tokenizer, source_ids, output_ids, encoder, decoder, cross, row)
         for row, (source_ids, output_ids) in enumerate(zip(sources, outputs, strict=True))
@@ -196,10 +211,13 @@ def translate_many_with_attention(
     limit = source_limit(model, max_tokens)
     encoded = [encode_source(tokenizer, text, limit) for text in texts]
     device = next(model.parameters()).device
+    source = pad([e.ids for e in encoded], model.config.pad_id).to(device)
     started = time.perf_counter()
-    outputs = search(searcher, pad([e.ids for e in encoded], model.config.pad_id).to(device), options)
+    # The encoder runs once, recording its attention; a bfloat16 search encodes again in its own precision.
+    memory, encoder = encode_recording(model, source)
+    outputs = search(searcher, source, options, memory if searcher is model else None)
     decoded = time.perf_counter()
-    every_maps = attention_for_many(model, tokenizer, [source.ids for source in encoded], outputs)
+    every_maps = _recorded_maps(model, tokenizer, [e.ids for e in encoded], outputs, source, memory, encoder)
     recorded = time.perf_counter()
     translations = []
     for text, source, output, maps in zip(texts, encoded, outputs, every_maps, strict=True):
