@@ -225,15 +225,22 @@ def _attend_recording(
     return (attended if gate is None else attended * gate.to(attended.dtype).view(1, -1, 1, 1)), probabilities
 
 
+def _embed(packed: PackedModel, ids: Tensor) -> Tensor:
+    """§3.4–3.5 without dropout: ids (B, T) → Embedding·√d_model + PE, flattened to (B·T, D)."""
+    batch, length = ids.shape
+    if length > packed.positions.size(0):
+        raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
+    d_model = packed.embedding.size(1)
+    x = F.embedding(ids, packed.embedding).mul_(math.sqrt(d_model))
+    return x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+
+
 def _encode(model: Transformer, source: Tensor, record: list[Tensor] | None) -> Tensor:
     packed = packed_weights(model)
     config = model.config
     batch, length = source.shape
-    if length > packed.positions.size(0):
-        raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
     heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
-    x = F.embedding(source, packed.embedding).mul_(math.sqrt(d_model))
-    x = x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    x = _embed(packed, source)
     mask = _padding_mask(source, config.pad_id, x.dtype)
     for layer, gate in zip(packed.encoder, _gates(model.attention_modules("encoder")), strict=True):
         query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
@@ -272,11 +279,8 @@ def decoder_attention(model: Transformer, memory: Tensor, source: Tensor, target
     packed = packed_weights(model)
     config = model.config
     batch, length = target.shape
-    if length > packed.positions.size(0):
-        raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
     heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
-    x = F.embedding(target, packed.embedding).mul_(math.sqrt(d_model))
-    x = x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    x = _embed(packed, target)
     # Causal and padding mask of Transformer.target_mask, added to the scores: (B, 1, T, T).
     allowed = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()[None, None]
     allowed = allowed & (target != config.pad_id)[:, None, None, :]
