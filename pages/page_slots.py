@@ -147,7 +147,7 @@ def browser_on_this_machine() -> bool:
     if get_script_run_ctx() is None:
         return False
     try:
-        if any(name in st.context.headers for name in ("X-Forwarded-For", "Forwarded", "X-Real-Ip")):
+        if {name.lower() for name in st.context.headers} & {"x-forwarded-for", "forwarded", "x-real-ip"}:
             return False
         return st.context.ip_address is None  # Streamlit's answer for 127.0.0.1 and ::1
     except Exception:  # no connection to ask (a test's script runner)

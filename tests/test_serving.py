@@ -322,3 +322,30 @@ def test_the_translator_enters_around_batch_for_every_batch(loaded: LoadedCheckp
     first = translator.translate(SENTENCES[0])
     translator.translate(SENTENCES[1])
     assert len(entered) == 2 and first.translation
+
+
+@pytest.mark.parametrize(
+    ("ip_address", "headers", "here"),
+    [
+        (None, {"Host": "localhost:8501"}, True),  # Streamlit gives no address for 127.0.0.1 and ::1
+        ("192.0.2.7", {"Host": "class.example"}, False),
+        (None, {"X-Forwarded-For": "192.0.2.7"}, False),  # a proxy on the server's machine, the visitor elsewhere
+        (None, {"x-real-ip": "192.0.2.7"}, False),
+    ],
+)
+def test_a_browser_on_the_servers_own_machine_is_told_apart_from_visitors_elsewhere(
+    monkeypatch, ip_address, headers, here
+):
+    """The search leaves a core to a browser that draws the page on the server's own cores; a visitor behind a
+    proxy, or from another machine, gets every core while no page runs."""
+    from types import SimpleNamespace
+
+    from pages import page_slots
+
+    monkeypatch.setattr(page_slots, "get_script_run_ctx", lambda: object())
+    monkeypatch.setattr(
+        page_slots, "st", SimpleNamespace(context=SimpleNamespace(ip_address=ip_address, headers=headers))
+    )
+    assert page_slots.browser_on_this_machine() is here
+    monkeypatch.setattr(page_slots, "get_script_run_ctx", lambda: None)
+    assert page_slots.browser_on_this_machine() is False  # outside a session (the translation process's start)

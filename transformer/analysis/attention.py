@@ -167,9 +167,9 @@ def _recorded_maps(
     memory: torch.Tensor,
     encoder: torch.Tensor,
 ) -> list[AttentionMaps]:
-    """The maps of a padded batch whose encoder has run (:func:`~transformer.incremental.encode_recording`): the
-    decoder's pass over the outputs on the search's packed weights (:func:`~transformer.incremental.
-    decoder_attention`, the same weights as ``model.decode(..., need_weights=True)``)."""
+    """The maps of a padded batch whose encoder has run (:func:`~transformer.incremental.encode_recording`), with
+    the decoder's pass over the outputs on the search's packed weights
+    (:func:`~transformer.incremental.decoder_attention`: what ``model.decode(..., need_weights=True)`` records)."""
     target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(source.device)
     decoder, cross = decoder_attention(model, memory, source, target_input)
     return [
