@@ -19,6 +19,7 @@ from transformer.lessons import Lesson, LessonError, available_lessons, read_les
 
 LESSON_PARAM = "lesson"  # in the URL
 STEP_PARAM = "lesson_step"
+ANSWER_PARAM = "lesson_answer"  # the choice picked for the step's question, 1-based (kept by a reload and a link)
 PLAYING = "_lesson_playing"  # session: (lesson name, step number) or absent
 REVEALED = "_lesson_revealed"  # session: the (lesson, step) pairs whose question was answered
 
@@ -65,7 +66,7 @@ def stop() -> None:
     """Leave the lesson; the page stays as it is."""
     st.session_state.pop(PLAYING, None)
     url_state.carry({})
-    for param in (LESSON_PARAM, STEP_PARAM):
+    for param in (LESSON_PARAM, STEP_PARAM, ANSWER_PARAM):
         st.query_params.pop(param, None)
 
 
@@ -119,6 +120,23 @@ def play(page) -> None:
                 problems.error(t("lesson.bad_step", lesson=name, problem=problem))
 
 
+def answer(lesson: Lesson, number: int, choices: list[str]) -> None:
+    """The question's choices as a radio, the pick kept in the URL by its position (so that a reload, a link or
+    another interface language shows the same pick); a new step starts with none."""
+    key = f"lesson_answer_{lesson.name}_{number}"
+    if st.session_state.get(key) not in choices:  # a new session, or the choices in another language
+        picked = st.query_params.get(ANSWER_PARAM, "")
+        st.session_state.pop(key, None)
+        if picked.isdigit() and 1 <= int(picked) <= len(choices):
+            st.session_state[key] = choices[int(picked) - 1]
+    # index=None only for a radio that has no pick yet (Streamlit warns about a default beside a set value).
+    st.radio(t("lesson.your_answer"), choices, key=key, **({} if key in st.session_state else {"index": None}))
+    entries = {LESSON_PARAM: lesson.name, STEP_PARAM: str(number)}
+    if st.session_state.get(key) in choices:
+        entries[ANSWER_PARAM] = st.query_params[ANSWER_PARAM] = str(choices.index(st.session_state[key]) + 1)
+    url_state.carry(entries)  # in the URL of every page from now on, as the lesson and its step are
+
+
 def bar(lesson: Lesson, number: int, on_its_page: bool) -> bool:
     """The lesson's bar above the page; whether the page's view is to be shown (False while a question waits)."""
     words = language()
@@ -136,7 +154,7 @@ def bar(lesson: Lesson, number: int, on_its_page: bool) -> bool:
             st.markdown(f"**{t('lesson.question')}** {step.words('question', words)}")
             choices = step.words("choices", words)
             if choices:
-                st.radio(t("lesson.your_answer"), choices, index=None, key=f"lesson_answer_{lesson.name}_{number}")
+                answer(lesson, number, choices)
             if not revealed:
                 if st.button(t("lesson.reveal"), key="lesson_reveal", type="primary", icon=":material/visibility:"):
                     st.session_state[REVEALED].add(key)

@@ -170,6 +170,45 @@ def test_every_shipped_lesson_plays_to_the_end_in_chromium(browser, server: str,
 
 
 @needs_browser
+def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, server: str):
+    """The class picks an answer to a step's question: a reload, the page's link in a fresh browser and the other
+    interface language show the same pick; the next step starts with none."""
+    blocked: list[str] = []
+    context = offline_context(browser, server, blocked)
+    page = context.new_page()
+    page.goto(f"{server}/?lesson=paper_tour&lesson_step=1")
+    settle(page, FIRST_RENDER_MS)
+    answer = ".st-key-lesson_answer_paper_tour_1"
+    page.locator(answer).get_by_text("about log₂ 20 ≈ 4", exact=True).click()
+    settle(page, FIRST_RENDER_MS)
+
+    def picked(visit) -> list[str]:
+        return visit.locator(f"{answer} [role='radio'][aria-checked='true'], {answer} input:checked").evaluate_all(
+            "inputs => inputs.map(input => input.closest('label')?.innerText.trim())"
+        )
+
+    assert picked(page) == ["about log₂ 20 ≈ 4"]
+    page.reload()
+    settle(page, FIRST_RENDER_MS)
+    assert picked(page) == ["about log₂ 20 ≈ 4"]
+    fresh = offline_context(browser, server, blocked)
+    other = fresh.new_page()
+    other.goto(page.url)
+    settle(other, FIRST_RENDER_MS)
+    assert picked(other) == ["about log₂ 20 ≈ 4"]
+    fresh.close()
+    page.goto(page.url.replace("lang=en", "lang=ko") if "lang=en" in page.url else f"{page.url}&lang=ko")
+    settle(page, FIRST_RENDER_MS)
+    assert picked(page) == ["약 log₂ 20 ≈ 4"]  # the same choice, by its place among the choices
+    page.locator(".st-key-lesson_next button").click()
+    settle(page, FIRST_RENDER_MS)
+    assert "lesson_answer" not in parse_qs(urlsplit(page.url).query)
+    assert page.locator(".st-key-lesson_answer_paper_tour_2 input:checked").count() == 0
+    assert blocked == []
+    context.close()
+
+
+@needs_browser
 def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, checkpoint: Path, tmp_path: Path):
     lesson = read_lesson("paper_tour")
     out = tmp_path / "paper_tour.html"
