@@ -281,6 +281,15 @@ def test_decoding_options_reach_the_search_as_one_object():
             DecodingOptions(**wrong)
 
 
+def packed_tiny_model(seed: int, onednn: bool, monkeypatch) -> Transformer:
+    """A random tiny model for the packed search's checks; without ``onednn`` the packed weights take the ``addmm``
+    path, as where oneDNN's operators are missing."""
+    if not onednn:
+        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
+    torch.manual_seed(seed)
+    return Transformer(preset("tiny")).eval()
+
+
 @pytest.mark.parametrize("onednn", [True, False])
 @pytest.mark.parametrize("long", [False, True])
 def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, long, monkeypatch):
@@ -289,10 +298,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
     unscaled attention module, and again after the weights change in place (as an optimizer step changes them); with
     oneDNN's packed products and with the ``addmm`` fallback used where they are missing; for short sources, whose
     keys and values absorb the cross-attention's projections, and long ones."""
-    if not onednn:
-        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
-    torch.manual_seed(11)
-    model = Transformer(preset("tiny")).eval()
+    model = packed_tiny_model(11, onednn, monkeypatch)
     model.decoder_layers[1].self_attention.scaled = False
     model.encoder_layers[0].self_attention.scaled = False
     source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]] if not long else [[*range(5, 17), EOS_ID], [9, 10, EOS_ID]])
@@ -330,10 +336,7 @@ def test_the_apps_attention_pass_records_what_the_models_own_modules_record(oned
     layer's and head's probabilities equal ``need_weights=True`` of the model's modules, for padded sources and
     targets, heads switched off (recorded before their gate, as the modules record them) and an unscaled module, and
     the recorded encoder's memory is the search's."""
-    if not onednn:
-        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
-    torch.manual_seed(12)
-    model = Transformer(preset("tiny")).eval()
+    model = packed_tiny_model(12, onednn, monkeypatch)
     model.encoder_layers[1].self_attention.scaled = False
     model.decoder_layers[0].cross_attention.scaled = False
     source = pad([[*range(5, 14), EOS_ID], [9, 10, EOS_ID]])

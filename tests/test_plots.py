@@ -73,25 +73,20 @@ def test_heatmap_has_the_matrix_shape_and_one_tick_per_token():
 
 
 def test_label_widths_follow_the_letters():
-    assert plot_style.label_width("WWW", 12) > 2 * plot_style.label_width("iii", 12)
-    assert plot_style.label_width("Ärger", 12) == plot_style.label_width(
-        "Arger", 12
-    )  # an accent does not widen its letter
-    assert plot_style.label_width("&lt;/s&gt;", 12) == plot_style.label_width(
-        "</s>", 12
-    )  # measured as shown, not as escaped
-    assert plot_style.label_width("日本", 10) >= 2 * 10  # a CJK character is about one em
-    assert plot_style.label_width("Haus", 20) == pytest.approx(plot_style.label_width("Haus", 10) * 2)
+    width = plot_style.label_width
+    assert width("WWW", 12) > 2 * width("iii", 12)
+    assert width("Ärger", 12) == width("Arger", 12)  # an accent does not widen its letter
+    assert width("&lt;/s&gt;", 12) == width("</s>", 12)  # measured as shown, not as escaped
+    assert width("日本", 10) >= 2 * 10  # a CJK character is about one em
+    assert width("Haus", 20) == pytest.approx(width("Haus", 10) * 2)
 
 
 def test_heatmap_margins_make_room_for_its_longest_labels():
-    short = plot_attention.attention_heatmap(np.full((2, 2), 0.5), ["a", "b"], ["c", "d"], "t").layout.margin
-    long_queries = plot_attention.attention_heatmap(
-        np.full((2, 2), 0.5), ["a", "▁Donaudampfschiff"], ["c", "d"], "t"
-    ).layout.margin
-    long_keys = plot_attention.attention_heatmap(
-        np.full((2, 2), 0.5), ["a", "b"], ["c", "▁Donaudampfschiff"], "t"
-    ).layout.margin
+    def margin(queries: list[str], keys: list[str]):
+        return plot_attention.attention_heatmap(np.full((2, 2), 0.5), queries, keys, "t").layout.margin
+
+    short, long_queries = margin(["a", "b"], ["c", "d"]), margin(["a", "▁Donaudampfschiff"], ["c", "d"])
+    long_keys = margin(["a", "b"], ["c", "▁Donaudampfschiff"])
     extra = plot_style.label_width("▁Donaudampfschiff", 12) - plot_style.label_width("b", 12)
     assert long_queries.l - short.l >= extra and long_queries.b == short.b
     assert long_keys.b - short.b >= extra * 0.86 and long_keys.l == short.l  # keys are slanted by 60°
