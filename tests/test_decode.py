@@ -12,6 +12,7 @@ from transformer.data import pad
 from transformer.decode import (
     EXTRA_OUTPUT_TOKENS,
     GREEDY,
+    BeamRecorder,
     DecodingOptions,
     beam_search,
     greedy_decode,
@@ -235,6 +236,67 @@ def test_early_stop_waits_for_a_longer_hypothesis_that_can_still_win(monkeypatch
     monkeypatch.setattr(StepDecoder, "logits", lambda decoder, hidden: scripted_logits(hidden))
     assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[5] + [6] * 10]
     assert len(steps) == 12
+
+
+def test_the_search_goes_on_after_beam_size_hypotheses_finish_while_a_longer_one_can_win(monkeypatch):
+    """Beam 2, α = 1. After step 2 two hypotheses have finished: the empty one (log P ≈ -1.02) and "5" (≈ -1.12, score
+    -0.96), while "6 7" lives on at ≈ -1.17 and every later token is certain until </s> at step 12 (score ≈ -0.41).
+    A search that ends once beam_size hypotheses have finished returns "5"; the search must go on while a live
+    hypothesis can still win, as tensor2tensor's (the paper's code) does."""
+    model = Transformer(preset("tiny")).eval()
+    step = StepDecoder.step
+    seen: dict[str, object] = {}
+
+    def remembering(decoder: StepDecoder, tokens: torch.Tensor) -> torch.Tensor:
+        seen["tokens"], seen["position"] = tokens.tolist(), decoder.length
+        return step(decoder, tokens)
+
+    def scripted_logits(decoder: StepDecoder, hidden: torch.Tensor) -> torch.Tensor:
+        logits = torch.full((hidden.size(0), model.config.vocab_size), -30.0)
+        for row, token in enumerate(seen["tokens"]):
+            if token == BOS_ID:
+                logits[row, EOS_ID], logits[row, 5], logits[row, 6] = -0.9, -1.0, -1.05
+            elif token == 5:
+                logits[row, EOS_ID] = 0.0
+            elif seen["position"] < 11:
+                logits[row, 7] = 0.0
+            else:
+                logits[row, EOS_ID] = 0.0
+        return logits
+
+    monkeypatch.setattr(StepDecoder, "step", remembering)
+    monkeypatch.setattr(StepDecoder, "logits", scripted_logits)
+    assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[6] + [7] * 10]
+
+
+def test_a_settled_n_best_list_is_the_one_of_a_search_to_the_length_limit(reversal, monkeypatch):
+    """With ``settle=beam_size`` (the beam tree of What if) the search ends only when none of its beam_size best
+    finished hypotheses can still be displaced: they are those of a search run to the length limit."""
+    torch.manual_seed(8)
+    untrained = Transformer(preset("tiny")).eval()
+    logits = StepDecoder.logits
+    source, _, _ = reversal_batch(4, torch.Generator().manual_seed(12))
+    monkeypatch.setattr(
+        StepDecoder,
+        "logits",
+        lambda decoder, hidden: logits(decoder, hidden).index_add(
+            -1, torch.tensor([EOS_ID]), torch.full((*hidden.shape[:-1], 1), 2.4)
+        ),
+    )
+
+    def n_best(row: torch.Tensor, **options) -> tuple[list[tuple[float, list[int]]], int]:
+        recorder = BeamRecorder()
+        steps = beam_search_counting_steps(untrained, row, monkeypatch, beam_size=4, recorder=recorder, **options)[1]
+        finished = sorted((node.score for node in recorder.nodes[0] if node.status == "finished"), reverse=True)
+        return finished[:4], steps
+
+    saved = 0
+    for row in source:
+        row = row[row != 0].unsqueeze(0)
+        (settled, settled_steps), (full, full_steps) = n_best(row, settle=4), n_best(row, early_stop=False)
+        assert len(settled) == 4 and settled == pytest.approx(full)
+        saved += full_steps - settled_steps
+    assert saved > 0
 
 
 def test_bfloat16_search_copy_reverses_and_follows_weight_updates(reversal):

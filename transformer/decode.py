@@ -2,8 +2,8 @@
 
 Beam search follows the paper's settings by default: beam size 4, length penalty α = 0.6 (Wu et al. 2016:
 lp(Y) = ((5 + |Y|) / 6)^α, scores are log P(Y|X) / lp(Y)), maximum output length = input length + 50, ending early
-when possible. A sentence's search ends once it holds ``beam_size`` finished hypotheses (so beam size 1 is exactly
-greedy decoding) or once no live hypothesis can beat the best finished one.
+when possible: a sentence's search ends once no live hypothesis can beat its best finished one (tensor2tensor's
+rule), and beam size 1 is exactly greedy decoding.
 """
 
 from __future__ import annotations
@@ -224,16 +224,23 @@ def beam_search(
     max_extra_tokens: int = EXTRA_OUTPUT_TOKENS,
     recorder: BeamRecorder | None = None,
     memory: Tensor | None = None,
+    settle: int = 1,
 ) -> list[list[int]]:
     """Batched beam search. source (B, S) → for each sentence the best hypothesis, without <s>/</s>.
 
-    A sentence's search ends when it holds ``beam_size`` finished hypotheses, at its length limit, or (with
-    ``early_stop``) as soon as no live hypothesis can still beat the best finished one; the last rule only saves
-    time and never changes the result. A ``recorder`` keeps the search tree (:class:`BeamRecorder`). ``memory``: as
-    for :func:`greedy_decode`.
+    A sentence's search ends at its length limit or (with ``early_stop``) as soon as no live hypothesis can still
+    beat its best finished one: log-probabilities only fall as a hypothesis grows, so this rule never changes the
+    result of searching to the limit, only saves the steps. It is tensor2tensor's rule (the paper's code, with
+    ``stop_early``); a search that ends once ``beam_size`` hypotheses have finished can miss a longer one that the
+    length penalty ranks higher (1–2% of outputs). One beam is greedy decoding: it ends at the first </s> (as
+    tensor2tensor decodes greedily at beam size 1). With ``settle`` = k the search goes on until none of its k best
+    finished hypotheses can be displaced (the n-best list of a :class:`BeamRecorder`'s tree; needs ``early_stop``).
+    A ``recorder`` keeps the search tree. ``memory``: as for :func:`greedy_decode`.
     """
     if beam_size < 1:
         raise ValueError("beam_size must be at least 1")
+    if settle < 1:
+        raise ValueError("settle must be at least 1")
     config, device = model.config, source.device
     batch, beams = source.size(0), beam_size
     memory = encode(model, source) if memory is None else memory
@@ -282,6 +289,7 @@ def beam_search(
             beams,
             alpha,
             early_stop,
+            settle,
         )
         if not still:
             break
@@ -323,19 +331,22 @@ def _searching_on(
     beams: int,
     alpha: float,
     early_stop: bool,
+    settle: int,
 ) -> list[int]:
-    """The rows of the sentences whose search goes on after ``step``: not yet ``beams`` finished hypotheses, below
-    their length limit, and (with ``early_stop``) a live hypothesis that could still beat the best finished one."""
+    """The rows of the sentences whose search goes on after ``step``: below their length limit, not a greedy search
+    (one beam) that has found its </s>, and (with ``early_stop``) while a live hypothesis could still beat the
+    ``settle``-th best finished one."""
     still = []
     for row, found in enumerate(finished):
-        if len(found) >= beams or step >= limits[row]:
+        if step >= limits[row] or (beams == 1 and found):
             continue
-        if early_stop and found:
+        if early_stop and len(found) >= settle:
             # Log-probabilities only fall as a hypothesis grows, so the best any live one can still reach is its
-            # score now over the largest length penalty it can get. Below the best finished score, the rest of the
-            # search cannot change the result.
+            # score now over the largest length penalty it can get. Below the settle-th best finished score, the
+            # rest of the search cannot change the best settle hypotheses.
             largest_penalty = max(length_penalty(step + 1, alpha), length_penalty(limits[row], alpha))
-            if best_alive[row] / largest_penalty < max(score for score, _ in found):
+            bar = sorted((score for score, _ in found), reverse=True)[settle - 1]
+            if best_alive[row] / largest_penalty < bar:
                 continue
         still.append(row)
     return still

@@ -129,8 +129,9 @@ def explore_beam(
     max_tokens: int | None = None,
 ) -> BeamTree:
     """Beam search of one sentence with its tree recorded (beam size 1: the greedy path with the candidate it
-    weighed beside each step). The search runs until it holds ``beam_size`` finished hypotheses: its early stop
-    (which never changes the best one) is off, so that the n-best list is complete."""
+    weighed beside each step). The search runs until none of its ``beam_size`` best finished hypotheses can still be
+    displaced by a live one, so that the n-best list is that of a search to the length limit (its best one is the
+    translation either way)."""
     model.eval()
     searcher = search_model(model, options.precision)
     encoded, source = one_source(model, tokenizer, text, max_tokens)
@@ -140,7 +141,7 @@ def explore_beam(
         source,
         options.beam_size,
         options.alpha,
-        early_stop=False,
+        settle=options.beam_size,
         max_extra_tokens=options.max_extra_tokens,
         recorder=recorder,
     )
