@@ -269,7 +269,7 @@ def test_the_search_goes_on_after_beam_size_hypotheses_finish_while_a_longer_one
     assert beam_search(model, torch.tensor([[7, 8, EOS_ID]]), beam_size=2, alpha=1.0) == [[6] + [7] * 10]
 
 
-def test_a_settled_n_best_list_is_the_one_of_a_search_to_the_length_limit(reversal, monkeypatch):
+def test_a_settled_n_best_list_is_the_one_of_a_search_to_the_length_limit(monkeypatch):
     """With ``settle=beam_size`` (the beam tree of What if) the search ends only when none of its beam_size best
     finished hypotheses can still be displaced: they are those of a search run to the length limit."""
     torch.manual_seed(8)
@@ -284,7 +284,8 @@ def test_a_settled_n_best_list_is_the_one_of_a_search_to_the_length_limit(revers
         ),
     )
 
-    def n_best(row: torch.Tensor, **options) -> tuple[list[tuple[float, list[int]]], int]:
+    def n_best(row: torch.Tensor, **options) -> tuple[list[float], int]:
+        """The 4 best finished scores in the recorded tree, and the steps the search ran."""
         recorder = BeamRecorder()
         steps = beam_search_counting_steps(untrained, row, monkeypatch, beam_size=4, recorder=recorder, **options)[1]
         finished = sorted((node.score for node in recorder.nodes[0] if node.status == "finished"), reverse=True)
