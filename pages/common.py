@@ -34,6 +34,7 @@ from transformer.checkpoint import (
     load_checkpoint,
 )
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
+from transformer.hub import FAMILIES
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from transformer.plots.style import for_projector
 
@@ -65,6 +66,9 @@ html { font-size: 24px; }
 FIGURE_FORMAT_KEY = "figure_format"
 FIGURE_FORMATS = ("png", "svg")
 ENVIRONMENT_VARIABLE = "TRANSFORMER_CHECKPOINT"
+MODELS_VARIABLE = "TRANSFORMER_MODELS"  # more model folders every visitor may choose (os.pathsep between them)
+OPEN_FOLDERS_VARIABLE = "TRANSFORMER_OPEN_FOLDERS"  # 1: every visitor may open a folder; 0: none may
+OPEN_KEY = "open_model"
 TRANSLATION_PROCESS_VARIABLE = "TRANSFORMER_TRANSLATION_PROCESS"
 
 
@@ -123,7 +127,7 @@ def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
     checked against the weights once per version of the file, not on every session's first run."""
     from transformer.analysis.precompute import PRECOMPUTED_FILE
 
-    path = loaded.path / PRECOMPUTED_FILE
+    path = loaded.store / PRECOMPUTED_FILE
     return _stored_heads(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
 
 
@@ -137,38 +141,104 @@ def _stored_beside(_loaded: LoadedCheckpoint, name: str, file: str, modified: fl
 def stored_beside(loaded: LoadedCheckpoint, file: str) -> dict | None:
     """A measurement stored beside these weights (``alignment.json``, ``faithfulness.json``; None without it), read
     and checked against the weights once per version of the file."""
-    path = loaded.path / file
+    path = loaded.store / file
     return _stored_beside(loaded, str(loaded.path), file, path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def available_checkpoints() -> list[str]:
     """Checkpoints to choose from: $TRANSFORMER_CHECKPOINT first when set, then the repository's ``checkpoints/``
-    folders (the default one first). A name from the environment that matches no folder is kept, so that choosing
-    it explains what is wrong instead of silently showing another model."""
+    folders (the default one first), the folders $TRANSFORMER_MODELS lists, the Marian and M2M100/NLLB models of the
+    local Hugging Face cache, and a folder this visitor opened (:func:`may_open_folders`). A name from the
+    environment that matches no folder is kept, so that choosing it explains what is wrong instead of silently
+    showing another model."""
+    from transformer.hub import cached_hub_models
+
     names = [path.name for path in list_checkpoints()]
     names.sort(key=lambda name: name != DEFAULT_CHECKPOINT_NAME)  # stable: the rest stay alphabetical
     from_environment = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
     if from_environment:
         names = [from_environment, *(name for name in names if name != from_environment)]
-    return names
+    listed = [folder.strip() for folder in os.environ.get(MODELS_VARIABLE, "").split(os.pathsep) if folder.strip()]
+    opened = st.session_state.get(CHECKPOINT_KEY)
+    extra = [*listed, *cached_hub_models(), *([opened] if opened and may_open_folders() else [])]
+    return names + [name for name in dict.fromkeys(extra) if name not in names]
+
+
+def may_open_folders() -> bool:
+    """Whether this visitor may open any folder of the server's disk as a model: only a browser on the server's own
+    machine (a laptop's ``streamlit run``), or every visitor where $TRANSFORMER_OPEN_FOLDERS=1; a class's visitors
+    choose among the listed models."""
+    from pages.page_slots import browser_on_this_machine
+
+    setting = os.environ.get(OPEN_FOLDERS_VARIABLE, "").strip().lower()
+    if setting in ("0", "false", "no", "off"):
+        return False
+    return setting in ("1", "true", "yes", "on") or browser_on_this_machine()
+
+
+def _open_folder() -> None:
+    typed = st.session_state.get(OPEN_KEY, "").strip()
+    if typed:
+        st.session_state[CHECKPOINT_KEY] = typed
+        st.session_state[OPEN_KEY] = ""
+
+
+def model_summary(loaded: LoadedCheckpoint) -> str:
+    """One line on what a model is: family, language pair, layers and heads (read from its folder)."""
+    from transformer.config import language_name
+
+    config, hub = loaded.config, loaded.hub
+    family = (
+        t("common.family_hub", family=FAMILIES[hub["family"]], name=hub["name"]) if hub else t("common.family_native")
+    )
+    return t(
+        "common.model_summary",
+        family=family,
+        source=language_name(config.source_language),
+        target=language_name(config.target_language),
+        encoder=config.encoder_layers,
+        decoder=config.decoder_layers,
+        heads=config.num_heads,
+    )
 
 
 def sidebar_checkpoint_picker() -> str | None:
-    """A sidebar selectbox (key ``"checkpoint"``) over :func:`available_checkpoints`; returns the choice."""
+    """A sidebar selectbox (key ``"checkpoint"``) over :func:`available_checkpoints`; returns the choice. Below it,
+    where :func:`may_open_folders`, a box to open another folder or a hub id held in the local cache."""
     options = available_checkpoints()
+    chosen = st.session_state.get(CHECKPOINT_KEY)
+    if chosen in options and chosen != options[0]:
+        # Another model that does not open (a folder typed or in a link, a broken listed one): say why, and go on
+        # with the default model rather than stopping the page.
+        try:
+            with st.spinner(t("common.loading")):
+                get_checkpoint(chosen)
+        except CheckpointError as error:
+            message = str(error).splitlines()[0].replace("`", "'")
+            st.sidebar.error(t("common.cannot_load", name=chosen, message=message))
+            st.session_state[CHECKPOINT_KEY] = options[0]
     if st.session_state.get(CHECKPOINT_KEY) not in options:
         url_state.forget(CHECKPOINT_KEY)
     elif CHECKPOINT_KEY in st.session_state:
         # Streamlit forgets a widget's value on a page that does not draw it yet; re-assigning it before the
         # widget is drawn carries the choice from one page to the next (url_state.keep does the same).
         st.session_state[CHECKPOINT_KEY] = st.session_state[CHECKPOINT_KEY]
-    return st.sidebar.selectbox(
+    chosen = st.sidebar.selectbox(
         t("common.checkpoint"),
         options,
         key=CHECKPOINT_KEY,
         help=t("common.checkpoint_help", folder=REPOSITORY_CHECKPOINTS, variable=ENVIRONMENT_VARIABLE),
         placeholder=t("common.no_checkpoint_found"),
     )
+    if may_open_folders():
+        st.sidebar.text_input(
+            t("common.open_folder"),
+            key=OPEN_KEY,
+            on_change=_open_folder,
+            help=t("common.open_folder_help"),
+            placeholder="Helsinki-NLP/opus-mt-en-de",
+        )
+    return chosen
 
 
 def selected_checkpoint() -> LoadedCheckpoint | None:
@@ -184,12 +254,14 @@ def selected_checkpoint() -> LoadedCheckpoint | None:
         return None
     try:
         with st.spinner(t("common.loading")):
-            return get_checkpoint(name)
+            loaded = get_checkpoint(name)
     except CheckpointError as error:
         message = str(error).splitlines()[0].replace("`", "'")
         what_to_do = t("common.what_to_do", variable=ENVIRONMENT_VARIABLE)
         st.error(f"{t('common.cannot_load', name=name, message=message)}\n\n{what_to_do}")
         return None
+    st.sidebar.caption(model_summary(loaded))
+    return loaded
 
 
 def _remember_figure_format() -> None:

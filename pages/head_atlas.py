@@ -74,7 +74,7 @@ def built_index(_loaded: LoadedCheckpoint, checkpoint: str) -> atlas_index.Index
 
 def sentence_index(loaded: LoadedCheckpoint, build: bool = False) -> atlas_index.Index | None:
     """The index of dev and test sentences: stored, built in this server, or (``build``) built now."""
-    path = loaded.path / atlas_index.INDEX_FILE
+    path = loaded.store / atlas_index.INDEX_FILE
     modified = path.stat().st_mtime if path.is_file() else 0.0
     found = stored_index(loaded, str(loaded.path), modified)
     if found is not None:

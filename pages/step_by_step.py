@@ -27,7 +27,16 @@ from pages.i18n import language, t
 from pages.navigation import atlas_button
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
-from transformer.analysis.steps import STEPS, HeadSteps, head_scaling, head_steps, next_tokens, scaling_demo
+from transformer.analysis.steps import (
+    PRE_NORM_EQUATIONS,
+    STEPS,
+    HeadSteps,
+    equation,
+    head_scaling,
+    head_steps,
+    next_tokens,
+    scaling_demo,
+)
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import scaling as plot_scaling
 from transformer.plots import steps as plot_steps
@@ -80,8 +89,10 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
     step = STEPS[number - 1]
     st.subheader(t("steps.of", number=number, total=len(STEPS), title=t(f"step.{step.key}.title")))
     left, right = st.columns([1, 1])
-    left.latex(step.equation)
+    left.latex(equation(step, steps.norm_first))
     right.markdown(t(f"step.{step.key}.explanation"))
+    if steps.norm_first and step.key in PRE_NORM_EQUATIONS:
+        right.info(t("steps.pre_norm"))
     show_figure(
         plot_steps.step_figure(steps, step.key, query, language()),
         key=f"step_{step.key}",

@@ -69,6 +69,19 @@ class LoadedCheckpoint:
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
     scratch: Transformer | None = field(default=None, repr=False, compare=False)
     scratch_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # Where measurements of these weights are stored (save_beside): the checkpoint folder itself, or for a Hugging
+    # Face model a folder of the project's cache (transformer.hub.measurement_folder).
+    store: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = self.path
+
+    @property
+    def hub(self) -> dict[str, Any] | None:
+        """What a Hugging Face model is (family, name, languages; transformer.hub.HubModel), None for this
+        project's own checkpoints."""
+        return self.meta.get("hub")
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -147,7 +160,8 @@ def fingerprint(checkpoint: Path) -> str:
 def save_beside(loaded: LoadedCheckpoint, name: str, result: dict, compact: bool = False) -> Path:
     """Store a measurement of these weights beside them as JSON (``importance.json``, ``alignment.json``), with
     their :func:`fingerprint`, so that it is never shown for other weights (``compact``: without indentation)."""
-    path = loaded.path / name
+    path = loaded.store / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_json(path, {**result, "fingerprint": fingerprint(loaded.path)}, compact)
     return path
 
@@ -155,7 +169,7 @@ def save_beside(loaded: LoadedCheckpoint, name: str, result: dict, compact: bool
 def read_beside(loaded: LoadedCheckpoint, name: str) -> dict | None:
     """A measurement :func:`save_beside` stored for exactly these weights; None when there is none, it is
     unreadable, or the weights changed since."""
-    path = loaded.path / name
+    path = loaded.store / name
     if not path.is_file():
         return None
     try:
@@ -324,6 +338,11 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
         return path
     if (REPOSITORY_CHECKPOINTS / path).is_dir():
         return REPOSITORY_CHECKPOINTS / path
+    from transformer.hub import cached_hub_folder  # a Hugging Face hub id held in the local cache
+
+    cached = cached_hub_folder(str(name_or_path))
+    if cached is not None:
+        return cached
     available = ", ".join(p.name for p in list_checkpoints()) or "none"
     raise CheckpointError(
         f"{name_or_path}: no such checkpoint folder (available in {REPOSITORY_CHECKPOINTS}: {available})"
@@ -383,8 +402,16 @@ def read_checkpoint(path: Path, weights: Mapping[str, torch.Tensor] | None = Non
 def load_checkpoint(
     name_or_path: str | Path | None = None, device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32
 ) -> LoadedCheckpoint:
-    """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``)."""
-    files = read_checkpoint(resolve(name_or_path))
+    """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``). A Hugging Face Marian or
+    M2M100/NLLB folder (or hub id in the local cache) is opened as this project's model (:mod:`transformer.hub`)."""
+    from transformer import hub
+
+    path = resolve(name_or_path)
+    if hub.is_hub_folder(path):
+        loaded = hub.open_hub_folder(path, dtype)
+        loaded.model.to(device)
+        return loaded
+    files = read_checkpoint(path)
     model = Transformer(files.config)
     model.load_state_dict({name: tensor.to(dtype) for name, tensor in files.weights.items()})
     return LoadedCheckpoint(

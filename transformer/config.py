@@ -12,6 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+ACTIVATIONS = ("relu", "silu", "gelu")
+POSITIONAL_TABLES = ("paper", "tensor2tensor")
+ARCHITECTURE_FIELDS = (
+    "activation",
+    "norm_first",
+    "positional",
+    "position_offset",
+    "scale_embedding",
+    "output_bias",
+    "forced_first_id",
+)
+
 # Upper bounds far above the presets (big: d_model 1024, d_ff 4096, 16 heads, 6 layers, 37,000 pieces).
 LIMITS = {
     "vocab_size": 1_000_000,
@@ -47,6 +59,15 @@ class ModelConfig:
     eos_id: int = 3
     source_language: str = "en"  # ISO 639-1 codes of the pair the model translates; not part of the network
     target_language: str = "de"
+    # Where models that descend from the paper's differ from it (the defaults are the paper's choices), so that a
+    # Marian (OPUS-MT) or M2M100/NLLB model opened from a Hugging Face folder runs as this model (transformer.hub).
+    activation: str = "relu"  # the FFN's non-linearity (Eq. 2 uses ReLU; OPUS-MT "silu", i.e. swish)
+    norm_first: bool = False  # True: x + Sublayer(LayerNorm(x)) and a final LayerNorm per stack (pre-norm)
+    positional: str = "paper"  # "paper": §3.5's frequencies; "tensor2tensor": 10000^(-i/(D/2-1)), as fairseq
+    position_offset: int = 0  # the table's first row is position ``position_offset`` (M2M100: 2)
+    scale_embedding: bool = True  # Embedding·√d_model (§3.4)
+    output_bias: bool = False  # a bias on the pre-softmax projection (Marian's final_logits_bias)
+    forced_first_id: int = -1  # a token every translation starts with (M2M100/NLLB: the target language); -1 none
 
     @property
     def languages(self) -> tuple[str, str]:
@@ -57,8 +78,14 @@ class ModelConfig:
         # A config.json is read from disk: wrong types and sizes no machine could hold are refused before any
         # tensor is made.
         for spec in dataclasses.fields(self):
-            value, wanted = getattr(self, spec.name), {"int": int, "float": float, "str": str}[str(spec.type)]
-            if isinstance(value, bool) or not isinstance(value, wanted if wanted is not float else (int, float)):
+            value, wanted = (
+                getattr(self, spec.name),
+                {"int": int, "float": float, "str": str, "bool": bool}[str(spec.type)],
+            )
+            if wanted is bool:
+                if not isinstance(value, bool):
+                    raise ValueError(f"{spec.name} must be true or false, got {value!r}")
+            elif isinstance(value, bool) or not isinstance(value, wanted if wanted is not float else (int, float)):
                 raise ValueError(f"{spec.name} must be {spec.type!s}, got {value!r}")
         for name, most in LIMITS.items():
             if getattr(self, name) > most:
@@ -80,6 +107,20 @@ class ModelConfig:
             raise ValueError(f"the special pieces must be different pieces, got {specials}")
         if not 0.0 <= self.dropout < 1.0 or not 0.0 <= self.attention_dropout < 1.0:
             raise ValueError("dropout rates must lie in [0, 1)")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        if self.positional not in POSITIONAL_TABLES:
+            raise ValueError(f"positional {self.positional!r} is not one of {', '.join(POSITIONAL_TABLES)}")
+        if not -1 <= self.forced_first_id < self.vocab_size:
+            raise ValueError(f"forced_first_id={self.forced_first_id} is not a piece of the vocabulary (or -1)")
+        if not 0 <= self.position_offset <= 16:
+            raise ValueError(f"position_offset must lie in [0, 16], got {self.position_offset}")
+
+    @property
+    def paper_architecture(self) -> bool:
+        """True when the network is the paper's own (post-norm, ReLU, §3.5's table, no output bias)."""
+        defaults = ModelConfig.__dataclass_fields__
+        return all(getattr(self, name) == defaults[name].default for name in ARCHITECTURE_FIELDS)
 
     @property
     def head_dim(self) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from transformer.config import ModelConfig
 from transformer.data import pad
 from transformer.incremental import StepDecoder, encode
 from transformer.model import MultiHeadAttention, Transformer
@@ -196,7 +197,7 @@ def greedy_decode(
     outputs: list[list[int]] = [[] for _ in range(batch)]
     live = list(range(batch))  # the sentences still decoding: the tensors hold only their rows (as in beam_search)
     for step in range(1, int(limits.max()) + 1):
-        tokens = decoder.logits(decoder.step(last)).argmax(dim=-1)  # (A,)
+        tokens = restrict(decoder.logits(decoder.step(last)), config, step).argmax(dim=-1)  # (A,)
         tokens = torch.where(step >= limits, torch.full_like(tokens, config.eos_id), tokens)
         ended = tokens == config.eos_id
         for sentence, token in zip(live, tokens.tolist(), strict=True):
@@ -262,7 +263,7 @@ def beam_search(
         at_limit = None
         if step >= min(limits):  # some sentence's hypotheses may only end now
             at_limit = torch.tensor([step >= limit for limit in limits], device=device).repeat_interleave(beams)
-        log_probs = _next_log_probs(decoder, sequences[:, -1], at_limit)  # (A·K, V)
+        log_probs = restrict(_next_log_probs(decoder, sequences[:, -1], at_limit), config, step)  # (A·K, V)
         vocab = log_probs.size(-1)
         candidates = (scores.view(-1, 1) + log_probs).view(len(live), beams * vocab)
         top_scores, top_indices = candidates.topk(2 * beams, dim=1)  # (A, 2K): at least K of them do not end
@@ -310,6 +311,17 @@ def beam_search(
 
     # A sentence always finishes with a positive limit; [] keeps the answer a list of lists whatever happens.
     return [max(found, key=lambda item: item[0])[1] if found else [] for found in finished]
+
+
+def restrict(scores: Tensor, config: ModelConfig, step: int) -> Tensor:
+    """Scores (A, V) of the next token with the tokens no translation may hold set to -inf, in place: <pad> and <s>
+    (Hugging Face's Marian models forbid their padding piece the same way), and at the first step every token but
+    the model's forced first one where it has one (the target language of M2M100/NLLB)."""
+    scores[:, [config.pad_id, config.bos_id]] = float("-inf")
+    if step == 1 and config.forced_first_id >= 0:  # log-probability 0, as Hugging Face forces it
+        scores.fill_(float("-inf"))
+        scores[:, config.forced_first_id] = 0.0
+    return scores
 
 
 def _next_log_probs(decoder: StepDecoder, last: Tensor, at_limit: Tensor | None) -> Tensor:

@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from transformer.model import MultiHeadAttention, Transformer
+from transformer.model import ACTIVATION_FUNCTIONS, MultiHeadAttention, Transformer, target_mask
 
 
 @functools.cache
@@ -126,6 +126,31 @@ class PackedModel:
     embedding: Tensor  # (V, D), the shared matrix (§3.4)
     projection: PackedLinear  # the same matrix as the pre-softmax projection
     positions: Tensor  # (P, D)
+    embedding_scale: float  # √d_model (§3.4)
+    activation: str  # the FFN's non-linearity
+    norm_first: bool  # pre-norm sub-layers, and a final LayerNorm per stack
+    encoder_norm: tuple[Tensor, Tensor, float] | None = None  # pre-norm only
+    decoder_norm: tuple[Tensor, Tensor, float] | None = None
+
+    def before(self, x: Tensor, norm: tuple[Tensor, Tensor, float]) -> Tensor:
+        """A sub-layer's input: the residual stream, LayerNorm-ed first in a pre-norm model."""
+        return F.layer_norm(x, (x.size(-1),), *norm) if self.norm_first else x
+
+    def after(self, x: Tensor, norm: tuple[Tensor, Tensor, float]) -> Tensor:
+        """The residual stream after a sub-layer's output is added: LayerNorm-ed there in a post-norm model (§3.1)."""
+        return x if self.norm_first else F.layer_norm(x, (x.size(-1),), *norm)
+
+    def feed_forward(self, layer: PackedLayer, x: Tensor) -> Tensor:
+        """The FFN sub-layer (Eq. 2) with its residual and LayerNorm: x (N, D) → (N, D)."""
+        h = self.before(x, layer.norms[-1])
+        if self.activation == "relu":
+            inner = layer.inner(h, relu=True)
+        else:
+            inner = ACTIVATION_FUNCTIONS[self.activation](layer.inner(h))
+        return self.after(layer.outer.plus(inner, x), layer.norms[-1])
+
+    def final(self, x: Tensor, norm: tuple[Tensor, Tensor, float] | None) -> Tensor:
+        return x if norm is None else F.layer_norm(x, (x.size(-1),), *norm)
 
 
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -174,6 +199,10 @@ def _norms(norms) -> tuple[tuple[Tensor, Tensor, float], ...]:
     return tuple((norm.weight.detach(), norm.bias.detach(), norm.eps) for norm in norms)
 
 
+def _final_norm(norm: torch.nn.LayerNorm | None) -> tuple[Tensor, Tensor, float] | None:
+    return None if norm is None else _norms([norm])[0]
+
+
 @torch.no_grad()
 def packed_weights(model: Transformer) -> PackedModel:
     """``model``'s weights packed for :func:`encode` and :class:`StepDecoder`, made once and again after its
@@ -185,8 +214,13 @@ def packed_weights(model: Transformer) -> PackedModel:
             encoder=tuple(_pack_layer(layer) for layer in model.encoder_layers),
             layers=tuple(_pack_layer(layer) for layer in model.decoder_layers),
             embedding=model.embedding.weight.detach(),
-            projection=PackedLinear(model.embedding.weight, None),
+            projection=PackedLinear(model.embedding.weight, model.output_bias),
             positions=model.positional_encoding,
+            embedding_scale=model.embedding_scale,
+            activation=model.config.activation,
+            norm_first=model.config.norm_first,
+            encoder_norm=_final_norm(model.encoder_norm),
+            decoder_norm=_final_norm(model.decoder_norm),
         )
         _PACKED[model] = cached = (versions, packed)
     return cached[1]
@@ -231,7 +265,7 @@ def _embed(packed: PackedModel, ids: Tensor) -> Tensor:
     if length > packed.positions.size(0):
         raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
     d_model = packed.embedding.size(1)
-    x = F.embedding(ids, packed.embedding).mul_(math.sqrt(d_model))
+    x = F.embedding(ids, packed.embedding).mul_(packed.embedding_scale)
     return x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
 
 
@@ -243,16 +277,17 @@ def _encode(model: Transformer, source: Tensor, record: list[Tensor] | None) -> 
     x = _embed(packed, source)
     mask = _padding_mask(source, config.pad_id, x.dtype)
     for layer, gate in zip(packed.encoder, _gates(model.attention_modules("encoder")), strict=True):
-        query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
+        h = packed.before(x, layer.norms[0])
+        query, key, value = layer.self_qkv(h).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
         if record is None:
             attended = _attend(query, key, value, mask, gate)
         else:
             attended, probabilities = _attend_recording(query, key, value, mask, gate)
             record.append(probabilities)
         attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = F.layer_norm(layer.self_out.plus(attended, x), (d_model,), *layer.norms[0])
-        x = F.layer_norm(layer.outer.plus(layer.inner(x, relu=True), x), (d_model,), *layer.norms[1])
-    return x.view(batch, length, d_model)
+        x = packed.after(layer.self_out.plus(attended, x), layer.norms[0])
+        x = packed.feed_forward(layer, x)
+    return packed.final(x, packed.encoder_norm).view(batch, length, d_model)
 
 
 @torch.no_grad()
@@ -282,26 +317,26 @@ def decoder_attention(model: Transformer, memory: Tensor, source: Tensor, target
     heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
     x = _embed(packed, target)
     # Causal and padding mask of Transformer.target_mask, added to the scores: (B, 1, T, T).
-    allowed = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()[None, None]
-    allowed = allowed & (target != config.pad_id)[:, None, None, :]
+    allowed = target_mask(target, config.pad_id)
     self_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill_(~allowed, float("-inf"))
     cross_mask = _padding_mask(source, config.pad_id, x.dtype)
     flat_memory = memory.reshape(-1, d_model)
     gates = zip(_gates(model.attention_modules("decoder")), _gates(model.attention_modules("cross")), strict=True)
     own_weights, cross_weights = [], []
     for layer, (self_gate, cross_gate) in zip(packed.layers, gates, strict=True):
-        query, key, value = layer.self_qkv(x).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
+        h = packed.before(x, layer.norms[0])
+        query, key, value = layer.self_qkv(h).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
         attended, probabilities = _attend_recording(query, key, value, self_mask, self_gate)
         own_weights.append(probabilities)
         attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = F.layer_norm(layer.self_out.plus(attended, x), (d_model,), *layer.norms[0])
-        query = layer.cross_query(x).view(batch, length, heads, width).transpose(1, 2)
+        x = packed.after(layer.self_out.plus(attended, x), layer.norms[0])
+        query = layer.cross_query(packed.before(x, layer.norms[1])).view(batch, length, heads, width).transpose(1, 2)
         key, value = layer.cross_key_value(flat_memory).view(batch, -1, 2, heads, width).permute(2, 0, 3, 1, 4)
         attended, probabilities = _attend_recording(query, key, value, cross_mask, cross_gate)
         cross_weights.append(probabilities)
         attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
-        x = F.layer_norm(layer.outer.plus(layer.inner(x, relu=True), x), (d_model,), *layer.norms[2])
+        x = packed.after(layer.cross_out.plus(attended, x), layer.norms[1])
+        x = packed.feed_forward(layer, x)
     return torch.stack(own_weights, dim=1), torch.stack(cross_weights, dim=1)
 
 
@@ -317,7 +352,7 @@ class StepDecoder:
         self.packed = packed_weights(model)
         self.heads, self.head_dim = config.num_heads, config.d_model // config.num_heads
         self.d_model, self.beams = config.d_model, beams
-        self.embedding_scale = math.sqrt(config.d_model)
+        self.embedding_scale = self.packed.embedding_scale
         self.self_gates = _gates(model.attention_modules("decoder"))
         self.cross_gates = _gates(model.attention_modules("cross"))
         batch, length, _ = memory.shape
@@ -385,33 +420,35 @@ class StepDecoder:
         slot = self.buffer.select(4, position)  # (L, 2, A, H, K): where this step's keys and values go
         history = self.buffer.narrow(4, 0, position + 1)  # (L, 2, A, H, T, K)
         for index, layer in enumerate(packed.layers):
-            qkv = layer.self_qkv(x).view(rows, 3, heads, width)
+            qkv = layer.self_qkv(packed.before(x, layer.norms[0])).view(rows, 3, heads, width)
             slot[index].copy_(qkv[:, 1:].transpose(0, 1))
             keys, values = history[index]
             attended = _attend(qkv[:, 0].unsqueeze(2), keys, values, None, self.self_gates[index])
-            x = F.layer_norm(layer.self_out.plus(attended.view(rows, d_model), x), (d_model,), *layer.norms[0])
+            x = packed.after(layer.self_out.plus(attended.view(rows, d_model), x), layer.norms[0])
 
+            h = packed.before(x, layer.norms[1])
             if self.folded:
-                x = F.layer_norm(self._folded_cross(index, x, sentences), (d_model,), *layer.norms[1])
+                x = packed.after(self._folded_cross(index, h, x, sentences), layer.norms[1])
             else:
                 query = (
-                    layer.cross_query(x).view(sentences, self.beams, heads, width).transpose(1, 2)
+                    layer.cross_query(h).view(sentences, self.beams, heads, width).transpose(1, 2)
                 )  # (B, H, beams, K)
                 attended = _attend(
                     query, self.cross_keys[index], self.cross_values[index], self.cross_mask, self.cross_gates[index]
                 )
                 attended = attended.transpose(1, 2).reshape(rows, d_model)
-                x = F.layer_norm(layer.cross_out.plus(attended, x), (d_model,), *layer.norms[1])
+                x = packed.after(layer.cross_out.plus(attended, x), layer.norms[1])
 
-            inner = layer.inner(x, relu=True)
-            x = F.layer_norm(layer.outer.plus(inner, x), (d_model,), *layer.norms[2])
+            x = packed.feed_forward(layer, x)
         self.length += 1
-        return x
+        return packed.final(x, packed.decoder_norm)
 
-    def _folded_cross(self, index: int, x: Tensor, sentences: int) -> Tensor:
-        """Cross-attention of layer ``index`` plus its residual, on the folded weights: x (A, D) → (A, D)."""
+    def _folded_cross(self, index: int, h: Tensor, x: Tensor, sentences: int) -> Tensor:
+        """Cross-attention of layer ``index`` on its input h (A, D) plus the residual x (A, D), on the folded
+        weights → (A, D)."""
         grouped = x.view(sentences, self.beams, self.d_model)
-        scores = torch.baddbmm(self.fold_bias[index], grouped, self.fold_scores[index])  # (B, beams, H·S)
+        queries = h.view(sentences, self.beams, self.d_model)
+        scores = torch.baddbmm(self.fold_bias[index], queries, self.fold_scores[index])  # (B, beams, H·S)
         probabilities = torch.softmax(scores.view(sentences, self.beams, self.heads, -1), dim=-1)
         gate = self.cross_gates[index]
         if gate is not None:

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer.config import ModelConfig
-from transformer.loss import projected_label_smoothed_loss
+from transformer.loss import label_smoothed_losses, projected_label_smoothed_loss
 
 ATTENTION_KINDS = ("encoder", "decoder", "cross")
 HeadMask = Mapping[str, "Tensor | list"]  # attention kind → [layers, heads] factors (1 keep, 0 off)
@@ -28,13 +28,41 @@ HeadMask = Mapping[str, "Tensor | list"]  # attention kind → [layers, heads] f
 
 def sinusoidal_positional_encoding(num_positions: int, d_model: int) -> Tensor:
     """§3.5: PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))."""
-    position = torch.arange(num_positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (D/2,)
-    angle = position / torch.pow(10000.0, two_i / d_model)  # (P, D/2)
-    encoding = torch.empty(num_positions, d_model, dtype=torch.float64)
+    return _interleaved_sinusoids(
+        torch.arange(num_positions, dtype=torch.float64), 1.0 / torch.pow(10000.0, two_i / d_model)
+    )
+
+
+def positional_table(config: ModelConfig) -> Tensor:
+    """The model's positional encodings (max_positions, D), sines at even and cosines at odd dimensions.
+
+    "paper" is §3.5's table. "tensor2tensor" is the table of fairseq and of Hugging Face's M2M100/NLLB: frequencies
+    10000^(-i/(D/2-1)), with the rows starting at ``position_offset`` (M2M100 numbers the first token 2). Models
+    that store sines and cosines in two halves are opened with their width permuted into this order
+    (:mod:`transformer.hub`), so one layout serves every model."""
+    positions = torch.arange(config.max_positions, dtype=torch.float64) + config.position_offset
+    if config.positional == "paper":
+        two_i = torch.arange(0, config.d_model, 2, dtype=torch.float64)
+        return _interleaved_sinusoids(positions, 1.0 / torch.pow(10000.0, two_i / config.d_model))
+    half = config.d_model // 2
+    # fairseq computes these frequencies and angles in float32; so does this table, to match it bit for bit
+    frequencies = torch.exp(torch.arange(half).float() * -(math.log(10000) / (half - 1)))
+    angle = positions.float().unsqueeze(1) * frequencies.unsqueeze(0)
+    encoding = torch.empty(config.max_positions, config.d_model)
+    encoding[:, 0::2], encoding[:, 1::2] = torch.sin(angle), torch.cos(angle)
+    return encoding
+
+
+def _interleaved_sinusoids(positions: Tensor, frequencies: Tensor) -> Tensor:
+    angle = positions.unsqueeze(1) * frequencies  # (P, D/2)
+    encoding = torch.empty(len(positions), 2 * len(frequencies), dtype=torch.float64)
     encoding[:, 0::2] = torch.sin(angle)
     encoding[:, 1::2] = torch.cos(angle)
     return encoding.float()
+
+
+ACTIVATION_FUNCTIONS = {"relu": torch.relu, "silu": F.silu, "gelu": F.gelu}
 
 
 def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None, scale: float | None = None) -> Tensor:
@@ -48,6 +76,15 @@ def attention_probabilities(query: Tensor, key: Tensor, mask: Tensor | None, sca
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1)
+
+
+def target_mask(target: Tensor, pad_id: int) -> Tensor:
+    """(B, T) → (B, 1, T, T): causal, and no query attends to padding after the first position (the start token)."""
+    length = target.size(1)
+    causal = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()
+    keep = target != pad_id
+    keep[:, 0] = True
+    return causal[None, None] & keep[:, None, None, :]
 
 
 class Dropout(nn.Dropout):
@@ -144,15 +181,24 @@ class MultiHeadAttention(nn.Module):
 
 
 class PositionwiseFeedForward(nn.Module):
-    """§3.3, Eq. 2: FFN(x) = max(0, x W1 + b1) W2 + b2."""
+    """§3.3, Eq. 2: FFN(x) = max(0, x W1 + b1) W2 + b2 (another non-linearity than ReLU where the config says)."""
 
-    def __init__(self, d_model: int, d_ff: int) -> None:
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
         super().__init__()
         self.inner = nn.Linear(d_model, d_ff)
         self.outer = nn.Linear(d_ff, d_model)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.outer(torch.relu(self.inner(x)))
+        return self.outer(self.activation(self.inner(x)))
+
+
+def residual(x: Tensor, sublayer, norm: nn.LayerNorm, dropout: nn.Module, norm_first: bool) -> Tensor:
+    """§3.1: LayerNorm(x + Sublayer(x)) (post-norm, the paper's), or x + Sublayer(LayerNorm(x)) (pre-norm, as in
+    M2M100/NLLB), with dropout on the sub-layer's output (§5.4)."""
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
 
 class EncoderLayer(nn.Module):
@@ -160,17 +206,24 @@ class EncoderLayer(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.norm_first = config.norm_first
         self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
         self.self_attention_norm = nn.LayerNorm(config.d_model)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation)
         self.feed_forward_norm = nn.LayerNorm(config.d_model)
         self.dropout = Dropout(config.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        attended, weights = self.self_attention(x, mask=mask, need_weights=need_weights)
-        x = self.self_attention_norm(x + self.dropout(attended))
-        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
-        return x, weights
+        weights = []
+
+        def attend(h: Tensor) -> Tensor:
+            attended, found = self.self_attention(h, mask=mask, need_weights=need_weights)
+            weights.append(found)
+            return attended
+
+        x = residual(x, attend, self.self_attention_norm, self.dropout, self.norm_first)
+        x = residual(x, self.feed_forward, self.feed_forward_norm, self.dropout, self.norm_first)
+        return x, weights[0]
 
 
 class DecoderLayer(nn.Module):
@@ -178,11 +231,12 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
+        self.norm_first = config.norm_first
         self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
         self.self_attention_norm = nn.LayerNorm(config.d_model)
         self.cross_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
         self.cross_attention_norm = nn.LayerNorm(config.d_model)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation)
         self.feed_forward_norm = nn.LayerNorm(config.d_model)
         self.dropout = Dropout(config.dropout)
 
@@ -194,12 +248,22 @@ class DecoderLayer(nn.Module):
         memory_mask: Tensor,
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        attended, self_weights = self.self_attention(x, mask=self_mask, need_weights=need_weights)
-        x = self.self_attention_norm(x + self.dropout(attended))
-        attended, cross_weights = self.cross_attention(x, memory, mask=memory_mask, need_weights=need_weights)
-        x = self.cross_attention_norm(x + self.dropout(attended))
-        x = self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
-        return x, self_weights, cross_weights
+        weights = []
+
+        def attend_self(h: Tensor) -> Tensor:
+            attended, found = self.self_attention(h, mask=self_mask, need_weights=need_weights)
+            weights.append(found)
+            return attended
+
+        def attend_memory(h: Tensor) -> Tensor:
+            attended, found = self.cross_attention(h, memory, mask=memory_mask, need_weights=need_weights)
+            weights.append(found)
+            return attended
+
+        x = residual(x, attend_self, self.self_attention_norm, self.dropout, self.norm_first)
+        x = residual(x, attend_memory, self.cross_attention_norm, self.dropout, self.norm_first)
+        x = residual(x, self.feed_forward, self.feed_forward_norm, self.dropout, self.norm_first)
+        return x, weights[0], weights[1]
 
 
 @dataclass
@@ -222,14 +286,14 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         self.embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_id)
-        self.register_buffer(
-            "positional_encoding",
-            sinusoidal_positional_encoding(config.max_positions, config.d_model),
-            persistent=False,
-        )
+        self.register_buffer("positional_encoding", positional_table(config), persistent=False)
         self.embedding_dropout = Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
+        # Pre-norm stacks end with a LayerNorm of their own (the paper's post-norm layers already end with one).
+        self.encoder_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.decoder_norm = nn.LayerNorm(config.d_model) if config.norm_first else None
+        self.output_bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.output_bias else None
         self.reset_parameters()
 
     def reset_parameters(self, branch_gain: float = 1.0) -> None:
@@ -266,19 +330,22 @@ class Transformer(nn.Module):
         length = ids.size(1)
         if length > self.config.max_positions:
             raise ValueError(f"sequence of {length} tokens exceeds the model's {self.config.max_positions} positions")
-        x = self.embedding(ids) * math.sqrt(self.config.d_model)
+        x = self.embedding(ids) * self.embedding_scale
         x = x + self.positional_encoding[:length].to(x.dtype)
         return self.embedding_dropout(x)
+
+    @property
+    def embedding_scale(self) -> float:
+        return math.sqrt(self.config.d_model) if self.config.scale_embedding else 1.0
 
     def source_mask(self, source: Tensor) -> Tensor:
         """(B, S) → (B, 1, 1, S): no query attends to source padding."""
         return (source != self.config.pad_id)[:, None, None, :]
 
     def target_mask(self, target: Tensor) -> Tensor:
-        """(B, T) → (B, 1, T, T): position i attends to positions ≤ i that are not padding (§3.2.3)."""
-        length = target.size(1)
-        causal = torch.ones(length, length, dtype=torch.bool, device=target.device).tril()
-        return causal[None, None] & (target != self.config.pad_id)[:, None, None, :]
+        """(B, T) → (B, 1, T, T): position i attends to positions ≤ i that are not padding (§3.2.3); the first
+        position is the start token, whatever its id (Marian starts from its padding piece)."""
+        return target_mask(target, self.config.pad_id)
 
     def encode(
         self, source: Tensor, need_weights: bool = False, embedded: Tensor | None = None
@@ -291,6 +358,8 @@ class Transformer(nn.Module):
         for layer in self.encoder_layers:
             x, layer_weights = layer(x, mask, need_weights)
             weights.append(layer_weights)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
         return x, torch.stack(weights, dim=1) if need_weights else None
 
     def decode(
@@ -311,13 +380,15 @@ class Transformer(nn.Module):
             x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights)
             self_weights.append(layer_self)
             cross_weights.append(layer_cross)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
         if not need_weights:
             return x, None, None
         return x, torch.stack(self_weights, dim=1), torch.stack(cross_weights, dim=1)
 
     def project(self, hidden: Tensor) -> Tensor:
         """Pre-softmax linear transformation sharing the embedding matrix (§3.4). (…, D) → (…, V)."""
-        return F.linear(hidden, self.embedding.weight)
+        return F.linear(hidden, self.embedding.weight, self.output_bias)
 
     def forward(
         self,
@@ -340,9 +411,13 @@ class Transformer(nn.Module):
             )
             if target_output is not None:
                 keep = target_output != self.config.pad_id
-                loss, nll = projected_label_smoothed_loss(
-                    hidden[keep], self.embedding.weight, target_output[keep], label_smoothing
-                )
+                if self.output_bias is None:
+                    loss, nll = projected_label_smoothed_loss(
+                        hidden[keep], self.embedding.weight, target_output[keep], label_smoothing
+                    )
+                else:
+                    losses = label_smoothed_losses(self.project(hidden[keep]), target_output[keep], label_smoothing)
+                    loss, nll = losses[0].sum(), losses[1].sum()
                 return Seq2SeqOutput(None, encoder_attention, decoder_attention, cross_attention, loss, nll)
             logits = self.project(hidden)
         return Seq2SeqOutput(logits, encoder_attention, decoder_attention, cross_attention)

@@ -155,14 +155,15 @@ def save(loaded: LoadedCheckpoint, index: Index) -> Path:
     arrays["fingerprint"] = np.frombuffer(index.fingerprint.encode("ascii"), dtype=np.uint8)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
-    path = loaded.path / INDEX_FILE
+    path = loaded.store / INDEX_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, buffer.getvalue())
     return path
 
 
 def load(loaded: LoadedCheckpoint) -> Index | None:
     """The index stored for exactly these weights, or None."""
-    path = loaded.path / INDEX_FILE
+    path = loaded.store / INDEX_FILE
     if not path.is_file():
         return None
     try:

@@ -2,8 +2,10 @@
 shared embedding matrix, §3.4), as if it were the last layer, to see at which layer each output token becomes the
 model's top prediction.
 
-The model is post-norm as in the paper: every sub-layer ends with LayerNorm(x + Sublayer(x)), so each layer's
-output is already normalised the way the last layer's is, and there is no extra final LayerNorm to apply. The
+The paper's model is post-norm: every sub-layer ends with LayerNorm(x + Sublayer(x)), so each layer's output is
+already normalised the way the last layer's is, and there is no extra final LayerNorm to apply. A pre-norm model
+(M2M100/NLLB) normalises only once, after its last layer: there each layer's output goes through that final
+LayerNorm before the projection, as the last layer's does (nostalgebraist's original lens on GPT-2). The
 translation is teacher-forced: position t reads ``<s>`` and the tokens before it and is scored on the token the model
 wrote there (``</s>`` at the end).
 """
@@ -56,7 +58,7 @@ def logit_lens(loaded: LoadedCheckpoint, source_ids: Sequence[int], output_ids: 
     states = []
     for layer in model.decoder_layers:
         x, _, _ = layer(x, memory, self_mask, source_mask)
-        states.append(x[0])
+        states.append(x[0] if model.decoder_norm is None else model.decoder_norm(x[0]))
     log_probs = torch.log_softmax(model.project(torch.stack(states)).float(), dim=-1)  # [L, T, V]
     chosen = log_probs.gather(-1, written.expand(len(states), -1)[..., None])[..., 0]
     rank = (log_probs > chosen[..., None]).sum(-1)

@@ -58,7 +58,8 @@ def measure_all(loaded: LoadedCheckpoint, sample: int = SAMPLE) -> Measured:
 
 
 def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None) -> Path:
-    path = path or loaded.path / PRECOMPUTED_FILE
+    path = path or loaded.store / PRECOMPUTED_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
     extra = {
         "fingerprint": fingerprint(loaded.path),
         "format": FORMAT,
@@ -73,7 +74,7 @@ def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None
 def read(loaded: LoadedCheckpoint) -> Measured | None:
     """The stored measurements of exactly these weights; None when missing, unreadable, of other weights or in an
     older format."""
-    path = loaded.path / PRECOMPUTED_FILE
+    path = loaded.store / PRECOMPUTED_FILE
     if not path.is_file():
         return None
     try:

@@ -45,6 +45,18 @@ STEPS = (
     Step("residual", r"X + \mathrm{MultiHead}(\dots)"),
     Step("output", r"\mathrm{LayerNorm}(X + \mathrm{Sublayer}(X))"),
 )
+# A pre-norm model (M2M100/NLLB) normalises a sub-layer's input instead of its sum: X = LayerNorm(H) of the residual
+# stream H, and the sub-layer's result is H + Sublayer(X), with no LayerNorm after it.
+PRE_NORM_EQUATIONS = {
+    "x": r"X = \mathrm{LayerNorm}(H)",
+    "residual": r"H + \mathrm{MultiHead}(\dots)",
+    "output": r"H + \mathrm{Sublayer}(\mathrm{LayerNorm}(H))",
+}
+
+
+def equation(step: Step, norm_first: bool) -> str:
+    """The step's equation for a post-norm (the paper's) or a pre-norm model."""
+    return PRE_NORM_EQUATIONS.get(step.key, step.equation) if norm_first else step.equation
 
 
 @dataclass
@@ -79,6 +91,7 @@ class HeadSteps:
     model_concatenated: np.ndarray  # what the model's own pass produced at these three points
     model_projected: np.ndarray
     model_output: np.ndarray
+    norm_first: bool = False  # pre-norm: x is LayerNorm(H) of the stream H, residual and output are H + …
 
     @property
     def d_k(self) -> int:
@@ -99,7 +112,8 @@ class HeadSteps:
 
 
 def sub_layer(model: Transformer, kind: str, layer: int) -> tuple[torch.nn.Module, torch.nn.Module]:
-    """The attention module of one sub-layer and the LayerNorm that closes it."""
+    """The attention module of one sub-layer and its LayerNorm (closing it in a post-norm model, opening it in a
+    pre-norm one)."""
     if kind not in KINDS:
         raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(KINDS)}")
     layers = model.encoder_layers if kind == "encoder" else model.decoder_layers
@@ -130,17 +144,20 @@ def head_steps(
     device = next(model.parameters()).device
     source = torch.tensor([list(source_ids)], dtype=torch.long, device=device)
     target_input = torch.tensor([[BOS_ID, *output_ids]], dtype=torch.long, device=device)
-    seen = _recorded(model, kind, attention, norm, source, target_input)
+    norm_first = model.config.norm_first
+    after = _next_norm(model, kind, layer) if norm_first else None
+    seen = _recorded(model, kind, attention, norm, source, target_input, after)
     x = seen["x"]
     memory = seen["memory"]
     mask = torch.ones(x.shape[0], (x if memory is None else memory).shape[0], dtype=torch.bool, device=device)
     if seen["mask"] is not None:
         mask = mask & seen["mask"][0, 0].expand(*mask.shape)
-    steps = _recomputed(attention, norm, x, x if memory is None else memory, mask, head)
+    stream = seen["stream"] if norm_first else None
+    steps = _recomputed(attention, norm, x, x if memory is None else memory, mask, head, stream)
     ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
     embedding = positional = None
-    if layer == 0 and kind != "cross":
-        embedding = model.embedding.weight[ids].float() * math.sqrt(model.config.d_model)
+    if layer == 0 and kind != "cross" and not norm_first:
+        embedding = model.embedding.weight[ids].float() * model.embedding_scale
         positional = model.positional_encoding[: len(ids)].float()
     source_tokens, target_tokens = tokenizer.pieces(source_ids), tokenizer.pieces([BOS_ID, *output_ids])
     columns = slice(head * attention.head_dim, (head + 1) * attention.head_dim)
@@ -162,18 +179,32 @@ def head_steps(
         model_concatenated=_array(seen["concatenated"]),
         model_projected=_array(seen["projected"]),
         model_output=_array(seen["output"]),
+        norm_first=norm_first,
         **arrays,
     )
+
+
+def _next_norm(model: Transformer, kind: str, layer: int) -> torch.nn.Module | None:
+    """In a pre-norm model, the LayerNorm that reads a sub-layer's result H + Sublayer(X): the next sub-layer's, or
+    for the stack's last one the stack's final LayerNorm."""
+    if kind == "encoder":
+        return model.encoder_layers[layer].feed_forward_norm
+    block = model.decoder_layers[layer]
+    return block.cross_attention_norm if kind == "decoder" else block.feed_forward_norm
 
 
 def _array(tensor: torch.Tensor | None) -> np.ndarray | None:
     return None if tensor is None else tensor.detach().float().cpu().numpy()
 
 
-def _recorded(model: Transformer, kind: str, attention, norm, source, target_input) -> dict[str, torch.Tensor | None]:
+def _recorded(
+    model: Transformer, kind: str, attention, norm, source, target_input, after=None
+) -> dict[str, torch.Tensor | None]:
     """What one sub-layer sees and makes in the model's own pass (its batch's one sentence, as float): its input
     ``x``, cross-attention's ``memory``, its ``mask``, the heads ``concatenated`` before Wᴼ, the ``projected``
-    output, the ``residual`` sum and the LayerNorm's ``output``."""
+    output, the ``residual`` sum and the LayerNorm's ``output``. Pre-norm (``after``: the LayerNorm that reads the
+    sub-layer's result): the ``stream`` H the LayerNorm opening the sub-layer reads, and the result H + Sublayer
+    as ``output``."""
     seen: dict[str, torch.Tensor | None] = {}
 
     def attention_inputs(module, args, kwargs, output):
@@ -187,11 +218,20 @@ def _recorded(model: Transformer, kind: str, attention, norm, source, target_inp
     def closing_norm(module, args, output):
         seen["residual"], seen["output"] = args[0], output
 
+    def opening_norm(module, args, output):
+        seen["stream"] = args[0]
+
+    def result(module, args, output):
+        seen["residual"] = seen["output"] = args[0]
+
     hooks = [
         attention.register_forward_hook(attention_inputs, with_kwargs=True),
         attention.output.register_forward_hook(projection),
-        norm.register_forward_hook(closing_norm),
     ]
+    if after is None:
+        hooks.append(norm.register_forward_hook(closing_norm))
+    else:
+        hooks += [norm.register_forward_hook(opening_norm), after.register_forward_hook(result)]
     try:
         if kind == "encoder":
             model.encode(source)
@@ -203,9 +243,18 @@ def _recorded(model: Transformer, kind: str, attention, norm, source, target_inp
     return {name: value if name == "mask" or value is None else value[0].float() for name, value in seen.items()}
 
 
-def _recomputed(attention, norm, x: torch.Tensor, keys_from: torch.Tensor, mask: torch.Tensor, head: int) -> dict:
+def _recomputed(
+    attention,
+    norm,
+    x: torch.Tensor,
+    keys_from: torch.Tensor,
+    mask: torch.Tensor,
+    head: int,
+    stream: torch.Tensor | None = None,
+) -> dict:
     """The sub-layer computed again step by step from its weights (§3.2): every head's scaled dot-product
-    attention, their concatenation, Wᴼ, the residual sum and LayerNorm; ``head``'s intermediate matrices."""
+    attention, their concatenation, Wᴼ, the residual sum and LayerNorm; ``head``'s intermediate matrices. With the
+    pre-norm ``stream`` H (x = LayerNorm(H)), the residual sum is H + Wᴼ(…) and nothing follows it."""
     d_k = attention.head_dim
 
     def project(linear: torch.nn.Linear, inputs: torch.Tensor) -> torch.Tensor:
@@ -237,6 +286,15 @@ def _recomputed(attention, norm, x: torch.Tensor, keys_from: torch.Tensor, mask:
             }
     concatenated = torch.cat(outputs, dim=-1)
     projected = project(attention.output, concatenated)
+    if stream is not None:
+        residual = stream + projected
+        return {
+            **chosen,
+            "concatenated": concatenated,
+            "projected": projected,
+            "residual": residual,
+            "output": residual,
+        }
     residual = x + projected
     output = torch.nn.functional.layer_norm(residual, (x.shape[-1],), norm.weight.float(), norm.bias.float(), norm.eps)
     return {**chosen, "concatenated": concatenated, "projected": projected, "residual": residual, "output": output}

@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.save:
         atlas.save(loaded, found)
-        print(f"stored {loaded.path / atlas.ATLAS_FILE}", file=sys.stderr)
+        print(f"stored {loaded.store / atlas.ATLAS_FILE}", file=sys.stderr)
         if index is not None:
             print(f"stored {atlas_index.save(loaded, index)}", file=sys.stderr)
     return 0

@@ -1,9 +1,11 @@
-"""Export a checkpoint for another engine (:mod:`transformer.export`).
+"""Export a checkpoint for another engine (:mod:`transformer.export`) or as a Hugging Face model (:mod:`transformer.hub`).
 
     python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
+    python -m transformer.export huggingface --checkpoint checkpoints/en-de-small --out DIR [--force]
 
-The folder then translates with CTranslate2 alone: ``ctranslate2.Translator(DIR)`` over the pieces of
-``DIR/spm.model``, each source ending with ``</s>`` as in this project's search.
+A CTranslate2 folder then translates with CTranslate2 alone: ``ctranslate2.Translator(DIR)`` over the pieces of
+``DIR/spm.model``, each source ending with ``</s>`` as in this project's search. A Hugging Face folder is a
+``MarianMTModel`` with its Marian tokenizer: ``MarianMTModel.from_pretrained(DIR, local_files_only=True)``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from pathlib import Path
 
 from transformer.cli import load_or_report
 from transformer.export import ExportError, export_ctranslate2
+from transformer.hub import HubError, export_marian
 
 
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__.split("\n\n")[0])
-    result.add_argument("engine", choices=["ctranslate2"], help="the engine to export for")
+    result.add_argument("engine", choices=["ctranslate2", "huggingface"], help="the engine or format to export for")
     result.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     result.add_argument("--out", type=Path, required=True, help="folder to write the converted model to")
     result.add_argument("--force", action="store_true", help="replace the files of a non-empty --out folder")
@@ -32,12 +35,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if loaded is None:
         return 1
     try:
-        out = export_ctranslate2(loaded, arguments.out, force=arguments.force)
-    except (ExportError, OSError) as error:
+        if arguments.engine == "huggingface":
+            out = export_marian(loaded, arguments.out, force=arguments.force)
+        else:
+            out = export_ctranslate2(loaded, arguments.out, force=arguments.force)
+    except (ExportError, HubError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     size = sum(path.stat().st_size for path in out.iterdir()) / 1e6
-    print(f"wrote {out}: CTranslate2 float32 model of {loaded.path.name}, {size:.1f} MB")
+    what = "Hugging Face MarianMTModel" if arguments.engine == "huggingface" else "CTranslate2 model"
+    print(f"wrote {out}: float32 {what} of {loaded.path.name}, {size:.1f} MB")
     return 0
 
 
