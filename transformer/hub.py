@@ -70,6 +70,7 @@ def _transformers():
         import transformers
     except ImportError:
         raise HubError("opening a Hugging Face model needs transformers: pip install transformers") from None
+    transformers.utils.logging.disable_progress_bar()  # no bars from loading and saving in the app's log
     return transformers
 
 
@@ -89,17 +90,18 @@ def cached_hub_folder(name: str) -> Path | None:
     for a name that is not a hub id. Never downloads: a hub id missing from the cache raises with how to get it."""
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", name) or Path(name).exists():
         return None
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError:
-        return None
-    try:
-        return Path(snapshot_download(name, local_files_only=True))
-    except Exception:  # LocalEntryNotFoundError and its relatives: not in the cache
-        raise HubError(
-            f"{name}: not in the local Hugging Face cache, and the app downloads nothing. Download it once with "
-            f"`hf download {name}` (or `huggingface-cli download {name}`) and open it again, or give its folder."
-        ) from None
+    repository = hub_cache() / f"models--{name.replace('/', '--')}"
+    snapshots = repository / "snapshots"
+    main = repository / "refs" / "main"
+    candidates = [snapshots / main.read_text().strip()] if main.is_file() else []
+    candidates += sorted(snapshots.glob("*")) if snapshots.is_dir() else []
+    for snapshot in candidates:
+        if (snapshot / "config.json").is_file():
+            return snapshot
+    raise HubError(
+        f"{name}: no such checkpoint folder, nor a model in the local Hugging Face cache ({hub_cache()}); nothing is "
+        f"downloaded at run time: `hf download {name}` (or `huggingface-cli download {name}`) fetches a hub model once"
+    )
 
 
 def hub_cache() -> Path:

@@ -1,4 +1,5 @@
-"""Export a checkpoint for another engine (:mod:`transformer.export`) or as a Hugging Face model (:mod:`transformer.hub`).
+"""Export a checkpoint for another engine (:mod:`transformer.export`) or as a Hugging Face model
+(:mod:`transformer.hub`).
 
     python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
     python -m transformer.export huggingface --checkpoint checkpoints/en-de-small --out DIR [--force]

@@ -1,0 +1,130 @@
+"""Tiny random Hugging Face translation models, made and saved by the tests (no download): a Marian model with
+OPUS-MT's conventions and an M2M100 model, both over a SentencePiece model given as ``spm``.
+
+The Marian one differs from this project's model wherever an OPUS-MT model does: </s> is id 0 and <pad> the last id,
+decoding starts from <pad>, the FFN is swish, the output layer has a bias, and vocab.json orders the pieces unlike the
+SentencePiece model. The M2M100 one is pre-norm with final LayerNorms, fairseq's positional table from position 2,
+a source-language token before the sentence and the target-language token forced first.
+
+    python tests/hub_models.py OUT_FOLDER   # writes OUT_FOLDER/marian and OUT_FOLDER/m2m100 over the shipped spm.model
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import sentencepiece as spm
+import torch
+
+SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
+
+
+def _pieces(spm_path: Path) -> list[str]:
+    processor = spm.SentencePieceProcessor(model_file=str(spm_path))
+    return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
+
+def _randomise(model: torch.nn.Module, seed: int) -> None:
+    """Weights of a trained model's scale (not the near-zero initial ones), so attention is far from uniform."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "layer_norm" in name and name.endswith("weight"):
+                parameter.copy_(1.0 + 0.2 * torch.randn(parameter.shape, generator=generator))
+            else:
+                parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
+
+
+def make_marian(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 0) -> Path:
+    import transformers
+
+    pieces = [piece for piece in _pieces(spm_path) if piece not in SPECIALS]
+    # OPUS-MT's order: </s> 0, <unk> 1, the pieces (in reverse here, unlike the SentencePiece ids), <pad> last.
+    vocab = {"</s>": 0, "<unk>": 1, **{piece: 2 + i for i, piece in enumerate(reversed(pieces))}}
+    vocab["<pad>"] = len(vocab)
+    config = transformers.MarianConfig(
+        vocab_size=len(vocab),
+        decoder_vocab_size=len(vocab),
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        activation_function="swish",
+        max_position_embeddings=128,
+        pad_token_id=vocab["<pad>"],
+        eos_token_id=0,
+        decoder_start_token_id=vocab["<pad>"],
+        forced_eos_token_id=0,
+        bad_words_ids=[[vocab["<pad>"]]],
+        scale_embedding=True,
+    )
+    torch.manual_seed(seed)
+    model = transformers.MarianMTModel(config).eval()
+    _randomise(model, seed)
+    with torch.no_grad():
+        model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape))
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    staging = out.parent / f".{out.name}-tokenizer"
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    for name in ("source.spm", "target.spm"):
+        shutil.copy(spm_path, staging / name)
+    tokenizer = transformers.MarianTokenizer(
+        str(staging / "source.spm"), str(staging / "target.spm"), str(staging / "vocab.json"), "en", "de"
+    )
+    tokenizer.save_pretrained(out)
+    shutil.rmtree(staging)
+    return out
+
+
+def make_m2m100(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 1) -> Path:
+    import transformers
+
+    pieces = [piece for piece in _pieces(spm_path) if piece not in SPECIALS]
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, **{piece: 4 + i for i, piece in enumerate(pieces)}}
+    staging = out.parent / f".{out.name}-tokenizer"
+    staging.mkdir(parents=True, exist_ok=True)
+    (staging / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    shutil.copy(spm_path, staging / "sentencepiece.bpe.model")
+    tokenizer = transformers.M2M100Tokenizer(
+        str(staging / "vocab.json"), str(staging / "sentencepiece.bpe.model"), src_lang="en", tgt_lang="de"
+    )
+    config = transformers.M2M100Config(
+        vocab_size=len(vocab) + len(tokenizer.lang_code_to_id) + tokenizer.num_madeup_words,
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        activation_function="relu",
+        max_position_embeddings=128,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        scale_embedding=True,
+    )
+    torch.manual_seed(seed)
+    model = transformers.M2M100ForConditionalGeneration(config).eval()
+    _randomise(model, seed)
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    shutil.rmtree(staging)
+    return out
+
+
+if __name__ == "__main__":
+    root = Path(sys.argv[1])
+    shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "en-de-small" / "spm.model"
+    print(make_marian(shipped, root / "marian"))
+    print(make_m2m100(shipped, root / "m2m100"))
