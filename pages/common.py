@@ -183,9 +183,14 @@ def _open_folder() -> None:
         st.session_state[OPEN_KEY] = ""
 
 
+def model_name(loaded: LoadedCheckpoint) -> str:
+    """A model's short name: its hub id or folder name for a Hugging Face model, else its checkpoint folder's."""
+    return loaded.hub["name"] if loaded.hub else loaded.path.name
+
+
 def model_summary(loaded: LoadedCheckpoint) -> str:
     """One line on what a model is: family, language pair, layers and heads (read from its folder)."""
-    from transformer.config import language_name
+    from pages.i18n import language_label
 
     config, hub = loaded.config, loaded.hub
     family = (
@@ -194,8 +199,8 @@ def model_summary(loaded: LoadedCheckpoint) -> str:
     return t(
         "common.model_summary",
         family=family,
-        source=language_name(config.source_language),
-        target=language_name(config.target_language),
+        source=language_label(config.source_language),
+        target=language_label(config.target_language),
         encoder=config.encoder_layers,
         decoder=config.decoder_layers,
         heads=config.num_heads,

@@ -11,21 +11,33 @@ import html
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, save_page, show_figure, stored_beside
+from pages.common import (
+    CHECKPOINT_KEY,
+    available_checkpoints,
+    get_checkpoint,
+    model_name,
+    model_summary,
+    page_checkpoint,
+    save_page,
+    show_figure,
+    stored_beside,
+)
 from pages.i18n import language, t
 from pages.navigation import open_page
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, LoadedCheckpoint
+from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
 from transformer.plots import atlas as plot_atlas
 
 st.set_page_config(page_title=t("atlas.title"), page_icon="🗺️", layout="wide")
 
 HEAD_KEY = "atlas_head"
+OTHER_KEY = "atlas_other"  # a second model whose atlas is drawn beside this one
 FIELDS = {
     HEAD_KEY: Field(None, url_state.text(40)),
     "atlas_from": Field("it", url_state.text(60)),
     "atlas_to": Field("", url_state.text(60)),
+    OTHER_KEY: Field("", url_state.text(300)),
 }
 SAMPLE = 150  # treebank pairs measured here when nothing is stored (the stored atlas uses all 1,000)
 
@@ -39,8 +51,9 @@ def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
     return atlas.build(_loaded, SAMPLE)
 
 
-def load_atlas(loaded: LoadedCheckpoint) -> tuple[dict | None, bool]:
-    """The stored atlas (and True); else, once the visitor asks, one measured here on :data:`SAMPLE` pairs."""
+def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[dict | None, bool]:
+    """The stored atlas (and True); else, once the visitor asks, one measured here on :data:`SAMPLE` pairs
+    (``key``: the button's, one per model on the page)."""
     found = stored_beside(loaded, atlas.ATLAS_FILE)
     if found is not None and found.get("version") == atlas.ATLAS_VERSION:
         return found, True
@@ -50,7 +63,7 @@ def load_atlas(loaded: LoadedCheckpoint) -> tuple[dict | None, bool]:
     if not atlas.ENGLISH_TREES.is_file() or not atlas.GERMAN_TREES.is_file():
         st.warning(t("atlas.no_data", folder=str(atlas.SYNTAX_ROOT)))
         return None, False
-    if st.button(t("atlas.measure_here", sentences=SAMPLE)) or st.session_state.get(asked):
+    if st.button(t("atlas.measure_here", sentences=SAMPLE), key=key) or st.session_state.get(asked):
         st.session_state[asked] = True
         with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
             return measured_here(loaded, str(loaded.path)), False
@@ -257,6 +270,32 @@ def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool
     where_else(loaded, record)
 
 
+def other_model(loaded: LoadedCheckpoint) -> tuple[LoadedCheckpoint, dict] | None:
+    """A second model chosen to compare (``atlas_other``), and its atlas when there is one (stored, or measured here
+    on request); None when none is chosen or it cannot open (said on the page)."""
+    current = st.session_state.get(CHECKPOINT_KEY) or available_checkpoints()[0]
+    options = ["", *(name for name in available_checkpoints() if name != current)]
+    if st.session_state.get(OTHER_KEY) not in options:
+        st.session_state[OTHER_KEY] = ""
+    choice = st.selectbox(
+        t("atlas.compare_with"),
+        options,
+        key=OTHER_KEY,
+        format_func=lambda name: name or t("atlas.compare_none"),
+        help=t("atlas.compare_help"),
+    )
+    if not choice:
+        return None
+    try:
+        other = get_checkpoint(choice)
+    except CheckpointError as error:
+        st.error(t("common.cannot_load", name=choice, message=str(error).splitlines()[0].replace("`", "'")))
+        return None
+    st.caption(model_summary(other))
+    found, _ = load_atlas(other, key="atlas_measure_other")
+    return None if found is None else (other, found)
+
+
 def held_out_table(found: dict) -> None:
     """Each relation's best head chosen on one half of the treebank and scored on the other, beside the baseline
     fitted and scored the same way: the figure to trust."""
@@ -310,12 +349,28 @@ st.caption(
     )
 )
 selected = ids.index(st.session_state[HEAD_KEY])
-show_figure(
-    plot_atlas.atlas_map(records, selected, t("atlas.map_title"), language()),
-    key="atlas_map",
-    filename=f"head-atlas-{loaded.path.name}",
-    on_select=lambda: select_clicked(records),
-)
+compared = other_model(loaded)
+beside = st.columns(2) if compared is not None else [st.container()]
+with beside[0]:
+    show_figure(
+        plot_atlas.atlas_map(records, selected, t("atlas.map_title"), language()),
+        key="atlas_map",
+        filename=f"head-atlas-{loaded.path.name}",
+        on_select=lambda: select_clicked(records),
+    )
+if compared is not None:
+    other, other_found = compared
+    other_records = other_found["heads"]
+    other_ids = [head_id(record) for record in other_records]
+    same_head = other_ids.index(ids[selected]) if ids[selected] in other_ids else None
+    with beside[1]:
+        show_figure(
+            plot_atlas.atlas_map(
+                other_records, same_head, t("atlas.map_title_of", model=model_name(other)), language()
+            ),
+            key="atlas_map_other",
+            filename=f"head-atlas-{model_name(other).replace('/', '-')}",
+        )
 st.caption(t("atlas.map_caption"))
 names = {identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)}
 st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)

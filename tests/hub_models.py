@@ -6,7 +6,7 @@ decoding starts from <pad>, the FFN is swish, the output layer has a bias, and v
 SentencePiece model. The M2M100 one is pre-norm with final LayerNorms, fairseq's positional table from position 2,
 a source-language token before the sentence and the target-language token forced first.
 
-    python tests/hub_models.py OUT_FOLDER   # writes OUT_FOLDER/marian and OUT_FOLDER/m2m100 over the shipped spm.model
+    python tests/hub_models.py OUT_FOLDER   # OUT_FOLDER/marian, m2m100 (over the shipped spm.model) and nllb
 """
 
 from __future__ import annotations
@@ -123,8 +123,49 @@ def make_m2m100(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, la
     return out
 
 
+def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 2) -> Path:
+    """An NLLB-style model: M2M100's network with NLLB's tokenizer (tokenizers' BPE over single characters here)
+    and language codes such as eng_Latn."""
+    import string
+
+    import transformers
+
+    characters = string.ascii_letters + string.digits + string.punctuation + "äöüßÄÖÜé"
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "▁": 4}
+    for character in characters:
+        vocab.setdefault(character, len(vocab))
+        vocab.setdefault("▁" + character, len(vocab))
+    merges = [("▁", character) for character in characters]
+    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=merges, src_lang="eng_Latn", tgt_lang="deu_Latn")
+    config = transformers.M2M100Config(
+        vocab_size=len(tokenizer),
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        activation_function="relu",
+        max_position_embeddings=256,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        scale_embedding=True,
+    )
+    torch.manual_seed(seed)
+    model = transformers.M2M100ForConditionalGeneration(config).eval()
+    _randomise(model, seed)
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 if __name__ == "__main__":
     root = Path(sys.argv[1])
     shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "en-de-small" / "spm.model"
     print(make_marian(shipped, root / "marian"))
     print(make_m2m100(shipped, root / "m2m100"))
+    print(make_nllb(root / "nllb"))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.hub_models import make_m2m100, make_marian
+from tests.hub_models import make_m2m100, make_marian, make_nllb
 from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 from transformer.decode import beam_search, greedy_decode
@@ -48,7 +48,15 @@ def exported(shipped, tmp_path_factory) -> Path:
 def tiny_folders(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("hub")
     spm = REPOSITORY_CHECKPOINTS / "en-de-small" / "spm.model"
-    return {"marian": make_marian(spm, root / "opus-mt-en-de"), "m2m_100": make_m2m100(spm, root / "m2m100")}
+    return {
+        "marian": make_marian(spm, root / "opus-mt-en-de"),
+        "m2m_100": make_m2m100(spm, root / "m2m100"),
+        "nllb": make_nllb(root / "nllb"),
+    }
+
+
+def family_of(name: str) -> str:
+    return "m2m_100" if name == "nllb" else name
 
 
 def hf_model(folder: Path):
@@ -165,12 +173,12 @@ def test_export_refuses_to_overwrite_and_the_command_writes_a_folder(exported, t
 
 
 # ------------------------------------------------------------------------------------------------ opening models
-@pytest.mark.parametrize("family", ["marian", "m2m_100"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
 def test_a_hugging_face_model_opens_as_the_same_function(family, tiny_folders):
     folder = tiny_folders[family]
     loaded = load_checkpoint(folder)
-    assert loaded.hub["family"] == family and loaded.config.languages == ("en", "de")
-    assert loaded.config.norm_first == (family == "m2m_100")
+    assert loaded.hub["family"] == family_of(family) and loaded.config.languages == ("en", "de")
+    assert loaded.config.norm_first == (family != "marian")
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     if family == "m2m_100":
         tokenizer.src_lang = "en"
@@ -182,14 +190,14 @@ def test_a_hugging_face_model_opens_as_the_same_function(family, tiny_folders):
     assert logits < 1e-4 and log_probabilities < 1e-4 and attention < 1e-5
 
 
-@pytest.mark.parametrize("family", ["marian", "m2m_100"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
 def test_a_hugging_face_model_searches_as_transformers_does(family, tiny_folders):
     folder = tiny_folders[family]
     loaded = load_checkpoint(folder)
     hf = hf_model(folder)
     order = torch.tensor(loaded.tokenizer.vocabulary.order)
     forced = {}
-    if family == "m2m_100":
+    if family != "marian":
         forced["forced_bos_token_id"] = int(order[loaded.config.forced_first_id])
     for sentence in SENTENCES:
         source = torch.tensor([[*loaded.tokenizer.encode(sentence), loaded.config.eos_id]])
@@ -197,8 +205,9 @@ def test_a_hugging_face_model_searches_as_transformers_does(family, tiny_folders
             ours = greedy_decode(loaded.model, source, max_extra_tokens=12)[0]
             theirs = hf.generate(order[source], num_beams=1, do_sample=False, max_new_tokens=len(ours) + 1, **forced)
         assert theirs[0].tolist()[1 : len(ours) + 1] == order[ours].tolist()
-    if family == "m2m_100":  # the target language comes first, as transformers forces it
+    if family != "marian":  # the target language comes first, as transformers forces it
         assert ours[0] == loaded.config.forced_first_id
+        assert loaded.tokenizer.pieces([ours[0]]) == [{"m2m_100": "__de__", "nllb": "deu_Latn"}[family]]
 
 
 def test_switching_a_head_off_is_zeroing_its_slice_before_the_output_projection(tiny_folders):
@@ -315,6 +324,7 @@ def test_a_hub_id_opens_only_from_the_local_cache(tiny_folders, tmp_path, monkey
     assert hub.cached_hub_models() == ["Helsinki-NLP/opus-mt-en-de"]
     loaded = load_checkpoint("Helsinki-NLP/opus-mt-en-de")
     assert loaded.hub["family"] == "marian" and loaded.config.languages == ("en", "de")
+    assert loaded.hub["name"] == "Helsinki-NLP/opus-mt-en-de"
 
 
 def test_a_model_too_large_for_memory_is_refused_before_reading(tiny_folders, monkeypatch):
@@ -347,3 +357,45 @@ def test_the_paper_model_is_unchanged_by_the_new_options():
     assert config.paper_architecture
     model = Transformer(config)
     assert model.encoder_norm is None and model.output_bias is None
+
+
+# ------------------------------------------------------------------------------------------------ the app
+PAGE_FILES = sorted(
+    path.name
+    for path in (REPOSITORY / "pages").glob("*.py")
+    if path.name
+    in {
+        "lessons.py",
+        "step_by_step.py",
+        "paper_figures.py",
+        "head_discovery.py",
+        "head_atlas.py",
+        "what_if.py",
+        "positional_encoding.py",
+        "toy_model.py",
+        "why_self_attention.py",
+        "model_and_training.py",
+    }
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
+def test_every_page_opens_on_a_hugging_face_model(family, tiny_folders, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import no_exceptions
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tiny_folders[family]))
+    before = sorted(p.name for p in tiny_folders[family].iterdir())
+    app = AppTest.from_file(str(REPOSITORY / "app.py"), default_timeout=300).run()
+    no_exceptions(app)
+    summary = " ".join(caption.value for caption in app.sidebar.caption)
+    assert hub.FAMILIES[family_of(family)] in summary and "English → German" in summary and "2 encoder" in summary
+    assert app.get("plotly_chart")  # the translation's attention is drawn
+    for page in PAGE_FILES:
+        app = AppTest.from_file(str(REPOSITORY / "pages" / page), default_timeout=300).run()
+        no_exceptions(app)
+        assert not app.error, (page, [error.value for error in app.error])
+    assert sorted(p.name for p in tiny_folders[family].iterdir()) == before  # nothing written into the model's folder

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -405,7 +406,9 @@ class HubTokenizer(Tokenizer):
 def _hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):
     transformers = _transformers()
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which the app does not use
+            warnings.simplefilter("ignore")
+            tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     except Exception as error:  # missing or broken tokenizer files raise many kinds of error
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise HubError(f"{folder}: its tokenizer does not open ({message[:300]})") from None
@@ -481,7 +484,9 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     except RuntimeError as error:
         raise HubError(f"{folder}: the weights do not fit its config.json ({str(error).splitlines()[0]})") from None
     name = str(config.get("_name_or_path") or folder.name)
-    if not name or name.startswith(("/", ".")):
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        name = folder.parent.parent.name.removeprefix("models--").replace("--", "/", 1)  # a hub cache's snapshot
+    elif not name or name.startswith(("/", ".")) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name):
         name = folder.name
     info = HubModel(family, family, name, *languages, type(hub_tokenizer).__name__)
     meta = {"hub": info.__dict__, "description": info.describe()}
