@@ -41,6 +41,8 @@ st.latex(
     r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)"
 )
 
+if config.positional != "paper" or config.position_offset:
+    st.info(t("pe.other_table", offset=config.position_offset))
 even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
 max_positions = min(512, config.max_positions)
 url_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)

@@ -8,6 +8,7 @@ export. Nothing here asserts what a random model happens to translate.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.conftest import needs_browser
 from tests.hub_models import make_m2m100, make_marian, make_nllb
 from transformer import hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
@@ -399,3 +401,22 @@ def test_every_page_opens_on_a_hugging_face_model(family, tiny_folders, tmp_path
         no_exceptions(app)
         assert not app.error, (page, [error.value for error in app.error])
     assert sorted(p.name for p in tiny_folders[family].iterdir()) == before  # nothing written into the model's folder
+
+
+@pytest.mark.slow
+@needs_browser
+def test_a_robot_visitor_on_a_hugging_face_model_meets_no_error(browser, tiny_folders, tmp_path):
+    """benchmarks/robot_visitor.py in Chromium with the app opened on a tiny M2M100 model (pre-norm, language
+    tokens): every page, tab and control, back/forward, reloads and fresh links, with no error and no lost choice."""
+    from benchmarks.app_server import serving
+    from tests.test_browser import robot_visitor
+
+    log = tmp_path / "server.log"
+    environment = {**os.environ, "ATTENTION_EXPLORER_CACHE": str(tmp_path / "cache")}
+    with serving(str(tiny_folders["m2m_100"]), log=log, environment=environment) as (origin, _):
+        robot = robot_visitor()
+        journey = robot.walk(
+            origin, actions=60, seed=5, pages=sorted(set(robot.PAGES.values())), log=log, browser=browser
+        )
+    report = [f"{v.what} after action {v.action}: {v.detail}\n  " + "\n  ".join(v.trail) for v in journey.violations]
+    assert journey.count == 60 and journey.violations == [], "\n".join(report)
