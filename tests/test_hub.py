@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -420,3 +421,28 @@ def test_a_robot_visitor_on_a_hugging_face_model_meets_no_error(browser, tiny_fo
         )
     report = [f"{v.what} after action {v.action}: {v.detail}\n  " + "\n  ".join(v.trail) for v in journey.violations]
     assert journey.count == 60 and journey.violations == [], "\n".join(report)
+
+
+def test_language_tokens_stay_out_of_the_words(tiny_folders):
+    """M2M100 reads its source-language token before the words and writes its target-language token first: a
+    German sentence to score starts with that token, and word alignment's maps leave both out, as they leave </s>."""
+    from transformer.analysis.word_alignment import force, word_pieces
+
+    loaded = load_checkpoint(tiny_folders["m2m_100"])
+    config = loaded.config
+    assert loaded.tokenizer.encode_target("Die Kinder spielen.")[0] == config.forced_first_id
+    assert loaded.tokenizer.encode("The children.")[0] == loaded.tokenizer.source_prefix[0]
+    english, german = "The children play .".split(), "Die Kinder spielen .".split()
+    (pair,) = force(loaded, [" ".join(english)], [" ".join(german)])
+    source_ids, _ = word_pieces(loaded, english)
+    target_ids, _ = word_pieces(loaded, german)
+    assert config.forced_first_id not in target_ids and loaded.tokenizer.source_prefix[0] not in source_ids
+    # [layers, heads, the output's rows and </s>'s, the source's pieces and </s>]
+    assert pair.cross.shape[2:] == (len(target_ids) + 1, len(source_ids) + 1)
+    with torch.no_grad():
+        full = loaded.model(
+            torch.tensor([[*loaded.tokenizer.source_prefix, *source_ids, config.eos_id]]),
+            torch.tensor([[config.bos_id, config.forced_first_id, *target_ids]]),
+            need_weights=True,
+        ).cross_attention[0]
+    assert np.allclose(pair.cross, full[:, :, 1:, 1:].numpy(), atol=1e-6)

@@ -366,12 +366,14 @@ class HubTokenizer(Tokenizer):
     ``encode`` returns what the model reads before its closing </s>: for M2M100/NLLB the source-language token
     first. Pieces are the tokenizer's own, so words start at ▁ as with the project's SentencePiece model."""
 
-    def __init__(self, tokenizer, vocabulary: Vocabulary) -> None:
+    def __init__(
+        self, tokenizer, vocabulary: Vocabulary, source_prefix: Sequence[int] = (), target_prefix: Sequence[int] = ()
+    ) -> None:
         self.hub = tokenizer
+        self.source_prefix, self.target_prefix = tuple(source_prefix), tuple(target_prefix)
         self.vocabulary = vocabulary
         self.from_hub = vocabulary.to_ours()
         self.to_hub = vocabulary.order
-        self.eos_hub = vocabulary.order[EOS_ID]
         specials = set(getattr(tokenizer, "all_special_ids", []))
         self.special = {self.from_hub[i] for i in specials if i in self.from_hub} | {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
         self.model_proto = b""
@@ -383,11 +385,11 @@ class HubTokenizer(Tokenizer):
     def _ours(self, ids: Iterable[int]) -> list[int]:
         return [self.from_hub.get(int(i), UNK_ID) for i in ids]
 
+    def encode_text(self, text: str) -> list[int]:
+        return self._ours(self.hub(clean(text), add_special_tokens=False)["input_ids"])
+
     def encode(self, text: str) -> list[int]:
-        ids = self.hub(clean(text), add_special_tokens=True)["input_ids"]
-        if ids and ids[-1] == self.eos_hub:
-            ids = ids[:-1]
-        return self._ours(ids)
+        return [*self.source_prefix, *self.encode_text(text)]
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(text) for text in texts]
@@ -458,9 +460,11 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
         raise HubError(f"{folder / 'config.json'}: no special token ids ({error})") from None
     unk = hub_tokenizer.unk_token_id
     vocabulary = Vocabulary.of(shared.size(0), pad, unk, start, eos)
-    forced = -1
+    forced, source_prefix = -1, []
     if family == "m2m_100":
-        forced = vocabulary.to_ours()[_language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[1]))]
+        ours = vocabulary.to_ours()
+        forced = ours[_language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[1]))]
+        source_prefix = [ours[_language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[0]))]]
     bias = tensors.get("final_logits_bias", torch.zeros(1, shared.size(0))).float().reshape(-1)
     # A zero output bias (this project's own models exported as Marian) is no bias: the paper's model comes back.
     with_bias = vocabulary.added is not None or bool(bias.any())
@@ -490,9 +494,9 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
         name = folder.name
     info = HubModel(family, family, name, *languages, type(hub_tokenizer).__name__)
     meta = {"hub": info.__dict__, "description": info.describe()}
-    loaded = LoadedCheckpoint(
-        folder, model.to(dtype).eval(), HubTokenizer(hub_tokenizer, vocabulary), model_config, meta
-    )
+    target_prefix = [forced] if forced >= 0 else []
+    tokenizer = HubTokenizer(hub_tokenizer, vocabulary, source_prefix, target_prefix)
+    loaded = LoadedCheckpoint(folder, model.to(dtype).eval(), tokenizer, model_config, meta)
     loaded.store = measurement_folder(folder)
     return loaded
 

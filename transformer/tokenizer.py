@@ -100,6 +100,20 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return self.processor.encode([clean(text) for text in texts])
 
+    # The ids a model reads before a source's text and writes before a translation's text: none here; a Hugging
+    # Face M2M100/NLLB model's language tokens (transformer.hub.HubTokenizer).
+    source_prefix: tuple[int, ...] = ()
+    target_prefix: tuple[int, ...] = ()
+
+    def encode_text(self, text: str) -> list[int]:
+        """The text's own pieces, without any language token (:meth:`encode` adds the source's)."""
+        return self.encode(text)
+
+    def encode_target(self, text: str) -> list[int]:
+        """A translation's ids as the model writes them (without </s>): its target-language token first where the
+        model has one."""
+        return [*self.target_prefix, *self.encode_text(text)]
+
     def decode(self, ids: Iterable[int]) -> str:
         """Piece ids → text; special ids are dropped (and what :func:`clean` removes)."""
         return clean(self.processor.decode([i for i in ids if i > EOS_ID]))

@@ -89,7 +89,7 @@ def build(loaded: LoadedCheckpoint, pairs: Sequence[tuple[str, str]], names: Seq
     tokenizer = loaded.tokenizer
     prepared = []
     for english, german in pairs:
-        source_ids, output_ids = [*tokenizer.encode(english), EOS_ID], tokenizer.encode(german)
+        source_ids, output_ids = [*tokenizer.encode(english), EOS_ID], tokenizer.encode_target(german)
         if len(source_ids) > limit or len(output_ids) + 1 > limit or not output_ids or len(source_ids) < 2:
             continue
         english_words, source_owner = wa.words_of(tokenizer.pieces(source_ids[:-1]))

@@ -72,7 +72,7 @@ def force(
     if not given:
         raise ValueError("type a translation to score")
     source_ids = list(translation.source_ids)
-    scored_given = score_output(model, tokenizer, source_ids, tokenizer.encode(given), given, top_k)
+    scored_given = score_output(model, tokenizer, source_ids, tokenizer.encode_target(given), given, top_k)
     scored_model = score_output(
         model, tokenizer, source_ids, list(translation.output_ids), translation.translation, top_k
     )

@@ -163,7 +163,7 @@ def model_health(
         if all(reference for _, reference in pairs):
             limit = max_source_tokens(model)
             sources = [encode_source(tokenizer, source, limit).ids for source, _ in pairs]
-            targets = [tokenizer.encode(reference)[: limit - 1] for _, reference in pairs]
+            targets = [tokenizer.encode_target(reference)[: limit - 1] for _, reference in pairs]
         else:
             sources, targets = translate_ids(model, tokenizer, [source for source, _ in pairs], GREEDY, batch_size=16)
         measures = measure(model, tokenizer, sources, targets, load_dictionary() if dictionary is None else dictionary)

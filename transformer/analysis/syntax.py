@@ -210,7 +210,7 @@ def read_pair(
 ) -> tuple[list[int], list[int], list[int], list[int]] | None:
     """Source ids (ending with </s>), output ids, and the owners of the source's and the output's pieces; None when
     either side's pieces do not spell its tokens or a side is longer than ``limit`` pieces."""
-    source_ids, output_ids = [*tokenizer.encode(english.text), EOS_ID], tokenizer.encode(german.text)
+    source_ids, output_ids = [*tokenizer.encode(english.text), EOS_ID], tokenizer.encode_target(german.text)
     if len(source_ids) > limit or len(output_ids) + 1 > limit:
         return None
     source_owner = piece_owners(tokenizer.pieces(source_ids), english.tokens)

@@ -115,6 +115,7 @@ class ForcedPair:
     source_ids: list[int] = field(default_factory=list)  # ending with </s>
     target_ids: list[int] = field(default_factory=list)
     gradients: dict[str, np.ndarray] = field(default_factory=dict)  # GRADIENTS name → [target pieces, source pieces]
+    prefixes: tuple[int, int] = (0, 0)  # language tokens before the source's and the target's words, not in cross
 
 
 def word_pieces(loaded: LoadedCheckpoint, words: Sequence[str]) -> tuple[list[int], list[int]]:
@@ -122,7 +123,7 @@ def word_pieces(loaded: LoadedCheckpoint, words: Sequence[str]) -> tuple[list[in
     separated word on its own, so this is the sentence's own encoding with an exact piece → word map."""
     ids: list[int] = []
     owners: list[int] = []
-    for index, encoded in enumerate(loaded.tokenizer.encode_batch(list(words))):
+    for index, encoded in enumerate(map(loaded.tokenizer.encode_text, words)):
         ids += encoded
         owners += [index] * len(encoded)
     return ids, owners
@@ -144,11 +145,26 @@ def force(loaded: LoadedCheckpoint, english: Sequence[str], german: Sequence[str
             if len(source_ids) + 1 > limit or len(target_ids) + 1 > limit:
                 raise ValueError(f"a sentence pair is longer than the model reads ({limit} pieces)")
             encoded.append((source_ids, source_owner, target_ids, target_owner, source_words, target_words))
+        # A model's language tokens (M2M100/NLLB) are read and written around the words, and their rows and
+        # columns left out of the maps, as </s> is: no word owns them.
+        source_prefix, target_prefix = list(loaded.tokenizer.source_prefix), list(loaded.tokenizer.target_prefix)
         maps = attention_for_many(
-            loaded.model, loaded.tokenizer, [[*e[0], EOS_ID] for e in encoded], [e[2] for e in encoded]
+            loaded.model,
+            loaded.tokenizer,
+            [[*source_prefix, *e[0], EOS_ID] for e in encoded],
+            [[*target_prefix, *e[2]] for e in encoded],
         )
         pairs += [
-            ForcedPair(found.cross, e[1], e[3], e[4], e[5], [*e[0], EOS_ID], list(e[2]))
+            ForcedPair(
+                found.cross[:, :, len(target_prefix) :, len(source_prefix) :],
+                e[1],
+                e[3],
+                e[4],
+                e[5],
+                [*source_prefix, *e[0], EOS_ID],
+                [*target_prefix, *e[2]],
+                prefixes=(len(source_prefix), len(target_prefix)),
+            )
             for found, e in zip(maps, encoded, strict=True)
         ]
     return pairs
@@ -240,7 +256,7 @@ def _gradient_rows(attr, model, pair: ForcedPair, names: Sequence[str]) -> dict[
             values = attr.Saliency(score).attribute(embedded, abs=False).norm(dim=-1)
         else:
             values = attr.InputXGradient(score).attribute(embedded).sum(dim=-1).abs()
-        found[name] = values.detach().cpu().numpy()
+        found[name] = values.detach().cpu().numpy()[pair.prefixes[1] :, pair.prefixes[0] :]
     return found
 
 
