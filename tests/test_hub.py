@@ -446,3 +446,37 @@ def test_language_tokens_stay_out_of_the_words(tiny_folders):
             need_weights=True,
         ).cross_attention[0]
     assert np.allclose(pair.cross, full[:, :, 1:, 1:].numpy(), atol=1e-6)
+
+
+def test_the_app_opens_a_typed_folder_and_goes_on_with_its_model_when_one_cannot_open(
+    tiny_folders, tmp_path, monkeypatch
+):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import no_exceptions
+
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(tiny_folders["marian"]))
+    monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
+    app = AppTest.from_file(str(REPOSITORY / "app.py"), default_timeout=300).run()
+    no_exceptions(app)
+    app.sidebar.text_input(key="open_model").input(str(tiny_folders["m2m_100"])).run()
+    no_exceptions(app)
+    assert app.sidebar.selectbox(key="checkpoint").value == str(tiny_folders["m2m_100"])
+    assert any(hub.FAMILIES["m2m_100"] in caption.value for caption in app.sidebar.caption)
+
+    gpt2 = tmp_path / "gpt2"
+    gpt2.mkdir()
+    (gpt2 / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    app.sidebar.text_input(key="open_model").input(str(gpt2)).run()
+    no_exceptions(app)
+    assert any("not an encoder–decoder" in error.value for error in app.sidebar.error)
+    assert app.sidebar.selectbox(key="checkpoint").value == str(tiny_folders["marian"])  # back to the default
+    assert app.get("plotly_chart") and not app.main.error  # the page goes on with it
+
+    monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "0")  # a class's server: no folder from a visitor
+    app = AppTest.from_file(str(REPOSITORY / "app.py"), default_timeout=300)
+    app.query_params["checkpoint"] = str(tiny_folders["m2m_100"])
+    app.run()
+    no_exceptions(app)
+    assert not app.sidebar.text_input and app.sidebar.selectbox(key="checkpoint").value == str(tiny_folders["marian"])
