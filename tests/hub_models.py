@@ -96,49 +96,24 @@ def make_m2m100(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, la
     tokenizer = transformers.M2M100Tokenizer(
         str(staging / "vocab.json"), str(staging / "sentencepiece.bpe.model"), src_lang="en", tgt_lang="de"
     )
-    config = transformers.M2M100Config(
-        vocab_size=len(vocab) + len(tokenizer.lang_code_to_id) + tokenizer.num_madeup_words,
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=heads,
-        decoder_attention_heads=heads,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
-        activation_function="relu",
-        max_position_embeddings=128,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
-        scale_embedding=True,
+    _save_m2m100(
+        transformers,
+        len(vocab) + len(tokenizer.lang_code_to_id) + tokenizer.num_madeup_words,
+        out,
+        d_model,
+        heads,
+        layers,
+        seed,
     )
-    torch.manual_seed(seed)
-    model = transformers.M2M100ForConditionalGeneration(config).eval()
-    _randomise(model, seed)
-    shutil.rmtree(out, ignore_errors=True)
-    model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     shutil.rmtree(staging)
     return out
 
 
-def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 2) -> Path:
-    """An NLLB-style model: M2M100's network with NLLB's tokenizer (tokenizers' BPE over single characters here)
-    and language codes such as eng_Latn."""
-    import string
-
-    import transformers
-
-    characters = string.ascii_letters + string.digits + string.punctuation + "äöüßÄÖÜé"
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "▁": 4}
-    for character in characters:
-        vocab.setdefault(character, len(vocab))
-        vocab.setdefault("▁" + character, len(vocab))
-    merges = [("▁", character) for character in characters]
-    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=merges, src_lang="eng_Latn", tgt_lang="deu_Latn")
+def _save_m2m100(transformers, vocab_size: int, out: Path, d_model: int, heads: int, layers: int, seed: int) -> None:
+    """A random M2M100 network of that vocabulary, saved at ``out`` (its tokenizer saved beside it by the caller)."""
     config = transformers.M2M100Config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_size,
         d_model=d_model,
         encoder_layers=layers,
         decoder_layers=layers,
@@ -159,6 +134,23 @@ def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, see
     _randomise(model, seed)
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out, safe_serialization=True)
+
+
+def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 2) -> Path:
+    """An NLLB-style model: M2M100's network with NLLB's tokenizer (tokenizers' BPE over single characters here)
+    and language codes such as eng_Latn."""
+    import string
+
+    import transformers
+
+    characters = string.ascii_letters + string.digits + string.punctuation + "äöüßÄÖÜé"
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "▁": 4}
+    for character in characters:
+        vocab.setdefault(character, len(vocab))
+        vocab.setdefault("▁" + character, len(vocab))
+    merges = [("▁", character) for character in characters]
+    tokenizer = transformers.NllbTokenizer(vocab=vocab, merges=merges, src_lang="eng_Latn", tgt_lang="deu_Latn")
+    _save_m2m100(transformers, len(tokenizer), out, d_model, heads, layers, seed)
     tokenizer.save_pretrained(out)
     return out
 
