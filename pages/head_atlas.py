@@ -66,7 +66,11 @@ def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[di
     if st.button(t("atlas.measure_here", sentences=SAMPLE), key=key) or st.session_state.get(asked):
         st.session_state[asked] = True
         with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
-            return measured_here(loaded, str(loaded.path)), False
+            try:
+                return measured_here(loaded, str(loaded.path)), False
+            except atlas.AtlasError as error:
+                st.error(str(error))
+                return None, False
     return None, False
 
 

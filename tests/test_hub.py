@@ -480,3 +480,15 @@ def test_the_app_opens_a_typed_folder_and_goes_on_with_its_model_when_one_cannot
     app.run()
     no_exceptions(app)
     assert not app.sidebar.text_input and app.sidebar.selectbox(key="checkpoint").value == str(tiny_folders["marian"])
+
+
+def test_the_atlas_reads_treebank_words_past_the_language_tokens(tiny_folders):
+    from transformer.analysis import atlas
+
+    if not atlas.ENGLISH_TREES.is_file():
+        pytest.fail(f"the treebanks are missing: {atlas.ENGLISH_TREES}")
+    loaded = load_checkpoint(tiny_folders["m2m_100"])
+    found = atlas.build(loaded, 8)
+    config = loaded.config
+    assert found["treebank"]["skipped"] == 0  # the source and target language tokens spell no word, and need not
+    assert len(found["heads"]) == (config.encoder_layers + 2 * config.decoder_layers) * config.num_heads

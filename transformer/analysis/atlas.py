@@ -53,6 +53,10 @@ RELATED = 5
 BATCH = 16
 
 
+class AtlasError(ValueError):
+    """The atlas cannot be measured on this model; the message says why."""
+
+
 @dataclass
 class Measured:
     """What one pass over the treebank pairs gives: each syntax kind's readings and every kind's statistics."""
@@ -317,6 +321,11 @@ def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
     english, german = syntax.read_conllu(ENGLISH_TREES), syntax.read_conllu(GERMAN_TREES)
     english, german = english[:sentences], german[:sentences]
     measured = measure(loaded, english, german)
+    if not measured.count:
+        raise AtlasError(
+            f"none of the {measured.skipped} treebank pairs could be read: this model's tokenizer does not spell "
+            "the treebank's words (a vocabulary without their characters, or one that normalises them)"
+        )
     relations = {kind: syntax_scores(measured.readings[kind], MIN_ARCS) for kind in ("encoder", "decoder")}
     gold = wa.Gold.read(f"{ALIGNMENT_GOLD}.en", f"{ALIGNMENT_GOLD}.de", f"{ALIGNMENT_GOLD}.de-en.wa")
     alignment = alignment_scores(loaded, gold)

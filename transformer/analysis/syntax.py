@@ -213,8 +213,10 @@ def read_pair(
     source_ids, output_ids = [*tokenizer.encode(english.text), EOS_ID], tokenizer.encode_target(german.text)
     if len(source_ids) > limit or len(output_ids) + 1 > limit:
         return None
-    source_owner = piece_owners(tokenizer.pieces(source_ids), english.tokens)
-    output_owner = piece_owners(tokenizer.pieces(output_ids), german.tokens)
+    # a model's language tokens (M2M100/NLLB) spell no word: owned by none, as </s> is
+    source_skip, output_skip = len(tokenizer.source_prefix), len(tokenizer.target_prefix)
+    source_owner = piece_owners(tokenizer.pieces(source_ids[source_skip:]), english.tokens)
+    output_owner = piece_owners(tokenizer.pieces(output_ids[output_skip:]), german.tokens)
     if source_owner is None or output_owner is None:
         return None
-    return source_ids, output_ids, source_owner, output_owner
+    return source_ids, output_ids, [-1] * source_skip + source_owner, [-1] * output_skip + output_owner

@@ -69,7 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if loaded is None:
         return 1
     started = time.perf_counter()
-    found = atlas.build(loaded, args.sentences)
+    try:
+        found = atlas.build(loaded, args.sentences)
+    except atlas.AtlasError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     pairs, names = atlas_index.default_pairs(loaded.config.languages)
     index = atlas_index.build(loaded, pairs, names) if pairs else None
     if index is not None:
