@@ -57,12 +57,14 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(cor
             [*command, *resume], cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         if attempt < 4:
-            # Once it trains, at a random moment: every step writes a checkpoint, so many kills land mid-write.
-            reached = len(losses(run))
+            # A random number of steps in, at a random moment of that step: every step writes a checkpoint, so
+            # many kills land mid-write. Counted in steps, not seconds, so that a fast machine still kills it
+            # before it ends.
+            target = len(losses(run)) + moments.randint(1, 4)
             deadline = time.time() + 120
-            while time.time() < deadline and len(losses(run)) <= reached and process.poll() is None:
-                time.sleep(0.05)
-            time.sleep(moments.uniform(0.0, 0.6))
+            while time.time() < deadline and len(losses(run)) < target and process.poll() is None:
+                time.sleep(0.005)
+            time.sleep(moments.uniform(0.0, 0.02))
             if process.poll() is None:
                 process.send_signal(signal.SIGKILL)
                 kills += 1

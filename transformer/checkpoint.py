@@ -317,7 +317,7 @@ def check_weights(path: Path, weights: Mapping[str, torch.Tensor], model: Transf
         if missing:
             parts.append(f"missing {len(missing)} tensors (e.g. {missing[0]})")
         if unexpected:
-            parts.append(f"{len(unexpected)} unexpected tensors (e.g. {unexpected[0]})")
+            parts.append(f"{len(unexpected)} unexpected tensors (e.g. {unexpected[0]!r})")  # a damaged name: escaped
         raise CheckpointError(f"{path / MODEL_FILE}: does not match {CONFIG_FILE}: {'; '.join(parts)}")
     for name, tensor in expected.items():
         if tuple(weights[name].shape) != tuple(tensor.shape):
