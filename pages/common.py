@@ -151,8 +151,6 @@ def available_checkpoints() -> list[str]:
     local Hugging Face cache, and a folder this visitor opened (:func:`may_open_folders`). A name from the
     environment that matches no folder is kept, so that choosing it explains what is wrong instead of silently
     showing another model."""
-    from transformer.hub import cached_hub_models
-
     names = [path.name for path in list_checkpoints()]
     names.sort(key=lambda name: name != DEFAULT_CHECKPOINT_NAME)  # stable: the rest stay alphabetical
     from_environment = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
@@ -160,8 +158,17 @@ def available_checkpoints() -> list[str]:
         names = [from_environment, *(name for name in names if name != from_environment)]
     listed = [folder.strip() for folder in os.environ.get(MODELS_VARIABLE, "").split(os.pathsep) if folder.strip()]
     opened = st.session_state.get(CHECKPOINT_KEY)
-    extra = [*listed, *cached_hub_models(), *([opened] if opened and may_open_folders() else [])]
+    extra = [*listed, *hub_models_in_cache(), *([opened] if opened and may_open_folders() else [])]
     return names + [name for name in dict.fromkeys(extra) if name not in names]
+
+
+@st.cache_data(ttl=60, show_spinner=False)
+def hub_models_in_cache() -> list[str]:
+    """The local Hugging Face cache's Marian and M2M100/NLLB models, looked up once a minute rather than on every
+    page run (it reads each snapshot's config.json)."""
+    from transformer.hub import cached_hub_models
+
+    return cached_hub_models()
 
 
 def may_open_folders() -> bool:

@@ -243,8 +243,7 @@ class Vocabulary:
 class HubModel:
     """What a Hugging Face folder holds, read from its config.json: shown beside the model in the app."""
 
-    family: str  # a key of FAMILIES
-    model_type: str
+    family: str  # a key of FAMILIES: the folder's model_type
     name: str
     source_language: str
     target_language: str
@@ -376,7 +375,6 @@ class HubTokenizer(Tokenizer):
         self.to_hub = vocabulary.order
         specials = set(getattr(tokenizer, "all_special_ids", []))
         self.special = {self.from_hub[i] for i in specials if i in self.from_hub} | {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
-        self.model_proto = b""
 
     @property
     def vocab_size(self) -> int:
@@ -492,7 +490,7 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
         name = folder.parent.parent.name.removeprefix("models--").replace("--", "/", 1)  # a hub cache's snapshot
     elif not name or name.startswith(("/", ".")) or not re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name):
         name = folder.name
-    info = HubModel(family, family, name, *languages, type(hub_tokenizer).__name__)
+    info = HubModel(family, name, *languages, type(hub_tokenizer).__name__)
     meta = {"hub": info.__dict__, "description": info.describe()}
     target_prefix = [forced] if forced >= 0 else []
     tokenizer = HubTokenizer(hub_tokenizer, vocabulary, source_prefix, target_prefix)
