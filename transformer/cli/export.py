@@ -3,10 +3,13 @@
 
     python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
     python -m transformer.export huggingface --checkpoint checkpoints/en-de-small --out DIR [--force]
+    python -m transformer.export web --out explorer.html [--language ko] [--force]
 
 A CTranslate2 folder then translates with CTranslate2 alone: ``ctranslate2.Translator(DIR)`` over the pieces of
 ``DIR/spm.model``, each source ending with ``</s>`` as in this project's search. A Hugging Face folder is a
-``MarianMTModel`` with its Marian tokenizer: ``MarianMTModel.from_pretrained(DIR, local_files_only=True)``.
+``MarianMTModel`` with its Marian tokenizer: ``MarianMTModel.from_pretrained(DIR, local_files_only=True)``. A web
+export is one HTML file that translates and draws every head in a browser, opened from disk with nothing installed
+(:mod:`transformer.web`; building it needs Node.js's npm once, to fetch the pinned JavaScript).
 """
 
 from __future__ import annotations
@@ -19,13 +22,18 @@ from pathlib import Path
 from transformer.cli import load_or_report
 from transformer.export import ExportError, export_ctranslate2
 from transformer.hub import HubError, export_marian
+from transformer.i18n import LANGUAGES
+from transformer.web import WebExportError, export_web
 
 
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__.split("\n\n")[0])
-    result.add_argument("engine", choices=["ctranslate2", "huggingface"], help="the engine or format to export for")
+    result.add_argument("engine", choices=["ctranslate2", "huggingface", "web"], help="the engine or format to export for")
     result.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
-    result.add_argument("--out", type=Path, required=True, help="folder to write the converted model to")
+    result.add_argument("--out", type=Path, required=True, help="folder to write the converted model to (web: a file)")
+    result.add_argument(
+        "--language", choices=sorted(LANGUAGES), default="en", help="web: the language the page opens in (both inside)"
+    )
     result.add_argument("--force", action="store_true", help="replace the files of a non-empty --out folder")
     return result
 
@@ -36,11 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if loaded is None:
         return 1
     try:
+        if arguments.engine == "web":
+            out = export_web(loaded, arguments.out, arguments.language, force=arguments.force)
+            print(f"wrote {out}: the explorer of {loaded.path.name}, {out.stat().st_size / 1e6:.1f} MB; open it in a browser")
+            return 0
         if arguments.engine == "huggingface":
             out = export_marian(loaded, arguments.out, force=arguments.force)
         else:
             out = export_ctranslate2(loaded, arguments.out, force=arguments.force)
-    except (ExportError, HubError, OSError) as error:
+    except (ExportError, HubError, WebExportError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     size = sum(path.stat().st_size for path in out.iterdir()) / 1e6
