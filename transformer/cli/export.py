@@ -28,7 +28,9 @@ from transformer.web import WebExportError, export_web
 
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__.split("\n\n")[0])
-    result.add_argument("engine", choices=["ctranslate2", "huggingface", "web"], help="the engine or format to export for")
+    result.add_argument(
+        "engine", choices=["ctranslate2", "huggingface", "web"], help="the engine or format to export for"
+    )
     result.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     result.add_argument("--out", type=Path, required=True, help="folder to write the converted model to (web: a file)")
     result.add_argument(
@@ -46,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if arguments.engine == "web":
             out = export_web(loaded, arguments.out, arguments.language, force=arguments.force)
-            print(f"wrote {out}: the explorer of {loaded.path.name}, {out.stat().st_size / 1e6:.1f} MB; open it in a browser")
+            size = out.stat().st_size / 1e6
+            print(f"wrote {out}: the explorer of {loaded.path.name}, {size:.1f} MB; open it in a browser")
             return 0
         if arguments.engine == "huggingface":
             out = export_marian(loaded, arguments.out, force=arguments.force)

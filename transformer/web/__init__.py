@@ -134,9 +134,10 @@ def onnx_graphs(model: Transformer) -> tuple:
 
 
 def share_weights(graphs: tuple) -> bytes:
-    """Move every initializer of ``graphs`` into one block of bytes (returned) that each graph reads as the external
-    data file :data:`WEIGHTS_FILE` (float tensors of :data:`SMALL_TENSOR` values or more): a tensor both graphs hold is stored once, and a float32 tensor whose values are
-    all float16 numbers is stored as float16 behind a Cast node that gives the graph the same float32 values."""
+    """Move the float initializers of ``graphs`` (of :data:`SMALL_TENSOR` values or more) into one block of bytes
+    (returned) that each graph reads as the external data file :data:`WEIGHTS_FILE`: a tensor both graphs hold is
+    stored once, and a float32 tensor whose values are all float16 numbers is stored as float16 behind a Cast node
+    that gives the graph the same float32 values."""
     from onnx import TensorProto, helper, numpy_helper
 
     block = bytearray()

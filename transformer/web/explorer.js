@@ -34,12 +34,6 @@ async function gunzip(compressed) {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-function base64(array) {
-  let binary = "";
-  for (let i = 0; i < array.length; i += 0x8000) binary += String.fromCharCode(...array.subarray(i, i + 0x8000));
-  return btoa(binary);
-}
-
 async function load() {
   const started = performance.now();
   ort.env.wasm.numThreads = 1; // threads need a cross-origin-isolated page, which file:// is not
@@ -120,11 +114,13 @@ export async function translate(text, searches = ["beam", "greedy"]) {
     outputs[search] = search === "beam" ? await beam(step, config, limit, 4, 0.6) : await greedy(step, config, limit);
   }
   const maps = {};
+  const raw = { encoder: attention.data };
   for (const search of searches) {
     const sequence = [config.bos_id, ...outputs[search]];
     const out = await decode(source.ids, memory, [sequence]);
     const [L, , H, T] = out.self_attention.dims;
     const S = source.ids.length;
+    raw[search] = { decoder: out.self_attention.data, cross: out.cross_attention.data };
     maps[search] = {
       decoder: nest(out.self_attention.data, [L, H, T, T]),
       cross: nest(out.cross_attention.data, [L, H, T, S]),
@@ -138,6 +134,7 @@ export async function translate(text, searches = ["beam", "greedy"]) {
     outputs,
     encoder: nest(attention.data, [L, config.num_heads, S, S]),
     maps,
+    raw,
     milliseconds: performance.now() - started,
   };
 }
@@ -499,9 +496,18 @@ async function main() {
   if (state.text) await submit();
 }
 
-// For tests and benchmarks: the search and the maps without the page.
+// What a visitor does, timed: the sentence typed, translated with both searches and every view drawn.
+async function run(text) {
+  const started = performance.now();
+  $("sentence").value = text;
+  await submit();
+  return performance.now() - started;
+}
+
+// For tests and benchmarks: the search and the maps without the page, and the page's own path.
 window.explorer = {
   translate,
+  run,
   encodeIds: (text) => model.tokenizer.encodeIds(clean(text)),
   detokenize,
   encodeSource: (text) => encodeSource(text),
