@@ -5,6 +5,7 @@ does not have, and the exported lesson opened from disk with every non-file requ
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -212,7 +213,7 @@ def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, 
 def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, checkpoint: Path, tmp_path: Path):
     lesson = read_lesson("paper_tour")
     out = tmp_path / "paper_tour.html"
-    figures = export(lesson, load_checkpoint(checkpoint), out, "ko")
+    figures = export(lesson, load_checkpoint(checkpoint), out, "ko", explorer=False)
     assert figures >= len(lesson.steps) // 2
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     requests: list[str] = []
@@ -254,6 +255,58 @@ def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, ch
     assert page.locator(f"#step-{len(lesson.steps) - 1}").is_visible()
     assert requests == [] and errors == []
     assert os.path.getsize(out) < 20e6
+    context.close()
+
+
+@needs_browser
+@pytest.mark.skipif(shutil.which("npm") is None, reason="needs Node.js's npm (apt-get install npm)")
+def test_a_student_translates_their_own_sentence_on_an_exported_lessons_step(browser, tmp_path: Path):
+    """The lesson file carries the model: on a step showing a head, *Try your own sentence* opens the explorer on the
+    step's sentence and head, and a sentence the student types is translated there, with no request leaving."""
+    lesson = read_lesson("paper_tour")
+    out = tmp_path / "paper_tour.html"
+    export(lesson, load_checkpoint(None), out, "en")
+    number = next(
+        i for i, step in enumerate(lesson.steps, 1) if step.page == "explore" and step.state.get("kind") == "cross"
+    )
+    step = lesson.steps[number - 1]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    requests: list[str] = []
+
+    def route(route) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            requests.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{out.as_uri()}#{number}")
+    section = page.locator(f"#step-{number}")
+    if step.question is not None:
+        section.locator("button.reveal").click()
+    section.get_by_role("button", name="Try your own sentence").click()
+    explorer = page.frame_locator("iframe.explorer")
+    title = f"layer {step.state['layer']}, head {step.state['head']}"
+    head_title = explorer.locator("#head-title")
+    head_title.wait_for(state="visible", timeout=60_000)
+    assert title in head_title.inner_text() and "cross" in head_title.inner_text()
+    assert explorer.locator("#sentence").input_value() == step.state["text"]
+    explorer.locator("#sentence").fill("My sister reads a book in the garden.")
+    explorer.locator("#translate").click()
+    page.wait_for_function(
+        "() => document.querySelector('iframe.explorer').contentDocument.querySelector('#beam-output')"
+        ".textContent.length > 0 && !document.querySelector('iframe.explorer').contentDocument"
+        ".querySelector('#translate').disabled"
+    )
+    tokens = explorer.locator("#heatmap text").all_text_contents()
+    assert any("garden" in token for token in tokens)
+    page.locator("#next").click()
+    assert page.locator("#explorer-box").is_hidden()
+    assert requests == [] and errors == []
     context.close()
 
 

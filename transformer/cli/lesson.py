@@ -1,12 +1,15 @@
 """Lessons from the command line (:mod:`transformer.lessons`).
 
     python -m transformer.lesson check FILE_OR_NAME                 # is the lesson file playable?
-    python -m transformer.lesson export NAME --out FILE.html [--language ko] [--checkpoint DIR]
+    python -m transformer.lesson export NAME --out FILE.html [--language ko] [--checkpoint DIR] [--no-explorer]
 
 ``export`` writes the lesson as one self-contained web page (:mod:`transformer.plots.lesson`): every step's text and
 question, and its figures computed now from the model for the step's sentence and controls, with plotly's
 JavaScript inline. The file opens from disk or any static web server with no Python and no network. Views that
-need the live app (training the toy model, the beam tree, a head's card…) are named in the file instead.
+need the live app (training the toy model, the beam tree, a head's card…) are named in the file instead. The model
+itself comes too (the one-file explorer of :mod:`transformer.web`, about 44 MB; ``--no-explorer`` leaves it out):
+every step that shows a sentence's attention heads gets *Try your own sentence*, which translates what the student
+types and opens the step's head on it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from transformer.plots import training as plot_training
 from transformer.plots.lesson import lesson_html
 from transformer.plots.paper import paper_figures
 from transformer.runs import read_metrics, training_log
+from transformer.web import WebExportError, embeddable, explorer_html
 
 DEFAULT_SENTENCE = "The children are playing in the park."
 # A page's view in the file: (checkpoint, the step's URL state, language) → plotly figures (none: not in the file).
@@ -171,15 +175,44 @@ def step_figures(loaded: LoadedCheckpoint, step: Step, language: str) -> tuple[l
     return figures, None if figures else message(language, "lesson.in_the_app", page=page)
 
 
-def export(lesson: Lesson, loaded: LoadedCheckpoint, out: Path, language: str = DEFAULT_LANGUAGE) -> int:
-    """Write ``lesson`` as one web page to ``out``; returns the number of figures written."""
+def explorer_view(step: Step) -> dict | None:
+    """The sentence, attention kind, layer and head (from 1) a step opens the explorer on; None for a step whose view
+    is not one sentence's attention heads."""
+    state = step.state
+    if step.page == "explore" and state.get("view", "Heads") in ("Heads", "Model view"):
+        key = "kind" if state.get("view", "Heads") == "Heads" else "grid_kind"
+        return {
+            "text": state.get("text", DEFAULT_SENTENCE),
+            "kind": _kind(state, key),
+            "layer": _number(state, "layer", 1),
+            "head": _number(state, "head", 1),
+        }
+    if step.page == "step_by_step" and state.get("steps_tab", "steps") in ("steps", "multihead"):
+        return {
+            "text": state.get("steps_text", DEFAULT_SENTENCE),
+            "kind": _kind(state, "steps_kind"),
+            "layer": _number(state, "steps_layer", 1),
+            "head": _number(state, "steps_head", 1),
+        }
+    return None
+
+
+def export(
+    lesson: Lesson, loaded: LoadedCheckpoint, out: Path, language: str = DEFAULT_LANGUAGE, explorer: bool = True
+) -> int:
+    """Write ``lesson`` as one web page to ``out`` (with the one-file explorer inside unless ``explorer`` is False);
+    returns the number of figures written."""
     figures, notes = [], []
     for step in lesson.steps:
         step_figures_, note = step_figures(loaded, step, language)
         figures.append(step_figures_)
         notes.append(note)
+    tries = [explorer_view(step) for step in lesson.steps]
+    embedded = None
+    if explorer and any(tries):
+        embedded = embeddable(explorer_html(loaded, language))
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(lesson_html(lesson, figures, notes, language), encoding="utf-8")
+    out.write_text(lesson_html(lesson, figures, notes, language, embedded, tries), encoding="utf-8")
     return sum(len(f) for f in figures)
 
 
@@ -194,6 +227,12 @@ def parser() -> argparse.ArgumentParser:
     out.add_argument("--language", choices=sorted(LANGUAGES), default=DEFAULT_LANGUAGE, help="the page's language")
     out.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     out.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    out.add_argument(
+        "--no-explorer",
+        dest="explorer",
+        action="store_false",
+        help="leave the model out (a smaller file; the steps keep their figures but cannot take a new sentence)",
+    )
     return parse
 
 
@@ -213,7 +252,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = load_or_report(arguments.checkpoint)
     if loaded is None:
         return 1
-    count = export(lesson, loaded, arguments.out, arguments.language)
+    try:
+        count = export(lesson, loaded, arguments.out, arguments.language, arguments.explorer)
+    except WebExportError as error:
+        print(f"error: {error} (--no-explorer writes the lesson without the model)", file=sys.stderr)
+        return 1
     size = arguments.out.stat().st_size / 1e6
     print(f"wrote {arguments.out}: {len(lesson.steps)} steps, {count} figures, {size:.1f} MB")
     return 0

@@ -4,6 +4,10 @@ JavaScript inline, so that the file opens from disk or any static web server wit
 The page shows one step at a time (previous / next, the keyboard's arrows and Page Up / Page Down, ``#3`` in the
 address opens step 3); a step's figures are drawn when the step is first shown, and a step with a question keeps
 them hidden until the question is answered and revealed.
+
+With the one-file explorer inside (:mod:`transformer.web`), a step whose view is a sentence's attention heads gets
+*Try your own sentence*: the explorer opens under the step on the step's sentence, attention kind, layer and head, and
+translates whatever the student types there, in the browser.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ nav { display: flex; gap: 0.6rem; align-items: center; }
 button { font-size: 1rem; padding: 0.4rem 0.9rem; cursor: pointer; }
 button.primary { background: #ff4b4b; color: white; border: none; border-radius: 0.4rem; }
 .figure { margin: 1rem 0; }
+.try { margin: 0.6rem 0; }
+iframe.explorer { width: 100%; height: 80vh; border: 1px solid #ddd; border-radius: 0.5rem; margin-top: 0.5rem; }
 """
 
 SCRIPT = """
@@ -56,6 +62,8 @@ function show(index) {
   document.getElementById('previous').disabled = current === 0;
   document.getElementById('next').disabled = current === steps.length - 1;
   history.replaceState(null, '', '#' + (current + 1));
+  const box = document.getElementById('explorer-box');
+  if (box) box.hidden = true;
   draw(steps[current]);
 }
 function reveal(button) {
@@ -74,6 +82,25 @@ document.addEventListener('keydown', (event) => {
   if (event.key === 'ArrowLeft' || event.key === 'PageUp') show(current - 1);
 });
 show((parseInt(location.hash.slice(1), 10) || 1) - 1);
+let explorer = null;
+function tryOwn(button) {
+  const request = Object.assign({type: 'explorer-show'}, JSON.parse(button.dataset.view));
+  const box = document.getElementById('explorer-box');
+  if (!explorer) {
+    explorer = document.createElement('iframe');
+    explorer.className = 'explorer';
+    explorer.title = button.textContent;
+    explorer.pending = request;
+    explorer.onload = () => { explorer.loaded = true; explorer.contentWindow.postMessage(explorer.pending, '*'); };
+    const source = document.getElementById('explorer-html').textContent;
+    explorer.srcdoc = source.replaceAll('<\u2060/script', '</script');
+    box.appendChild(explorer);
+  }
+  box.hidden = false;
+  explorer.pending = request;
+  if (explorer.loaded) explorer.contentWindow.postMessage(request, '*');
+  box.scrollIntoView({behavior: 'smooth', block: 'start'});
+}
 """
 
 
@@ -82,10 +109,16 @@ def _paragraphs(text: str) -> str:
 
 
 def lesson_html(
-    lesson: Lesson, figures: Sequence[Sequence[go.Figure]], notes: Sequence[str | None], language: str
+    lesson: Lesson,
+    figures: Sequence[Sequence[go.Figure]],
+    notes: Sequence[str | None],
+    language: str,
+    explorer: str | None = None,
+    tries: Sequence[dict | None] | None = None,
 ) -> str:
     """The whole page: ``figures[i]`` are step i's figures, ``notes[i]`` a line shown instead where a view has no
-    figure in the file (None: nothing)."""
+    figure in the file (None: nothing). ``explorer``: the one-file explorer as :func:`transformer.web.embeddable`
+    text, and ``tries[i]`` the sentence and head step i opens it on ({text, kind, layer, head}; None: no button)."""
     say = lambda key, **values: message(language, key, **values)  # noqa: E731
     sections = []
     for number, (step, step_figures, note) in enumerate(zip(lesson.steps, figures, notes, strict=True), 1):
@@ -110,9 +143,19 @@ def lesson_html(
         ]
         if note:
             holders.append(f"<p class='note'>{html.escape(note)}</p>")
+        view = tries[number - 1] if explorer is not None and tries else None
+        if view is not None:
+            request = html.escape(json.dumps({**view, "language": language}), quote=True)
+            label = html.escape(say("lesson.try_own"))
+            holders.append(
+                f"<div class='try'><button type='button' data-view=\"{request}\" onclick='tryOwn(this)'>{label}"
+                "</button></div>"
+            )
         parts.append(f"<div class='figures{hidden}'>{''.join(holders)}</div>")
         sections.append(f"<section class='step' id='step-{number}'>{''.join(parts)}</section>")
     position = json.dumps(say("lesson.step_of", number="{number}", total="{total}"))
+    explorer_box = "" if explorer is None else "<div id='explorer-box' hidden></div>"
+    embedded = "" if explorer is None else f'<script type="text/html" id="explorer-html">{explorer}</script>\n'
     return f"""<!DOCTYPE html>
 <html lang="{language}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -123,9 +166,9 @@ def lesson_html(
 <header><h1>{html.escape(lesson.words("title", language))}</h1>
 <nav><button id="previous">← {html.escape(say("lesson.previous"))}</button><span id="position"></span>
 <button id="next" class="primary">{html.escape(say("lesson.next"))} →</button></nav></header>
-<main>{"".join(sections)}</main>
+<main>{"".join(sections)}{explorer_box}</main>
 <script>const POSITION = {position};{SCRIPT}</script>
-</body></html>
+{embedded}</body></html>
 """
 
 

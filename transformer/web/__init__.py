@@ -21,9 +21,12 @@ none):
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
+import io
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -104,32 +107,43 @@ def onnx_graphs(model: Transformer) -> tuple:
     source_length = torch.export.Dim("source", min=1, max=positions)
     target_length = torch.export.Dim("target", min=1, max=positions)
     source = torch.tensor([[5, 6, 7, model.config.eos_id]])
-    with _separate_projections(), torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        memory = model.encode(source)[0]
-        encoder = torch.onnx.export(
-            _Encoder(model),
-            (source,),
-            input_names=["source"],
-            output_names=["memory", "encoder_attention"],
-            dynamic_shapes={"source": {1: source_length}},
-            dynamo=True,
-            verbose=False,
-        )
-        target = torch.tensor([[model.config.bos_id, 8, 9]] * 2)
-        decoder = torch.onnx.export(
-            _Decoder(model),
-            (source.repeat(2, 1), memory.repeat(2, 1, 1), target),
-            input_names=["source", "memory", "target"],
-            output_names=["log_probs", "self_attention", "cross_attention"],
-            dynamic_shapes={
-                "source": {0: batch, 1: source_length},
-                "memory": {0: batch, 1: source_length},
-                "target": {0: batch, 1: target_length},
-            },
-            dynamo=True,
-            verbose=False,
-        )
+    quiet = logging.getLogger("torch.onnx")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the exporter's notes on operators this model never uses
+    try:
+        with (
+            _separate_projections(),
+            torch.no_grad(),
+            warnings.catch_warnings(),
+            contextlib.redirect_stdout(io.StringIO()),
+        ):
+            warnings.simplefilter("ignore")
+            memory = model.encode(source)[0]
+            encoder = torch.onnx.export(
+                _Encoder(model),
+                (source,),
+                input_names=["source"],
+                output_names=["memory", "encoder_attention"],
+                dynamic_shapes={"source": {1: source_length}},
+                dynamo=True,
+                verbose=False,
+            )
+            target = torch.tensor([[model.config.bos_id, 8, 9]] * 2)
+            decoder = torch.onnx.export(
+                _Decoder(model),
+                (source.repeat(2, 1), memory.repeat(2, 1, 1), target),
+                input_names=["source", "memory", "target"],
+                output_names=["log_probs", "self_attention", "cross_attention"],
+                dynamic_shapes={
+                    "source": {0: batch, 1: source_length},
+                    "memory": {0: batch, 1: source_length},
+                    "target": {0: batch, 1: target_length},
+                },
+                dynamo=True,
+                verbose=False,
+            )
+    finally:
+        quiet.setLevel(level)
     return encoder.model_proto, decoder.model_proto
 
 
@@ -220,6 +234,10 @@ def javascript(cache: Path | None = None) -> str:
             "--platform=browser",
             "--minify",
             "--legal-comments=none",
+            "--charset=ascii",
+            # No address to resolve files against: everything is inlined, and a page embedded in a lesson (an
+            # about:srcdoc frame) has an opaque origin that onnxruntime's file:// path would resolve against.
+            "--define:import.meta.url=undefined",
             "--alias:fs=./empty.js",
             "--alias:module=./empty.js",
             "--log-level=error",
@@ -316,6 +334,17 @@ def explorer_html(loaded: LoadedCheckpoint, language: str = "en", cache: Path | 
         .replace("{{BINARIES}}", binaries)
         .replace("{{SCRIPT}}", script.replace("</script", "<\\/script"))
     )
+
+
+EMBED_MARKER = "<\u2060/script"  # how an embedded explorer spells "</script" inside another page's <script>
+
+
+def embeddable(html: str) -> str:
+    """An explorer document as text that can sit inside another page's ``<script type="text/html">`` element: each
+    ``</script`` spelled with a word joiner (:data:`EMBED_MARKER`), which the page turns back before using it."""
+    if EMBED_MARKER in html:
+        raise WebExportError("the explorer's text already holds the marker used to embed it")
+    return html.replace("</script", EMBED_MARKER)
 
 
 def export_web(

@@ -342,7 +342,11 @@ function writeHash() {
     search: state.search,
     lang: language,
   });
-  history.replaceState(null, "", `#${parameters}`);
+  try {
+    history.replaceState(null, "", `#${parameters}`);
+  } catch {
+    // a page with no address of its own (a lesson's embedded explorer) keeps its state in memory only
+  }
 }
 
 function readHash() {
@@ -472,9 +476,27 @@ function wire() {
   }
 }
 
+// A lesson that embeds the explorer shows a step's sentence and head: {text, kind, layer, head} (layer and head from
+// 1), translated as soon as the model is ready.
+function listen() {
+  window.addEventListener("message", (event) => {
+    const request = event.data;
+    if (!request || request.type !== "explorer-show") return;
+    state.kind = KINDS.includes(request.kind) ? request.kind : state.kind;
+    state.layer = Math.max(0, (Number(request.layer) || 1) - 1);
+    state.head = Math.max(0, Math.min(config.num_heads, Number(request.head) || 1) - 1);
+    if (data.strings[request.language]) language = request.language;
+    state.text = String(request.text ?? "");
+    $("sentence").value = state.text;
+    render();
+    if (model && state.text.trim()) submit();
+  });
+}
+
 async function main() {
   readHash();
   wire();
+  listen();
   fillText();
   fillChoices();
   $("sentence").value = state.text || data.example;
