@@ -29,6 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
+from transformer.analysis.word_alignment import default_method
 from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
 from transformer.decode import DEFAULT_DECODING, GREEDY, translate_ids
 from transformer.web import MAX_SOURCE_TOKENS, export_web
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         export_seconds = None
         if path is None:
             started = time.perf_counter()
-            path = export_web(loaded, Path(scratch) / "explorer.html")
+            path = export_web(loaded, Path(scratch) / "explorer.html", alignment=default_method(loaded).name)
             export_seconds = round(time.perf_counter() - started, 1)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from transformer.analysis.word_alignment import default_method
 from transformer.cli import load_or_report
 from transformer.export import ExportError, export_ctranslate2
 from transformer.hub import HubError, export_marian
@@ -47,7 +48,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     try:
         if arguments.engine == "web":
-            out = export_web(loaded, arguments.out, arguments.language, force=arguments.force)
+            alignment = default_method(loaded).name
+            out = export_web(loaded, arguments.out, arguments.language, alignment, force=arguments.force)
             size = out.stat().st_size / 1e6
             print(f"wrote {out}: the explorer of {loaded.path.name}, {size:.1f} MB; open it in a browser")
             return 0

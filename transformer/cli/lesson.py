@@ -23,6 +23,7 @@ import torch
 
 from transformer.analysis.attention import KINDS, translate_with_attention
 from transformer.analysis.steps import STEPS, head_steps, scaling_demo
+from transformer.analysis.word_alignment import default_method
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import load_or_report
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
@@ -210,7 +211,7 @@ def export(
     tries = [explorer_view(step) for step in lesson.steps]
     embedded = None
     if explorer and any(tries):
-        embedded = embeddable(explorer_html(loaded, language))
+        embedded = embeddable(explorer_html(loaded, language, default_method(loaded).name))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(lesson_html(lesson, figures, notes, language, embedded, tries), encoding="utf-8")
     return sum(len(f) for f in figures)

@@ -48,6 +48,7 @@ MAX_CHARACTERS = 2000  # as the app's sentence boxes
 MAX_SOURCE_TOKENS = 96  # as the app's maps (pages/common.py): beyond this a map stops being readable
 SMALL_TENSOR = 1024
 WEIGHTS_FILE = "weights.bin"  # the name both graphs give their external weights
+FALLBACK_ALIGNMENT = "mean-both"  # as transformer.analysis.word_alignment for a checkpoint with no measured choice
 EXAMPLE = "The law will never be perfect, but its application should be just."
 
 
@@ -270,18 +271,16 @@ def _strings() -> dict[str, dict[str, str]]:
     }
 
 
-def _alignment_method(loaded: LoadedCheckpoint) -> str:
-    from transformer.analysis.word_alignment import default_method
-
-    return default_method(loaded).name
-
-
 def _binary(element_id: str, payload: bytes) -> str:
     return f'<script type="application/octet-stream" id="{element_id}">{base64.b64encode(payload).decode()}</script>'
 
 
-def explorer_html(loaded: LoadedCheckpoint, language: str = "en", cache: Path | None = None) -> str:
-    """The explorer of ``loaded`` as one HTML document (see the module's docstring)."""
+def explorer_html(
+    loaded: LoadedCheckpoint, language: str = "en", alignment: str = FALLBACK_ALIGNMENT, cache: Path | None = None
+) -> str:
+    """The explorer of ``loaded`` as one HTML document (see the module's docstring). ``alignment``: the word
+    alignment method's name (``L2H4-shift-both``: a layer and head, then whether the rows are shifted and both
+    directions must agree; the command lines pass the checkpoint's measured choice)."""
     import tempfile
 
     if language not in LANGUAGES:
@@ -312,7 +311,7 @@ def explorer_html(loaded: LoadedCheckpoint, language: str = "en", cache: Path | 
         },
         "pieces": loaded.tokenizer.pieces(range(config.vocab_size)),
         "strings": _strings(),
-        "alignment_method": _alignment_method(loaded),
+        "alignment_method": alignment,
         "max_characters": MAX_CHARACTERS,
         "max_source_tokens": MAX_SOURCE_TOKENS,
         "example": EXAMPLE,
@@ -348,13 +347,18 @@ def embeddable(html: str) -> str:
 
 
 def export_web(
-    loaded: LoadedCheckpoint, out: str | Path, language: str = "en", force: bool = False, cache: Path | None = None
+    loaded: LoadedCheckpoint,
+    out: str | Path,
+    language: str = "en",
+    alignment: str = FALLBACK_ALIGNMENT,
+    force: bool = False,
+    cache: Path | None = None,
 ) -> Path:
     """Write the one-file explorer of ``loaded`` to ``out`` (an .html file); an existing file only with ``force``."""
     out = Path(out)
     if out.exists() and not force:
         raise WebExportError(f"{out} exists (--force replaces it)")
-    html = explorer_html(loaded, language, cache)
+    html = explorer_html(loaded, language, alignment, cache)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
     partial.write_text(html, encoding="utf-8")
