@@ -209,23 +209,29 @@ def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, 
     context.close()
 
 
+def file_only_context(browser, refused: list[str]):
+    """A browser context whose pages may read files only: any other request is refused and appended to ``refused``."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+
+    def route(route) -> None:
+        if route.request.url.startswith("file:"):
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", route)
+    return context
+
+
 @needs_browser
 def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, checkpoint: Path, tmp_path: Path):
     lesson = read_lesson("paper_tour")
     out = tmp_path / "paper_tour.html"
     figures = export(lesson, load_checkpoint(checkpoint), out, "ko", explorer=False)
     assert figures >= len(lesson.steps) // 2
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
     requests: list[str] = []
-
-    def route(route) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            requests.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", route)
+    context = file_only_context(browser, requests)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -270,17 +276,8 @@ def test_a_student_translates_their_own_sentence_on_an_exported_lessons_step(bro
         i for i, step in enumerate(lesson.steps, 1) if step.page == "explore" and step.state.get("kind") == "cross"
     )
     step = lesson.steps[number - 1]
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
     requests: list[str] = []
-
-    def route(route) -> None:
-        if route.request.url.startswith("file:"):
-            route.continue_()
-        else:
-            requests.append(route.request.url)
-            route.abort()
-
-    context.route("**/*", route)
+    context = file_only_context(browser, requests)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
