@@ -2,27 +2,30 @@
 the visitor's session (:mod:`transformer.toy`), its loss and its heads redrawn every few steps, with the paper's
 ablations as switches (one head, no positional encoding, no 1/√d_k).
 
-A run lives in ``st.session_state`` keyed by its settings, one snapshot appended as each arrives: a finished run is
-shown again whenever the visitor comes back to the same settings, and a run cut short (the Stop button, or any other
-click, which makes Streamlit rerun the page) keeps what it had learned so far, marked as stopped.
+The training is a job in the server's queue (:mod:`transformer.serving.jobs`), not part of the page's run: the page
+answers at once, shows the job's place while it waits and its snapshots as they come (redrawn every second), and the
+visitor may click anything meanwhile, leave for another page or reload (the job's id is in the address) and find it
+where it got to. Stop ends it. A run lives in ``st.session_state`` keyed by its settings once its job has ended: a
+finished run is shown again whenever the visitor comes back to the same settings, and a stopped one keeps what it
+had learned so far, marked as stopped.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import url_state
 from pages.common import COMMON_FIELDS, presenter_controls, save_page, show_figure, sidebar_figure_format_picker
 from pages.i18n import language, t
 from pages.navigation import through_the_router
+from pages.page_slots import cores, page_slots
 from pages.url_state import Field
 from transformer.plots import toy as plot_toy
-from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run, torch_threads, train
-
-if TYPE_CHECKING:
-    from streamlit.delta_generator import DeltaGenerator
+from transformer.serving.jobs import FAILED, FINISHED, WAITING, Job, JobError, JobQueue, settings_of
+from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run
 
 st.set_page_config(page_title=t("toy.title"), page_icon="🧸", layout="wide")
 
@@ -42,7 +45,23 @@ FIELDS = {
     "toy_steps": Field(STEPS[1], url_state.integer(*STEPS)),
     "toy_view": Field(VIEWS[0], url_state.choice(VIEWS)),
     "toy_step": Field(None, url_state.integer(0, STEPS[1])),  # the snapshot shown once a run has ended
+    "toy_job": Field("", url_state.text(40)),  # the training job on show, while it waits or runs
 }
+POLL_SECONDS = 1.0  # how often a waiting or running job is redrawn
+
+
+@st.cache_resource(show_spinner=False)
+def job_queue() -> JobQueue:
+    """The server's queue of trainings: one worker per core but one (one at least; ``TRANSFORMER_JOB_WORKERS``
+    overrides), so that the pages keep a core; one job per session; 64 waiting at most."""
+    workers = int(os.environ.get("TRANSFORMER_JOB_WORKERS") or max(1, cores() - 1))
+    return JobQueue(workers=workers, per_owner=1, capacity=64)
+
+
+def owner() -> str:
+    """Who asks: the browser session (a reload is a new session, which finds its job by the id in the address)."""
+    context = get_script_run_ctx()
+    return context.session_id if context is not None else "local"
 
 
 def runs() -> dict[ToySettings, ToyRun]:
@@ -92,24 +111,54 @@ def show_run(run: ToyRun, view: str, shown: int, key: str) -> None:
     show_figure(figure, key=f"toy_attention_chart{key}", filename=f"toy_{view}_step_{snapshot.step}")
 
 
-def train_live(settings: ToySettings, view: str, buttons: DeltaGenerator) -> None:
-    """Train, drawing every snapshot as it comes; a Stop button (in ``buttons``; any click does it) interrupts the
-    page run."""
+def run_of(job: Job, settings: ToySettings) -> ToyRun:
+    """The run a job has made so far: its snapshots, finished when the job has."""
     run = new_run(settings)
-    keep_run(run)
-    buttons.button(t("toy.stop"), key="toy_stop", icon=":material/stop:")
-    status, live = st.empty(), st.empty()
-    with torch_threads():  # given back however the run ends (an interruption raises here)
-        for snapshot in train(settings):
-            run.snapshots.append(snapshot)
-            status.info(
-                t("toy.training", step=snapshot.step, seconds=snapshot.seconds), icon=":material/model_training:"
-            )
-            with live.container():
-                show_run(run, view, -1, key=f"_live_{len(run.snapshots)}")
-    run.finished = True
-    url_state.assign({"toy_step": run.last.step})  # a new run opens on its last snapshot
-    st.rerun()  # drawn again as a finished run, with its step slider
+    run.snapshots = list(job.progress)
+    run.finished = job.state == FINISHED
+    return run
+
+
+@st.fragment(run_every=POLL_SECONDS)
+def follow(job_id: str, settings: ToySettings, view: str) -> None:
+    """A waiting or running job, redrawn every second (in a page slot, as every run); when it has ended, the whole
+    page runs again and keeps its run."""
+    with page_slots().held():
+        queue = job_queue()
+        job = queue.get(job_id)
+        if job is None or job.done:
+            st.rerun()
+        if st.button(t("toy.stop"), key="toy_stop", icon=":material/stop:"):
+            queue.cancel(job)
+            st.rerun()
+        if job.state == WAITING:
+            st.info(t("toy.waiting", place=queue.place(job), running=queue.running), icon=":material/hourglass_top:")
+            return
+        run = run_of(job, settings)
+        if run.last is None:
+            st.info(t("toy.starting"), icon=":material/model_training:")
+            return
+        st.info(t("toy.training", step=run.last.step, seconds=run.last.seconds), icon=":material/model_training:")
+        show_run(run, view, -1, key=f"_live_{len(run.snapshots)}")
+
+
+def current_job(settings: ToySettings) -> Job | None:
+    """The job of the address (this session's, or a reloaded one's) when it trains these settings."""
+    job = job_queue().get(st.session_state.get("toy_job") or None)
+    if job is None or job.kind != "toy" or job.settings != settings_of(settings):
+        return None
+    return job
+
+
+def end_job(job: Job, settings: ToySettings) -> None:
+    """Keep an ended job's run under its settings and take the job out of the address."""
+    run = run_of(job, settings)
+    if run.snapshots:
+        keep_run(run)
+        url_state.assign({"toy_step": run.last.step})  # an ended run opens on its last snapshot
+    if job.state == FAILED:
+        st.session_state["_toy_failure"] = job.error
+    url_state.forget("toy_job")
 
 
 # ------------------------------------------------------------------------------------------------ page
@@ -147,11 +196,23 @@ with notes:
         st.markdown(note)
 view_names = {name: t(f"toy.view_{name}") for name in VIEWS}
 view = buttons.radio(t("toy.view"), VIEWS, key="toy_view", format_func=view_names.__getitem__)
+job = current_job(settings)
+if job is not None and job.done:
+    end_job(job, settings)
+    job = None
 run = runs().get(settings)
+failure = st.session_state.pop("_toy_failure", None)
+if failure:
+    st.error(t("toy.failed", error=failure))
 label = t("toy.train_again") if run is not None else t("toy.train")
-if buttons.button(label, key="toy_train", type="primary", icon=":material/model_training:"):
-    save_page(FIELDS)
-    train_live(settings, view, buttons)
+if job is None and buttons.button(label, key="toy_train", type="primary", icon=":material/model_training:"):
+    try:
+        job = job_queue().submit(owner(), "toy", settings_of(settings))
+        url_state.assign({"toy_job": job.id})
+    except JobError as error:
+        st.warning(t("toy.refused", reason=str(error)))
+if job is not None:
+    follow(job.id, settings, view)
 elif run is None or not run.snapshots:
     st.info(t("toy.press_train"))
 else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +200,16 @@ def open_page(**query: str) -> AppTest:
     return app.run()
 
 
+def until_trained(app: AppTest, timeout: float = 180.0) -> AppTest:
+    """Run the page again until its training job has ended (the page answers at once while the job runs)."""
+    deadline = time.monotonic() + timeout
+    while app.query_params.get("toy_job") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        app.run()
+        no_exceptions(app)
+    return app
+
+
 def test_the_page_trains_draws_and_keeps_its_run():
     app = open_page(toy_task="copy", toy_steps="50")
     no_exceptions(app)
@@ -207,6 +218,9 @@ def test_the_page_trains_draws_and_keeps_its_run():
     assert not charts(app) and app.info
     app.button(key="toy_train").click().run()
     no_exceptions(app)
+    assert app.query_params["toy_job"] and app.button(key="toy_stop")  # queued: the page answered at once
+    until_trained(app)
+    assert "toy_job" not in app.query_params
     shown = charts(app)
     assert len(shown) == 2
     curve, tiles = (chart["figure"] for chart in shown)
@@ -231,9 +245,33 @@ def test_the_page_trains_draws_and_keeps_its_run():
     assert link.slider(key="toy_steps").value == 50 and not charts(link)
 
 
+def test_a_training_goes_on_while_the_visitor_leaves_and_comes_back_by_its_link():
+    app = open_page(toy_task="sort", toy_steps="100", toy_seed="7")
+    app.button(key="toy_train").click().run()
+    link = dict(app.query_params)
+    assert link["toy_job"]
+    back = until_trained(open_page(**link))  # a reload: another session, the same job
+    assert back.success and back.metric[0].value == "100" and len(charts(back)) == 2
+
+
+def test_one_job_per_session_and_stop_ends_it():
+    app = open_page(toy_task="sort", toy_steps="3000", toy_seed="8")
+    app.button(key="toy_train").click().run()
+    assert app.query_params["toy_job"]
+    app.number_input(key="toy_seed").set_value(9).run()  # other settings: their own Train button
+    app.button(key="toy_train").click().run()
+    assert any("already has 1 job" in warning.value for warning in app.warning)
+    app.number_input(key="toy_seed").set_value(8).run()
+    app.button(key="toy_stop").click().run()
+    until_trained(app)
+    no_exceptions(app)
+    assert "toy_job" not in app.query_params and app.button(key="toy_train")
+
+
 def test_the_page_speaks_korean():
     app = open_page(lang="ko", toy_steps="50", toy_pe="0", toy_heads="1", toy_scaled="0")
     app.button(key="toy_train").click().run()
+    until_trained(app)
     no_exceptions(app)
     shown = [
         app.title[0].value,
