@@ -295,6 +295,185 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
+class Visitor:
+    """One session speaking Streamlit's protocol for the class benchmark: reruns with widget values, following the
+    pages a run switches to (a lesson step opens its page), and what each run showed."""
+
+    def __init__(self, connection, index: int) -> None:
+        self.connection = connection
+        self.index = index
+        self.page = ""  # the page script's hash
+        self.pages: dict[str, str] = {}  # url path → page script hash
+        self.query = ""
+        self.widgets: dict[str, str] = {}  # label → id, from the last run
+
+    async def run(self, query: str | None = None, states: dict[str, object] | None = None, page: str = "") -> dict:
+        """One rerun (the current page, or ``page`` by its url path) until the page the run ends on has finished:
+        seconds, alerts [(format, text)], charts' keys and exceptions."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        message = BackMsg()
+        message.rerun_script.query_string = self.query if query is None else query
+        message.rerun_script.page_script_hash = self.pages.get(page, self.page) if page else self.page
+        for label, value in (states or {}).items():
+            if label not in self.widgets:
+                raise LookupError(f"the page showed no {label!r} control")
+            state = message.rerun_script.widget_states.widgets.add()
+            state.id = self.widgets[label]
+            if value is True:
+                state.trigger_value = True
+            elif isinstance(value, list):  # a slider's value(s)
+                state.double_array_value.data.extend(float(number) for number in value)
+            else:
+                state.string_value = str(value)
+        started = time.perf_counter()
+        await self.connection.send(message.SerializeToString())
+        shown: dict[str, list] = {"alerts": [], "charts": [], "exceptions": []}
+        self.widgets = {}
+        while True:
+            reply = ForwardMsg()
+            reply.ParseFromString(await asyncio.wait_for(self.connection.recv(), TIMEOUT_MS / 1000))
+            kind = reply.WhichOneof("type")
+            if kind == "navigation":
+                self.page = reply.navigation.page_script_hash or self.page
+                self.pages = {entry.url_pathname: entry.page_script_hash for entry in reply.navigation.app_pages}
+            elif kind == "new_session":
+                self.page = reply.new_session.page_script_hash or self.page
+            elif kind == "page_info_changed":
+                self.query = reply.page_info_changed.query_string
+            elif kind == "delta" and reply.delta.WhichOneof("type") == "new_element":
+                element = reply.delta.new_element
+                name = element.WhichOneof("type")
+                if name in ("text_area", "text_input", "button", "slider"):
+                    self.widgets[getattr(element, name).label] = getattr(element, name).id
+                elif name == "alert":
+                    shown["alerts"].append((element.alert.format, element.alert.body))
+                elif name == "plotly_chart":
+                    shown["charts"].append(element.plotly_chart.id.rsplit("-", 1)[-1])
+                elif name == "exception":
+                    shown["exceptions"].append(element.exception.message[:160])
+            elif kind == "script_finished" and reply.script_finished != ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+                return {"seconds": time.perf_counter() - started, **shown}
+
+
+def tour_steps() -> int:
+    from transformer.lessons import read_lesson
+
+    return len(read_lesson("paper_tour").steps)
+
+
+async def class_session(
+    origin: str, index: int, pause: float, train: bool, card: bool, train_seconds: int, job_timeout: float = 900.0
+) -> dict:
+    """One student of a class: the paper tour step by step at a reading pace, a sentence of their own translated on
+    the first step that translates; with ``train``, a tiny model trained on the tour's training step (waiting for it
+    to finish, the page asked again every two seconds as the browser's fragment does); with ``card``, a head's card of
+    the atlas at the end. Short actions: every step, the translation, the card (seconds each)."""
+    import websockets
+    from streamlit.proto.Alert_pb2 import Alert
+
+    short: list[float] = []
+    jobs: list[float] = []
+    errors: list[str] = []
+    reader = Reader(index, pause)
+
+    def check(result: dict, what: str) -> None:
+        errors.extend(f"session {index}, {what}: the app shows an exception: {e}" for e in result["exceptions"])
+        errors.extend(
+            f"session {index}, {what}: an error box: {body[:120]}"
+            for form, body in result["alerts"]
+            if form == Alert.ERROR
+        )
+
+    try:
+        async with websockets.connect(
+            origin.replace("http", "ws", 1) + "/_stcore/stream",
+            subprotocols=["streamlit"],
+            additional_headers={"X-Forwarded-For": f"198.51.100.{index % 250 + 1}"},
+            max_size=2**28,
+            open_timeout=TIMEOUT_MS / 1000,
+        ) as connection:
+            visitor = Visitor(connection, index)
+            check(await visitor.run(""), "the first page")
+            translated = False
+            for step in range(1, tour_steps() + 1):
+                await reader.read()
+                result = await visitor.run(f"lesson=paper_tour&lesson_step={step}")
+                check(result, f"lesson step {step}")
+                short.append(result["seconds"])
+                if not translated and "Translate" in visitor.widgets and "English sentence" in visitor.widgets:
+                    await reader.read()
+                    sentence = sentences(index, 1)[0]
+                    result = await visitor.run(states={"English sentence": sentence, "Translate": True})
+                    check(result, "a translation")
+                    if "heatmap" not in result["charts"]:
+                        errors.append(f"session {index}: no heatmap after submitting {sentence!r}")
+                    short.append(result["seconds"])
+                    translated = True
+                if train and "Train" in visitor.widgets:
+                    started = time.perf_counter()
+                    await visitor.run(states={"Stop after this many seconds": [train_seconds]})  # the budget
+                    result = await visitor.run(states={"Train": True})
+                    check(result, "training")
+                    ended = lambda r: any(f in (Alert.SUCCESS, Alert.WARNING) for f, _ in r["alerts"])  # noqa: E731
+                    while not ended(result) and time.perf_counter() - started < job_timeout:
+                        await asyncio.sleep(2.0)
+                        result = await visitor.run()
+                        check(result, "training")
+                    if not ended(result):
+                        errors.append(f"session {index}: the training did not end within {job_timeout:.0f} s")
+                    elif not any(f == Alert.SUCCESS for f, _ in result["alerts"]):
+                        errors.append(f"session {index}: the training ended without finishing")
+                    jobs.append(time.perf_counter() - started)
+                    train = False
+            if card:
+                await reader.read()
+                head = f"encoder-5-{index % 8 + 1}"
+                result = await visitor.run(f"atlas_head={head}", page="head_atlas")
+                check(result, "an atlas card")
+                short.append(result["seconds"])
+    except (TimeoutError, OSError, LookupError, websockets.WebSocketException) as error:
+        errors.append(f"session {index}: {type(error).__name__} {error}")
+    return {"short": short, "jobs": jobs, "errors": errors}
+
+
+async def measure_class(
+    origin: str, process: subprocess.Popen, students: int, trainers: int, cards: int, pause: float, train_seconds: int
+) -> dict:
+    """A class at once: ``students`` sessions on the tour, the first ``trainers`` training, the next ``cards``
+    opening an atlas card; short actions' p50/p95, the jobs' times, errors and the server's peak memory."""
+    started, cpu = time.perf_counter(), cpu_seconds(process.pid)
+    visits = [
+        class_session(origin, i, pause, i < trainers, trainers <= i < trainers + cards, train_seconds)
+        for i in range(students)
+    ]
+    sessions = await asyncio.gather(*visits)
+    wall = time.perf_counter() - started
+    short = [value for session in sessions for value in session["short"]]
+    jobs = [value for session in sessions for value in session["jobs"]]
+    errors = [message for session in sessions for message in session["errors"]]
+    used = cpu_seconds(process.pid)
+    return {
+        "students": students,
+        "trainers": trainers,
+        "cards": cards,
+        "pause_s": pause,
+        "train_seconds": train_seconds,
+        "short_actions": len(short),
+        "short_p50_s": round(statistics.median(short), 3) if short else None,
+        "short_p95_s": round(percentile(short, 0.95), 3) if short else None,
+        "short_max_s": round(max(short), 3) if short else None,
+        "jobs_finished": len(jobs) - sum("training" in m for m in errors),
+        "job_s": [round(value, 1) for value in jobs],
+        "errors": len(errors),
+        "error_messages": errors[:8],
+        "wall_s": round(wall, 1),
+        "cores": {name: round((used[name] - cpu[name]) / wall, 2) for name in used},
+        "server_peak_mb": round(peak_memory_mb(process.pid), 1),
+    }
+
+
 def warm_up(origin: str, log: Path, timeout: float = 180.0) -> None:
     """One visit (the model loads, the default sentence is translated), then wait until the server's translation
     process is ready or has failed (:func:`~benchmarks.app_server.wait_for_translation_process`)."""
@@ -397,6 +576,16 @@ def main(argv: list[str] | None = None) -> int:
         "--pause", type=float, default=0.0, help="seconds each session reads after each chart, on average (default 0)"
     )
     parser.add_argument("--checkpoint", default=None, help="checkpoint name or folder (default: the shipped model)")
+    parser.add_argument(
+        "--class",
+        dest="students",
+        type=int,
+        default=0,
+        help="a class of this many sessions on the paper tour (protocol client; see --trainers, --cards, --pause)",
+    )
+    parser.add_argument("--trainers", type=int, default=5, help="--class: students who train a tiny model")
+    parser.add_argument("--cards", type=int, default=3, help="--class: students who open an atlas card")
+    parser.add_argument("--train-seconds", type=int, default=30, help="--class: each training's budget (10-90)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--cold",
@@ -410,6 +599,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     counts = [int(part) for part in args.sessions.split(",") if part.strip()]
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"load-server-{os.getpid()}.log"
+    if args.students:
+        return run_class(args, log)
     with serving(args.checkpoint, log) as (origin, process):
         if not args.cold:
             warm_up(origin, log)
@@ -454,6 +645,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"         {message}")
     if ratio is not None:
         print(f"p95 at 8 sessions / p95 of one: {ratio}× (target ≤ 3×)")
+    return 0
+
+
+def run_class(args: argparse.Namespace, log: Path) -> int:
+    pause = args.pause if args.pause > 0 else 8.0  # a class reads: 8 s between actions on average unless told
+    with serving(args.checkpoint, log) as (origin, process):
+        warm_up(origin, log)
+        result = asyncio.run(
+            measure_class(origin, process, args.students, args.trainers, args.cards, pause, args.train_seconds)
+        )
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    print(
+        f"{result['students']} students ({result['trainers']} training, {result['cards']} opening a card), "
+        f"{result['wall_s']} s: short actions p50 {result['short_p50_s']} s, p95 {result['short_p95_s']} s, "
+        f"max {result['short_max_s']} s; jobs {result['job_s']}; errors {result['errors']}"
+    )
+    for message in result["error_messages"]:
+        print(f"    {message}")
     return 0
 
 
