@@ -402,13 +402,18 @@ async def class_session(
                 result = await visitor.run(f"lesson=paper_tour&lesson_step={step}")
                 check(result, f"lesson step {step}")
                 short.append(result["seconds"])
+                if "Show the view" in visitor.widgets:  # the step's question, answered: its view revealed
+                    await reader.read()
+                    result = await visitor.run(states={"Show the view": True})
+                    check(result, f"lesson step {step}'s view")
+                    short.append(result["seconds"])
                 if not translated and "Translate" in visitor.widgets and "English sentence" in visitor.widgets:
                     await reader.read()
                     sentence = sentences(index, 1)[0]
                     result = await visitor.run(states={"English sentence": sentence, "Translate": True})
                     check(result, "a translation")
-                    if "heatmap" not in result["charts"]:
-                        errors.append(f"session {index}: no heatmap after submitting {sentence!r}")
+                    if not result["charts"]:
+                        errors.append(f"session {index}: no chart after submitting {sentence!r}")
                     short.append(result["seconds"])
                     translated = True
                 if train and "Train" in visitor.widgets:

@@ -116,3 +116,30 @@ def test_a_reading_session_pauses_between_half_and_one_and_a_half_times_the_paus
     assert pauses(3, 2.0) == first  # a repeatable run
     assert pauses(4, 2.0) != first  # sessions do not act in step
     assert pauses(3, 0.0) == []
+
+
+@pytest.mark.slow
+def test_a_small_class_on_the_paper_tour_meets_no_error_and_its_training_finishes():
+    """Eight sessions follow the paper tour at a reading pace (protocol client): every step, a sentence of their own,
+    one tiny model trained in the job queue while the others read on, one atlas card; no error, the job finished."""
+    command = [
+        sys.executable,
+        "benchmarks/load.py",
+        "--class",
+        "8",
+        "--trainers",
+        "1",
+        "--cards",
+        "1",
+        "--train-seconds",
+        "10",
+        "--pause",
+        "1",
+        "--json",
+    ]
+    finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    result = json.loads(finished.stdout)
+    assert result["errors"] == 0, result["error_messages"]
+    assert result["jobs_finished"] == 1 and len(result["job_s"]) == 1
+    assert result["short_actions"] >= 8 * 17  # every tour step and a translation, per session
