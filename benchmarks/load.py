@@ -210,6 +210,21 @@ async def one_session(browser, origin: str, index: int, requests: int, pause: fl
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
+def connect(origin: str, address: str):
+    """A websocket to the server's Streamlit stream, as from a student's own computer at ``address`` (as a proxy in
+    front of the server would announce it: without this the server would take each session for a browser on its own
+    machine and leave it a core while searching)."""
+    import websockets
+
+    return websockets.connect(
+        origin.replace("http", "ws", 1) + "/_stcore/stream",
+        subprotocols=["streamlit"],
+        additional_headers={"X-Forwarded-For": address},
+        max_size=2**28,
+        open_timeout=TIMEOUT_MS / 1000,
+    )
+
+
 async def protocol_session(origin: str, index: int, requests: int, pause: float = 0.0) -> dict:
     """One visitor speaking Streamlit's websocket protocol: the same sentences and views as :func:`one_session`."""
     import websockets
@@ -267,15 +282,7 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
 
     query = "kind=encoder"
     try:
-        async with websockets.connect(
-            origin.replace("http", "ws", 1) + "/_stcore/stream",
-            subprotocols=["streamlit"],
-            # A student's own computer, as a proxy in front of the server would announce it: without this the
-            # server would take each session for a browser on its own machine and leave it a core while searching.
-            additional_headers={"X-Forwarded-For": f"192.0.2.{index % 250 + 1}"},
-            max_size=2**28,
-            open_timeout=TIMEOUT_MS / 1000,
-        ) as connection:
+        async with connect(origin, f"192.0.2.{index % 250 + 1}") as connection:
             await run(connection, query, {})
             for sentence in sentences(index, requests):
                 seconds, charts = await run(connection, query, {"English sentence": sentence, "Translate": True})
@@ -387,13 +394,7 @@ async def class_session(
         )
 
     try:
-        async with websockets.connect(
-            origin.replace("http", "ws", 1) + "/_stcore/stream",
-            subprotocols=["streamlit"],
-            additional_headers={"X-Forwarded-For": f"198.51.100.{index % 250 + 1}"},
-            max_size=2**28,
-            open_timeout=TIMEOUT_MS / 1000,
-        ) as connection:
+        async with connect(origin, f"198.51.100.{index % 250 + 1}") as connection:
             visitor = Visitor(connection, index)
             check(await visitor.run(""), "the first page")
             translated = False

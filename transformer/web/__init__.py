@@ -215,8 +215,7 @@ def javascript(cache: Path | None = None) -> str:
     npm = shutil.which("npm")
     if npm is None:
         raise WebExportError("npm is not installed; the explorer's JavaScript is fetched with npm ci (Node.js 18+)")
-    lock = (WEB_FOLDER / "package-lock.json").read_bytes()
-    folder = (cache or web_cache()) / hashlib.sha256(lock).hexdigest()[:16]
+    folder = _packages(cache)
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / "node_modules" / ".bin" / "esbuild").exists():
         for name in ("package.json", "package-lock.json"):
@@ -257,10 +256,14 @@ def _run(command: list[str], folder: Path, what: str) -> None:
         raise WebExportError(f"{what} failed in {folder}: " + " / ".join(detail))
 
 
-def _ort_wasm(cache: Path | None = None) -> bytes:
+def _packages(cache: Path | None = None) -> Path:
+    """The cache folder of the pinned JavaScript packages, keyed by the lockfile."""
     lock = (WEB_FOLDER / "package-lock.json").read_bytes()
-    folder = (cache or web_cache()) / hashlib.sha256(lock).hexdigest()[:16]
-    return (folder / "node_modules" / "onnxruntime-web" / "dist" / "ort-wasm-simd-threaded.wasm").read_bytes()
+    return (cache or web_cache()) / hashlib.sha256(lock).hexdigest()[:16]
+
+
+def _ort_wasm(cache: Path | None = None) -> bytes:
+    return (_packages(cache) / "node_modules" / "onnxruntime-web" / "dist" / "ort-wasm-simd-threaded.wasm").read_bytes()
 
 
 def _strings() -> dict[str, dict[str, str]]:
