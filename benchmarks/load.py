@@ -25,15 +25,26 @@ memory (VmHWM of its process, so it only grows from one N to the next).
     python benchmarks/load.py [--sessions 1,4,8,16] [--requests 3] [--rounds 1] [--client browser|protocol]
                               [--pause SECONDS] [--checkpoint DIR] [--json]
 
+``--class N`` (protocol client) is a class instead: N students follow the paper tour at a reading pace (8 s
+between actions unless ``--pause``), each translating a sentence of their own; ``--trainers`` of them train a tiny
+model (a job in the server's queue, waited for as the page waits) and ``--cards`` open a head's atlas card. Measured:
+short actions' p50/p95/max, each job's time, errors. ``--origin URL`` drives a server already running instead of
+starting one, e.g. ``scripts/serve_class.sh``'s proxy: each student loads the page first and keeps the cookie it
+sets, as a browser does, and the sessions each copy of the app kept are counted.
+
+    python benchmarks/load.py --class 30 [--trainers 5] [--cards 3] [--train-seconds 30] [--origin URL] [--json]
+
 Targets (reported, not asserted here): 16 sessions with 0 errors; p95 at 8 sessions ≤ 3 × the single session's
 (printed as that ratio, ``p95_ratio_8_to_1`` in the JSON, when both 1 and 8 are measured).
-``tests/test_load.py`` runs a small configuration (4 sessions, 2 requests) and fails on any error.
+``tests/test_load.py`` runs a small configuration (4 sessions, 2 requests) and a class of 8 (one training), and
+fails on any error; a class of 30 on one server: p95 of short actions ≤ 2 s, every job finished, 0 errors.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -210,23 +221,42 @@ async def one_session(browser, origin: str, index: int, requests: int, pause: fl
     return {"submits": submits, "switches": switches, "errors": errors}
 
 
-def connect(origin: str, address: str):
+def connect(origin: str, address: str, cookie: str | None = None):
     """A websocket to the server's Streamlit stream, as from a student's own computer at ``address`` (as a proxy in
     front of the server would announce it: without this the server would take each session for a browser on its own
-    machine and leave it a core while searching)."""
+    machine and leave it a core while searching), sending ``cookie`` as a browser sends the cookies its first page
+    set (a proxy's sticky cookie: see :func:`first_page`)."""
     import websockets
 
+    headers = {"X-Forwarded-For": address, **({"Cookie": cookie} if cookie else {})}
     return websockets.connect(
         origin.replace("http", "ws", 1) + "/_stcore/stream",
         subprotocols=["streamlit"],
-        additional_headers={"X-Forwarded-For": address},
+        additional_headers=headers,
         max_size=2**28,
         open_timeout=TIMEOUT_MS / 1000,
     )
 
 
-async def protocol_session(origin: str, index: int, requests: int, pause: float = 0.0) -> dict:
-    """One visitor speaking Streamlit's websocket protocol: the same sentences and views as :func:`one_session`."""
+def first_page(origin: str) -> str | None:
+    """Load the app's page as a browser does before it opens the websocket; the cookies the answer sets, as one
+    ``Cookie`` header (None if none). Behind ``scripts/serve_class.sh`` this is HAProxy's cookie naming the copy of
+    the app that keeps this student from then on."""
+    from http.cookies import SimpleCookie
+    from urllib.request import urlopen
+
+    with urlopen(origin + "/", timeout=TIMEOUT_MS / 1000) as answer:
+        jar = SimpleCookie()
+        for header in answer.headers.get_all("Set-Cookie") or []:
+            jar.load(header)
+    return "; ".join(f"{name}={morsel.value}" for name, morsel in jar.items()) or None
+
+
+async def protocol_session(
+    origin: str, index: int, requests: int, pause: float = 0.0, cookie: str | None = None
+) -> dict:
+    """One visitor speaking Streamlit's websocket protocol: the same sentences and views as :func:`one_session`
+    (sending ``cookie``, as :func:`connect`)."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -282,7 +312,7 @@ async def protocol_session(origin: str, index: int, requests: int, pause: float 
 
     query = "kind=encoder"
     try:
-        async with connect(origin, f"192.0.2.{index % 250 + 1}") as connection:
+        async with connect(origin, f"192.0.2.{index % 250 + 1}", cookie) as connection:
             await run(connection, query, {})
             for sentence in sentences(index, requests):
                 seconds, charts = await run(connection, query, {"English sentence": sentence, "Translate": True})
@@ -393,8 +423,10 @@ async def class_session(
             if form == Alert.ERROR
         )
 
+    cookie = None
     try:
-        async with connect(origin, f"198.51.100.{index % 250 + 1}") as connection:
+        cookie = await asyncio.to_thread(first_page, origin)
+        async with connect(origin, f"198.51.100.{index % 250 + 1}", cookie) as connection:
             visitor = Visitor(connection, index)
             check(await visitor.run(""), "the first page")
             translated = False
@@ -441,15 +473,22 @@ async def class_session(
                 short.append(result["seconds"])
     except (TimeoutError, OSError, LookupError, websockets.WebSocketException) as error:
         errors.append(f"session {index}: {type(error).__name__} {error}")
-    return {"short": short, "jobs": jobs, "errors": errors}
+    return {"short": short, "jobs": jobs, "errors": errors, "cookie": cookie}
 
 
 async def measure_class(
-    origin: str, process: subprocess.Popen, students: int, trainers: int, cards: int, pause: float, train_seconds: int
+    origin: str,
+    process: subprocess.Popen | None,
+    students: int,
+    trainers: int,
+    cards: int,
+    pause: float,
+    train_seconds: int,
 ) -> dict:
     """A class at once: ``students`` sessions on the tour, the first ``trainers`` training, the next ``cards``
-    opening an atlas card; short actions' p50/p95, the jobs' times, errors and the server's peak memory."""
-    started, cpu = time.perf_counter(), cpu_seconds(process.pid)
+    opening an atlas card; short actions' p50/p95, the jobs' times, errors, the sessions each copy of the app kept
+    (behind a proxy's sticky cookie) and, for a server started here (``process``), its cores and peak memory."""
+    started, cpu = time.perf_counter(), cpu_seconds(process.pid) if process else {}
     visits = [
         class_session(origin, i, pause, i < trainers, trainers <= i < trainers + cards, train_seconds)
         for i in range(students)
@@ -459,7 +498,8 @@ async def measure_class(
     short = [value for session in sessions for value in session["short"]]
     jobs = [value for session in sessions for value in session["jobs"]]
     errors = [message for session in sessions for message in session["errors"]]
-    used = cpu_seconds(process.pid)
+    used = cpu_seconds(process.pid) if process else {}
+    copies = collections.Counter(session["cookie"] or "one server" for session in sessions)
     return {
         "students": students,
         "trainers": trainers,
@@ -475,8 +515,9 @@ async def measure_class(
         "errors": len(errors),
         "error_messages": errors[:8],
         "wall_s": round(wall, 1),
-        "cores": {name: round((used[name] - cpu[name]) / wall, 2) for name in used},
-        "server_peak_mb": round(peak_memory_mb(process.pid), 1),
+        "sessions_per_copy": dict(sorted(copies.items())),
+        "cores": {name: round((used[name] - cpu[name]) / wall, 2) for name in used} if process else None,
+        "server_peak_mb": round(peak_memory_mb(process.pid), 1) if process else None,
     }
 
 
@@ -592,6 +633,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trainers", type=int, default=5, help="--class: students who train a tiny model")
     parser.add_argument("--cards", type=int, default=3, help="--class: students who open an atlas card")
     parser.add_argument("--train-seconds", type=int, default=30, help="--class: each training's budget (10-90)")
+    parser.add_argument(
+        "--origin",
+        default=None,
+        help="--class: drive a server already running at this address (e.g. scripts/serve_class.sh's proxy, "
+        "http://127.0.0.1:8501) instead of starting one",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--cold",
@@ -654,13 +701,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def warm_up_copies(origin: str, visits: int = 8) -> None:
+    """One visit to each copy of the app behind ``origin`` (a proxy that balances new visitors, without a cookie, in
+    turn): visits until a copy's cookie comes back a second time, ``visits`` at most."""
+    seen: set[str | None] = set()
+    for _ in range(visits):
+        cookie = first_page(origin)
+        if cookie in seen:
+            return
+        seen.add(cookie)
+        asyncio.run(protocol_session(origin, 0, 0, cookie=cookie))
+
+
 def run_class(args: argparse.Namespace, log: Path) -> int:
     pause = args.pause if args.pause > 0 else 8.0  # a class reads: 8 s between actions on average unless told
-    with serving(args.checkpoint, log) as (origin, process):
-        warm_up(origin, log)
-        result = asyncio.run(
-            measure_class(origin, process, args.students, args.trainers, args.cards, pause, args.train_seconds)
-        )
+    figures = (args.students, args.trainers, args.cards, pause, args.train_seconds)
+    if args.origin:  # a server (or a proxy) already running
+        warm_up_copies(args.origin.rstrip("/"))
+        result = asyncio.run(measure_class(args.origin.rstrip("/"), None, *figures))
+    else:
+        with serving(args.checkpoint, log) as (origin, process):
+            warm_up(origin, log)
+            result = asyncio.run(measure_class(origin, process, *figures))
     if args.json:
         print(json.dumps(result))
         return 0
@@ -669,6 +731,8 @@ def run_class(args: argparse.Namespace, log: Path) -> int:
         f"{result['wall_s']} s: short actions p50 {result['short_p50_s']} s, p95 {result['short_p95_s']} s, "
         f"max {result['short_max_s']} s; jobs {result['job_s']}; errors {result['errors']}"
     )
+    if len(result["sessions_per_copy"]) > 1:
+        print("sessions per copy of the app: " + ", ".join(f"{k} {v}" for k, v in result["sessions_per_copy"].items()))
     for message in result["error_messages"]:
         print(f"    {message}")
     return 0

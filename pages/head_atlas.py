@@ -24,6 +24,7 @@ from pages.common import (
 )
 from pages.i18n import language, t
 from pages.navigation import open_page
+from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
@@ -46,6 +47,8 @@ def head_id(record: dict) -> str:
     return f"{record['kind']}-{record['layer']}-{record['head']}"
 
 
+# A minute or more of model work each: outside the page slots, so that other visitors' pages never wait for it.
+@called_outside_the_slot
 @st.cache_data(show_spinner=False, max_entries=4)
 def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
     return atlas.build(_loaded, SAMPLE)
@@ -79,6 +82,7 @@ def stored_index(_loaded: LoadedCheckpoint, checkpoint: str, modified: float) ->
     return atlas_index.load(_loaded)
 
 
+@called_outside_the_slot
 @st.cache_resource(show_spinner=False, max_entries=4)
 def built_index(_loaded: LoadedCheckpoint, checkpoint: str) -> atlas_index.Index:
     """Build the index once per server and checkpoint, and store it beside the checkpoint when the folder allows."""

@@ -9,6 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.i18n import language, sample_label, score_text, t
+from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE
@@ -19,6 +20,7 @@ from transformer.plots import attention as plot_attention
 st.set_page_config(page_title=t("heads.title"), page_icon="🔎", layout="wide")
 
 
+@called_outside_the_slot  # up to 300 sentences of model work: other visitors' pages never wait for it
 @st.cache_data(show_spinner=False, max_entries=8)
 def sample_tables(_loaded: LoadedCheckpoint, name: str, sample: int) -> dict:
     return head_score_tables(_loaded, sample=sample)

@@ -56,6 +56,25 @@ if [ -z "$servers" ]; then
     done
 fi
 
+# Until every copy answers its health check (a copy on this machine loads its model first), 3 minutes at most.
+healthy() {
+    python - "$@" <<'PYTHON'
+import sys, time, urllib.request
+deadline = time.monotonic() + 180
+for server in sys.argv[1:]:
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{server}/_stcore/health", timeout=5) as answer:
+                if answer.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            sys.exit(f"{server} did not answer /_stcore/health within 3 minutes")
+        time.sleep(0.5)
+PYTHON
+}
+
 config="$state/haproxy.cfg"
 {
     echo "global"
@@ -81,9 +100,12 @@ config="$state/haproxy.cfg"
     done
 } >"$config"
 haproxy -c -q -f "$config"
+# shellcheck disable=SC2086
+healthy $servers || { echo "see the copies' logs in $state" >&2; exit 1; }
 haproxy -db -f "$config" >"$state/haproxy.log" 2>&1 &
 children+=($!)
-echo "the class: http://$bind:$port ($n copies: $servers); logs in $state"
+healthy "$bind:$port"
+echo "the class: http://$bind:$port ($n copies:$servers); logs in $state"
 wait -n "${children[@]}"
 echo "a copy or the proxy ended; see $state" >&2
 exit 1

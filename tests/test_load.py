@@ -1,20 +1,26 @@
-"""A small class at once: four browser sessions on one real server, each submitting its own sentences and switching
-views (``benchmarks/load.py``'s CI configuration, run as users run it). Latencies are the benchmark's to report; here
-any error fails."""
+"""A class at once (``benchmarks/load.py`` run as users run it): four browser sessions on one real server, each
+submitting its own sentences and switching views; a class of 8 on the paper tour with a training in the job queue; a
+class through ``scripts/serve_class.sh``'s proxy. Latencies are the benchmark's to report; here any error fails."""
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
+import contextlib
 import importlib.util
 import json
 import os
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from benchmarks.app_server import CHROMIUM
+from benchmarks.app_server import CHROMIUM, free_port
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 
@@ -143,3 +149,81 @@ def test_a_small_class_on_the_paper_tour_meets_no_error_and_its_training_finishe
     assert result["errors"] == 0, result["error_messages"]
     assert result["jobs_finished"] == 1 and len(result["job_s"]) == 1
     assert result["short_actions"] >= 8 * 17  # every tour step and a translation, per session
+
+
+def two_free_ports() -> int:
+    """A port P with P + 1 free too (the proxy's two copies listen on consecutive ports)."""
+    for _ in range(50):
+        port = free_port()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
+@contextlib.contextmanager
+def class_behind_a_proxy(tmp_path: Path):
+    """``scripts/serve_class.sh --replicas 2`` on free ports, as a user starts it; yields the proxy's origin once the
+    script says the class may come in."""
+    port, first = free_port(), two_free_ports()
+    command = ["bash", "scripts/serve_class.sh", "--replicas", "2", "--port", str(port), "--first-port", str(first)]
+    output = tmp_path / "serve_class.log"
+    with output.open("w") as log:
+        script = subprocess.Popen(command, cwd=REPOSITORY, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while "the class:" not in output.read_text() and script.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert "the class:" in output.read_text(), output.read_text()[-3000:]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        os.killpg(script.pid, signal.SIGTERM)  # the script stops the proxy and both copies
+        script.wait(timeout=60)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="needs HAProxy (apt-get install haproxy)")
+def test_behind_the_proxy_a_class_meets_no_error_and_a_student_coming_back_finds_their_training(tmp_path):
+    """Two copies of the app behind HAProxy: a class of 6 (one training) reaches both copies without an error; a
+    student who starts a training, leaves and comes back three times with the job's address finds it every time.
+    Each copy holds its own jobs, so without the sticky cookie about every other return would land on the copy that
+    has never heard of the job ("Press Train")."""
+    from streamlit.proto.Alert_pb2 import Alert
+
+    load = load_benchmark()
+    with class_behind_a_proxy(tmp_path) as origin:
+        command = [sys.executable, "benchmarks/load.py", "--class", "6", "--trainers", "1", "--cards", "0"]
+        command += ["--train-seconds", "10", "--pause", "1", "--origin", origin, "--json"]
+        finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        result = json.loads(finished.stdout)
+        assert result["errors"] == 0, result["error_messages"]
+        assert result["jobs_finished"] == 1
+        assert len(result["sessions_per_copy"]) == 2 and sum(result["sessions_per_copy"].values()) == 6, result
+
+        async def leave_and_come_back() -> list[list[tuple[int, str]]]:
+            cookie = await asyncio.to_thread(load.first_page, origin)
+            async with load.connect(origin, "198.51.100.7", cookie) as connection:
+                visitor = load.Visitor(connection, 0)
+                await visitor.run("")
+                await visitor.run("", page="toy_model")
+                await visitor.run(states={"Stop after this many seconds": [10]})
+                await visitor.run(states={"Train": True})
+                address = visitor.query
+            assert "toy_job=" in address
+            shown = []
+            for _ in range(3):
+                await asyncio.sleep(1.0)
+                async with load.connect(origin, "198.51.100.7", cookie) as connection:  # a new page, the same browser
+                    visitor = load.Visitor(connection, 0)
+                    await visitor.run(address)
+                    shown.append((await visitor.run(address, page="toy_model"))["alerts"])
+            return shown
+
+        for alerts in asyncio.run(leave_and_come_back()):
+            texts = [body for _, body in alerts]
+            assert not any(body.startswith("Press **Train**") for body in texts), texts  # the job was not found
+            assert any(form in (Alert.INFO, Alert.SUCCESS) for form, _ in alerts), texts  # waiting, training or done
