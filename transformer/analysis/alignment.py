@@ -3,7 +3,7 @@ translation partner in its source sentence, is the source word a head attends to
 
 The dictionary (``resources/en_de_dictionary.tsv``) pairs each frequent English word with the German words that
 co-occur with it most consistently in the training corpora (Dice coefficient over sentence pairs);
-``python -m transformer.analysis.heads dictionary`` rebuilds it (:func:`build_dictionary`). The head scores
+``python -m transformer.dictionary`` rebuilds it (:func:`build_dictionary`). The head scores
 (:mod:`transformer.analysis.heads`) and the health measure (:mod:`transformer.analysis.health`) count hits with
 :class:`AlignmentTally`.
 """

@@ -9,7 +9,7 @@ The file records a fingerprint of the weights it was measured on and is ignored 
 replaced model), so it can never show another model's heads; it is measured again, too, when it was written in an
 older :data:`FORMAT` (one that lacks a score the pages now show). Write it when exporting a model::
 
-    python -m transformer.analysis.precompute checkpoints/en-de-small
+    python -m transformer.precompute checkpoints/en-de-small
 
 and the app writes it itself the first time it measures a checkpoint whose folder is writable.
 """

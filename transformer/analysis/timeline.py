@@ -6,7 +6,7 @@ snapshot: the encoder self-attention of the two paper sentences ([L, H, S, S], f
 encoder head score tables over the shipped pronoun sentences. It is one ``timeline.safetensors`` of a few MB that
 sits in the checkpoint folder:
 
-    python -m transformer.analysis.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
+    python -m transformer.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
         --out checkpoints/en-de-small/timeline.safetensors
 """
 

@@ -1,4 +1,4 @@
-"""``python -m transformer.analysis.heads dictionary --train PREFIX …``: rebuild the English→German dictionary the
+"""``python -m transformer.dictionary --train PREFIX …``: rebuild the English→German dictionary the
 cross-attention alignment scores use (:func:`transformer.analysis.heads.build_dictionary`)."""
 
 from __future__ import annotations
@@ -13,14 +13,18 @@ from transformer.data import CorpusSpec, read_corpus
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.analysis.heads")
-    commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("dictionary", help="rebuild the English→German dictionary for alignment scores")
-    build.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")
-    build.add_argument("--out", type=Path, default=DICTIONARY_FILE)
-    build.add_argument("--min-count", type=int, default=5)
-    build.add_argument("--min-dice", type=float, default=0.15)
-    args = parser.parse_args(argv)
+    parser = argparse.ArgumentParser(
+        prog="python -m transformer.dictionary",
+        description="Rebuild the English→German dictionary the cross-attention alignment scores use.",
+    )
+    parser.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")
+    parser.add_argument("--out", type=Path, default=DICTIONARY_FILE)
+    parser.add_argument("--min-count", type=int, default=5)
+    parser.add_argument("--min-dice", type=float, default=0.15)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["dictionary"]:  # the older spelling, `… dictionary --train …`
+        arguments = arguments[1:]
+    args = parser.parse_args(arguments)
     pairs = (pair for prefix in args.train for pair in read_corpus(CorpusSpec(prefix)))
     rows = build_dictionary(pairs, args.min_count, args.min_dice)
     header = (

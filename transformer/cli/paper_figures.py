@@ -1,4 +1,4 @@
-"""``python -m transformer.plots.paper --checkpoint DIR --out DIR``: the paper's attention figures (appendix Figures
+"""``python -m transformer.paper_figures --checkpoint DIR --out DIR``: the paper's attention figures (appendix Figures
 3–5) for any checkpoint, as standalone HTML (and PNG when a Chromium is installed) plus ``metrics.json`` with every
 number the figures page shows."""
 
@@ -111,7 +111,7 @@ def write_figures(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.plots.paper", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m transformer.paper_figures", description=__doc__.split("\n\n")[0])
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the figures and metrics.json")
     parser.add_argument("--zero-based", action="store_true", help="read the paper's 'layer 5' as 0-based")

@@ -1,4 +1,4 @@
-"""``python -m transformer.analysis.precompute CHECKPOINT …``: measure what the figure pages show and store it beside
+"""``python -m transformer.precompute CHECKPOINT …``: measure what the figure pages show and store it beside
 each checkpoint (:mod:`transformer.analysis.precompute`)."""
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from transformer.cli import load_or_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m transformer.analysis.precompute", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m transformer.precompute", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
     args = parser.parse_args(argv)
     for folder in args.checkpoints:

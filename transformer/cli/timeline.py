@@ -1,4 +1,4 @@
-"""``python -m transformer.analysis.timeline SNAPSHOT … --out FILE``: the heads over training, measured on each
+"""``python -m transformer.timeline SNAPSHOT … --out FILE``: the heads over training, measured on each
 snapshot (:mod:`transformer.analysis.timeline`)."""
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from transformer.cli import load_or_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m transformer.analysis.timeline", description=__doc__.split("\n\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m transformer.timeline", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
     parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
     parser.add_argument(

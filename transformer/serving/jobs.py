@@ -337,5 +337,19 @@ def settings_of(dataclass_instance) -> dict[str, Any]:
     return asdict(dataclass_instance)
 
 
-if __name__ == "__main__":
+def main(argv: list[str] | None = None) -> int:
+    """The worker process the job queue starts: no options; it reads job requests as frames on its standard input
+    and answers on its standard output until the input closes."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m transformer.serving.jobs",
+        description="A job queue's worker process (started by the app, not by hand): runs the jobs it reads as "
+        "frames on standard input, answering on standard output, until the input closes.",
+    ).parse_args(argv)
     child(sys.stdin.buffer, sys.stdout.buffer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
