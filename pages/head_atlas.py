@@ -204,21 +204,45 @@ def select(identifier: str) -> None:
     st.session_state[HEAD_KEY] = identifier
 
 
-def best_line(record: dict) -> str:
-    """What the head does best against its baseline, in a sentence."""
+def best_line(record: dict, found: dict) -> str:
+    """What the head does best against its baseline, in a sentence: on held-out sentences where measured."""
     if not record["scores"]:
         return t("atlas.no_score")
     best = record["scores"][0]
     if "aer" in best:
-        return t("atlas.best_alignment", reading=best["reading"], aer=best["aer"], baseline=best["baseline"])
+        difference = best["difference"]
+        return t(
+            "atlas.best_alignment",
+            reading=best["reading"],
+            aer=best["aer"],
+            baseline=best["baseline"],
+            pairs=difference["items"],
+            low=difference["low"],
+            high=difference["high"],
+        )
+    figures = {
+        "relation": best["relation"],
+        "direction": t(f"atlas.{best['direction']}"),
+        "offset": offset_text(best["baseline_offset"]),
+    }
+    held = best.get("held_out")
+    if held is None:
+        return t("atlas.best_syntax", accuracy=best["accuracy"], baseline=best["baseline"], **figures)
+    margin = held["margin"]
     return t(
-        "atlas.best_syntax",
-        relation=best["relation"],
-        direction=t(f"atlas.{best['direction']}"),
-        accuracy=best["accuracy"],
-        baseline=best["baseline"],
-        offset=offset_text(best["baseline_offset"]),
+        "atlas.best_syntax_held_out",
+        set=(found.get("held_out_treebanks") or {}).get(record["kind"], {}).get("name", ""),
+        accuracy=held["accuracy"],
+        baseline=held["baseline"],
+        low=margin["low"],
+        high=margin["high"],
+        verdict=t("atlas.clears") if margin["low"] > 0 else t("atlas.not_clear"),
+        **figures,
     )
+
+
+def interval_text(margin: dict | None) -> str:
+    return "" if margin is None else f"{margin['value']:+.2f} [{margin['low']:+.2f}, {margin['high']:+.2f}]"
 
 
 def offset_text(offset: int) -> str:
@@ -227,11 +251,12 @@ def offset_text(offset: int) -> str:
     return t(f"atlas.offset_{side}_one") if abs(offset) == 1 else t(f"atlas.offset_{side}", count=abs(offset))
 
 
-def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool) -> None:
+def card(loaded: LoadedCheckpoint, found: dict, index: int, stored: bool) -> None:
+    records = found["heads"]
     record = records[index]
     name = plot_atlas.head_name(record, language())
     st.subheader(f"{name} · {plot_atlas.group_name(record['cluster'], language())}")
-    st.markdown(best_line(record))
+    st.markdown(best_line(record, found))
     drop = record["importance_bleu_drop"]
     if drop is None:
         st.caption(t("atlas.importance_unmeasured"))
@@ -245,10 +270,14 @@ def card(loaded: LoadedCheckpoint, records: list[dict], index: int, stored: bool
         )
     if record["kind"] != "cross":
         rows = record["scores"][:8]
+        held = [row.get("held_out") or {} for row in rows]
         st.dataframe(
             {
                 t("atlas.relation"): [row["relation"] for row in rows],
                 t("atlas.direction"): [t(f"atlas.{row['direction']}") for row in rows],
+                t("atlas.held_out_accuracy"): [h.get("accuracy") for h in held],
+                t("atlas.held_out_baseline"): [h.get("baseline") for h in held],
+                t("atlas.margin_interval"): [interval_text(h.get("margin")) for h in held],
                 t("atlas.accuracy"): [row["accuracy"] for row in rows],
                 t("atlas.baseline"): [row["baseline"] for row in rows],
                 t("atlas.offset"): [row["baseline_offset"] for row in rows],
@@ -305,32 +334,51 @@ def other_model(loaded: LoadedCheckpoint) -> tuple[LoadedCheckpoint, dict] | Non
 
 
 def held_out_table(found: dict) -> None:
-    """Each relation's best head chosen on one half of the treebank and scored on the other, beside the baseline
-    fitted and scored the same way: the figure to trust."""
+    """Each relation's best head and the fixed offset beside it, chosen on PUD (seen in training) and scored on
+    held-out sentences with the 95% interval of the head's margin: the figure to trust."""
+    treebanks = found.get("held_out_treebanks")
+    if not treebanks:
+        st.caption(t("atlas.no_held_out", folder=str(atlas.SYNTAX_ROOT)))
     for kind in ("encoder", "decoder"):
         rows = found["held_out"].get(kind, {})
         if not rows:
             continue
-        table = {t("atlas.relation"): [], t("atlas.best_head"): [], t("atlas.accuracy"): [], t("atlas.baseline"): []}
-        for relation, halves in rows.items():
-            if not halves:
-                continue
-            table[t("atlas.relation")].append(relation)
-            table[t("atlas.best_head")].append(", ".join(f"L{h['layer']}H{h['head']}" for h in halves))
-            table[t("atlas.accuracy")].append(round(sum(h["accuracy"] for h in halves) / len(halves), 3))
-            table[t("atlas.baseline")].append(round(sum(h["baseline"] for h in halves) / len(halves), 3))
-        accuracy, baseline = table[t("atlas.accuracy")], table[t("atlas.baseline")]
-        beaten = sum(a - b > atlas.SYNTAX_MARGIN for a, b in zip(accuracy, baseline, strict=True))
-        st.markdown(
-            t(
-                f"atlas.held_out_{kind}",
-                relations=len(accuracy),
-                accuracy=sum(accuracy) / max(len(accuracy), 1),
-                baseline=sum(baseline) / max(len(baseline), 1),
-                beaten=beaten,
-                margin=round(100 * atlas.SYNTAX_MARGIN),
+        table: dict[str, list] = {
+            key: []
+            for key in (
+                t("atlas.relation"),
+                t("atlas.best_head"),
+                t("atlas.held_out_accuracy"),
+                t("atlas.held_out_baseline"),
+                t("atlas.margin_interval"),
+                t("atlas.accuracy"),
+                t("atlas.baseline"),
             )
-        )
+        }
+        scored = []
+        for relation, chosen in rows.items():
+            held = chosen.get("held_out") or {}
+            table[t("atlas.relation")].append(relation)
+            table[t("atlas.best_head")].append(f"L{chosen['layer']}H{chosen['head']}")
+            table[t("atlas.held_out_accuracy")].append(held.get("accuracy"))
+            table[t("atlas.held_out_baseline")].append(held.get("baseline"))
+            table[t("atlas.margin_interval")].append(interval_text(held.get("margin")))
+            table[t("atlas.accuracy")].append(chosen["chosen_on"]["accuracy"])
+            table[t("atlas.baseline")].append(chosen["chosen_on"]["baseline"])
+            if held:
+                scored.append(held)
+        if treebanks and scored:
+            st.markdown(
+                t(
+                    f"atlas.held_out_{kind}",
+                    set=treebanks[kind]["name"],
+                    sentences=treebanks[kind]["sentences"] - treebanks[kind]["skipped"],
+                    relations=len(scored),
+                    accuracy=sum(h["accuracy"] for h in scored) / len(scored),
+                    baseline=sum(h["baseline"] for h in scored) / len(scored),
+                    beaten=sum(h["margin"]["low"] > 0 for h in scored),
+                )
+            )
         st.dataframe(table, hide_index=True, width="stretch")
 
 
@@ -382,7 +430,7 @@ if compared is not None:
 st.caption(t("atlas.map_caption"))
 names = {identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)}
 st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
-card(loaded, records, ids.index(st.session_state[HEAD_KEY]), stored)
+card(loaded, found, ids.index(st.session_state[HEAD_KEY]), stored)
 linking_heads(loaded, records)
 with st.expander(t("atlas.held_out_title")):
     held_out_table(found)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -119,15 +120,39 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
     table = atlas.statistics(built_maps(tree), punctuation, -1, False, False)
     features = dict(zip(atlas.FEATURES, table[0, 1], strict=True))
     assert features["previous"] >= atlas.PATTERN_SHARE > features["self"]
-    records = atlas._syntax_record(relations, 0, 1)
+    # The same comparison on other sentences, fixed beforehand: each head's direction and the baseline's offset.
+    seen = atlas.head_margins(readings, relations)
+    other = []
+    for tree in random_trees(80, seed=1):
+        owners = [*range(len(tree.tokens)), -1]
+        other.append(
+            syntax.Reading(
+                tree, syntax.strongest_other(syntax.word_map(built_maps(tree), owners, owners, len(tree.tokens)))
+            )
+        )
+    unseen = atlas.head_margins(other, relations, minimum=1)
+    for relation in ("obj", "nsubj"):  # the gold head beats the offset on the held-out trees, its interval clear of 0
+        assert unseen[relation]["accuracy"][0, 0] == 1.0 and unseen[relation]["low"][0, 0] > 0
+        assert unseen[relation]["margin"][0, 0] == pytest.approx(1.0 - unseen[relation]["baseline"][0, 0])
+        # the previous-word head never clears its baseline there
+        assert not unseen[relation]["low"][0, 1] > 0
+    assert unseen["nsubj"]["sentences"] == 80 and seen["nsubj"]["sentences"] == 60
+    records = atlas._syntax_record(relations, 0, 1, seen, unseen)
     assert atlas.group_of("encoder", features, records) == "previous"
-    gold = atlas._syntax_record(relations, 0, 0)
-    assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0]
+    gold = atlas._syntax_record(relations, 0, 0, seen, unseen)
+    assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0] and gold[0]["held_out"]["accuracy"] == 1.0
     gold_features = dict(zip(atlas.FEATURES, table[0, 0], strict=True))
     assert atlas.group_of("encoder", gold_features, gold).startswith("syntax:")
-    # A margin over a weak baseline alone does not make a head syntactic: it must find the gold word often too.
-    weak = [{"relation": "advcl", "accuracy": 0.14, "baseline": 0.08}]
+    # A margin over a weak baseline alone does not make a head syntactic: it must find the gold word often too…
+    weak = [
+        {"relation": "advcl", "accuracy": 0.14, "baseline": 0.08, "margin": {"value": 0.06, "low": 0.03, "high": 0.09}}
+    ]
     assert atlas.group_of("encoder", {**gold_features, "entropy": 0.5}, weak) == "mixed"
+    # …and a large margin whose interval reaches zero does not either; the held-out figures decide over the others.
+    unsure = {"relation": "obj", "accuracy": 0.6, "baseline": 0.4, "margin": {"value": 0.2, "low": -0.01, "high": 0.4}}
+    assert not atlas.syntactic(unsure)
+    assert atlas.syntactic({**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}})
+    assert not atlas.syntactic({**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}, "held_out": unsure})
 
 
 def test_diagonal_links_spread_each_german_word_over_the_english():
@@ -206,6 +231,9 @@ def atlas_checkpoint(trained_checkpoint: Path, tmp_path: Path, monkeypatch: pyte
     write_gold(tmp_path)
     monkeypatch.setattr(atlas, "ENGLISH_TREES", tmp_path / "en.conllu")
     monkeypatch.setattr(atlas, "GERMAN_TREES", tmp_path / "de.conllu")
+    monkeypatch.setattr(atlas, "HELD_OUT_ENGLISH", tmp_path / "en.conllu")  # held out in name only, here
+    monkeypatch.setattr(atlas, "HELD_OUT_GERMAN", tmp_path / "de.conllu")
+    monkeypatch.setattr(atlas, "HELD_OUT_MIN_ARCS", 1)
     monkeypatch.setattr(atlas, "ALIGNMENT_GOLD", tmp_path / "gold")
     monkeypatch.setattr(atlas, "MIN_ARCS", 1)
     checkpoint = shutil.copytree(trained_checkpoint, tmp_path / "model")
@@ -230,6 +258,17 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     examples = [str(m.value) for m in app.markdown if 'class="translation"' in str(m.value)]
     assert len(examples) == 1 and examples[0].count("<li>") == 2  # the card's two stored examples
     assert any(b.key == "atlas_build_index" for b in app.button)  # and a way to search more
+    # The card and the relations' table give the held-out figures first, each margin with its 95% interval.
+    tables = [frame.value for frame in app.dataframe]
+    card_table, relations_table = tables[0], tables[-1]
+    for table in (card_table, relations_table):
+        assert "held out: margin, 95% interval" in table.columns
+        assert all(
+            re.fullmatch(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]", cell)
+            for cell in table["held out: margin, 95% interval"]
+        )
+    told = " ".join(str(m.value) for m in app.markdown)
+    assert "sentences never trained on" in told and "whole 95% interval" in told
     (chart,) = charts(app)
     points = [i for trace in chart["figure"]["data"] for i in trace.get("customdata") or []]
     heads = 3 * loaded.model.config.encoder_layers * loaded.model.config.num_heads
@@ -377,6 +416,9 @@ def test_a_model_head_built_to_attend_to_the_previous_word_is_found_positional_a
     measured = atlas.measure(loaded, english, german)
     features = dict(zip(atlas.FEATURES, measured.statistics("encoder")[0, 0], strict=True))
     assert features["previous"] > 0.8
-    scores = atlas._syntax_record(atlas.syntax_scores(measured.readings["encoder"], 1), 0, 0)
+    relations = atlas.syntax_scores(measured.readings["encoder"], 1)
+    seen = atlas.head_margins(measured.readings["encoder"], relations)
+    scores = atlas._syntax_record(relations, 0, 0, seen, None)
+    assert not any(atlas.syntactic(score) for score in scores)  # never clear of the offset it imitates
     assert all(score["accuracy"] <= score["baseline"] for score in scores)  # the offset −1 rule does as well
     assert atlas.group_of("encoder", features, scores) == "previous"

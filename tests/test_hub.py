@@ -491,4 +491,9 @@ def test_the_atlas_reads_treebank_words_past_the_language_tokens(tiny_folders):
     found = atlas.build(loaded, 8)
     config = loaded.config
     assert found["treebank"]["skipped"] == 0  # the source and target language tokens spell no word, and need not
+    # alone too: English sentences as a source, German ones after an empty source (its language tokens only)
+    assert {kind: found["held_out_treebanks"][kind]["skipped"] for kind in ("encoder", "decoder")} == {
+        "encoder": 0,
+        "decoder": 0,
+    }
     assert len(found["heads"]) == (config.encoder_layers + 2 * config.decoder_layers) * config.num_heads

@@ -136,11 +136,20 @@ def test_the_align_command_prints_links_scores_and_stores_its_choice(
     result = json.loads(capsys.readouterr().out)
     assert result["method"] == wa.FALLBACK_METHOD  # nothing stored yet
     assert 0.0 <= result["aer"] <= 1.0 and len(result["alignments"]) == 10
+    assert result["interval"]["low"] <= result["aer"] <= result["interval"]["high"]
 
     assert align_cli.main([*base, "--gold", str(gold), "--choose", "--json"]) == 0
     chosen = json.loads(capsys.readouterr().out)
     assert chosen["aer"] == min(value["aer"] for value in chosen["methods"].values())
     assert len(chosen["held_out"]) == 2 and all(check["pairs"] == 5 for check in chosen["held_out"])
+    # The figure to report: every pair aligned by the reading chosen on the other half, over all ten pairs, with
+    # its interval; the two halves' AERs pooled (a weighted mean of the two, so between them).
+    held_out = chosen["held_out_interval"]
+    assert held_out["items"] == 10 and held_out["low"] <= held_out["value"] <= held_out["high"]
+    halves = [check["interval"]["value"] for check in chosen["held_out"]]
+    assert min(halves) - 1e-9 <= held_out["value"] <= max(halves) + 1e-9
+    usual = chosen["usual"]["interval"]["value"]
+    assert chosen["held_out_vs_usual"]["value"] == pytest.approx(held_out["value"] - usual, abs=1e-3)
     assert (checkpoint / wa.ALIGNMENT_FILE).is_file()
     assert align_cli.main([*base, "--gold", str(gold), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)

@@ -35,13 +35,19 @@ from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, PUNCTUATION, attention_for_many
 from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
 from transformer.data import DATA_ROOT
+from transformer.tokenizer import EOS_ID
 
 ATLAS_FILE = "atlas.json"
-ATLAS_VERSION = 2  # raised when the stored records change shape: an older atlas.json is measured again, not misread
+ATLAS_VERSION = 3  # raised when the stored records change shape: an older atlas.json is measured again, not misread
 SYNTAX_ROOT = DATA_ROOT.parent / "syntax"
 ENGLISH_TREES = SYNTAX_ROOT / "en_pud-ud-test.conllu"
 GERMAN_TREES = SYNTAX_ROOT / "de_pud-ud-test.conllu"
 ALIGNMENT_GOLD = DATA_ROOT / "align" / "europarl_gold"
+# Held out: text outside the training data (PUD's sentences are among the training pairs). English sentences alone
+# for encoder heads; German sentences alone, teacher-forced after an empty source, for decoder heads.
+HELD_OUT_ENGLISH = SYNTAX_ROOT / "en_ewt-ud-dev.conllu"
+HELD_OUT_GERMAN = SYNTAX_ROOT / "de_gsd-ud-dev.conllu"
+HELD_OUT_MIN_ARCS = 50  # relations with fewer arcs in a held-out treebank are not scored on it
 FEATURES = ("self", "previous", "next", "delimiter", "punctuation", "entropy", "distance")
 MIN_ARCS = 100  # relations with fewer arcs in the treebank are not scored
 SYNTAX_MARGIN = 0.05  # accuracy over the relation's best fixed offset that makes a head "syntactic"…
@@ -142,6 +148,108 @@ def measure(
     return measured
 
 
+@torch.no_grad()
+def measure_held_out(
+    loaded: LoadedCheckpoint, english: Sequence[syntax.Tree], german: Sequence[syntax.Tree], batch: int = BATCH
+) -> tuple[dict[str, list[syntax.Reading]], dict[str, int]]:
+    """Encoder heads on English sentences alone (the encoder reads nothing else), decoder self-attention heads on
+    German sentences alone, teacher-forced after an empty source (no English exists for them; the decoder's
+    self-attention then reads the German only). Each kind's readings, and how many sentences could not be read."""
+    limit = loaded.model.config.max_positions - 1
+    empty_source = [*loaded.tokenizer.encode(""), EOS_ID]
+    readings: dict[str, list[syntax.Reading]] = {"encoder": [], "decoder": []}
+    skipped = {"encoder": 0, "decoder": 0}
+    for kind, trees in (("encoder", english), ("decoder", german)):
+        target = kind == "decoder"
+        prepared = []
+        for tree in trees:
+            read = syntax.read_side(loaded.tokenizer, tree, limit, target)
+            if read is None:
+                skipped[kind] += 1
+            else:
+                prepared.append((tree, *read))
+        for start in range(0, len(prepared), batch):
+            chunk = prepared[start : start + batch]
+            sources = [empty_source if target else ids for _, ids, _ in chunk]
+            outputs = [ids if target else [] for _, ids, _ in chunk]
+            maps = attention_for_many(loaded.model, loaded.tokenizer, sources, outputs)
+            for (tree, _, owners), found in zip(chunk, maps, strict=True):
+                weights = found.decoder[..., 1:, 1:] if target else found.encoder  # decoder row and key 0 read <s>
+                words = syntax.word_map(weights, owners, owners, len(tree.tokens))
+                readings[kind].append(syntax.Reading(tree, syntax.strongest_other(words)))
+    return readings, skipped
+
+
+def head_margins(
+    readings: Sequence[syntax.Reading], relations: dict, minimum: int = 1
+) -> dict[str, dict[str, np.ndarray | int]]:
+    """Every head against its baseline on ``readings``, with 95% bootstrap intervals over sentences (paired: the
+    head and the baseline on the same arcs; :mod:`transformer.analysis.intervals`). What is compared is fixed
+    beforehand by ``relations`` (:func:`syntax_scores` on other sentences): each head's direction (the one in which
+    it beat the baseline there) and the baseline's offset in that direction. Per relation with at least
+    ``minimum`` arcs here: ``arcs``, ``sentences``, and [layers, heads] ``accuracy``, ``baseline``, ``margin``,
+    ``low``, ``high``."""
+    from transformer.analysis import intervals
+
+    names = list(relations)
+    if not readings or not names:
+        return {}
+    layers, heads = readings[0].strongest.shape[:2]
+    count, width = len(names), len(names) * layers * heads
+    index = {name: number for number, name in enumerate(names)}
+    offsets = {name: [int(offset) for offset in relations[name]["baseline_offset"]] for name in names}
+    directions = np.stack([np.argmax(relations[n]["accuracy"] - relations[n]["baseline"], axis=-1) for n in names])
+    hits = np.zeros((len(readings), count, layers, heads, 2), dtype=np.float32)
+    base = np.zeros((len(readings), count, 2), dtype=np.float32)
+    totals = np.zeros((len(readings), count), dtype=np.float32)
+    for sentence, reading in enumerate(readings):
+        for dependent, head, relation in reading.tree.arcs():
+            number = index.get(relation)
+            if number is None:
+                continue
+            hits[sentence, number, ..., 0] += reading.strongest[..., dependent] == head
+            hits[sentence, number, ..., 1] += reading.strongest[..., head] == dependent
+            base[sentence, number] += [
+                head - dependent == offsets[relation][0],
+                dependent - head == offsets[relation][1],
+            ]
+            totals[sentence, number] += 1
+    chosen = np.take_along_axis(hits, directions[None, ..., None], axis=-1)[..., 0]  # [sentences, R, L, H]
+    rows = np.concatenate([chosen.reshape(len(readings), width), base.reshape(len(readings), 2 * count), totals], 1)
+
+    def parts(sums: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lead = sums.shape[:-1]
+        right = sums[..., :width].reshape(*lead, count, layers, heads)
+        offset = sums[..., width : width + 2 * count].reshape(*lead, count, 1, 1, 2)
+        baseline = np.where(directions == 0, offset[..., 0], offset[..., 1])
+        arcs = sums[..., width + 2 * count :][..., :, None, None]
+        return right, baseline, arcs
+
+    def margin(sums: np.ndarray) -> np.ndarray:
+        right, baseline, arcs = parts(sums)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return ((right - baseline) / arcs).reshape(*sums.shape[:-1], width)
+
+    value, low, high = intervals.bootstrap_many(rows, margin)
+    right, baseline, arcs = parts(rows.sum(0))
+    found = {}
+    for name, number in index.items():
+        total = int(arcs[number, 0, 0])
+        if total < max(minimum, 1):
+            continue
+        found[name] = {
+            "arcs": total,
+            "sentences": len(readings),
+            "accuracy": right[number] / total,
+            "baseline": baseline[number] / total,
+            **{
+                key: array.reshape(count, layers, heads)[number]
+                for key, array in (("margin", value), ("low", low), ("high", high))
+            },
+        }
+    return found
+
+
 def syntax_scores(readings: Sequence[syntax.Reading], minimum: int = MIN_ARCS) -> dict:
     """Per relation with at least ``minimum`` arcs: every head's accuracy in both directions, the baselines, and
     the best head chosen on one half of the sentences and scored on the other (and the other way round)."""
@@ -180,18 +288,35 @@ def syntax_scores(readings: Sequence[syntax.Reading], minimum: int = MIN_ARCS) -
 
 def alignment_scores(loaded: LoadedCheckpoint, gold: wa.Gold) -> dict:
     """Every cross head's AER on the gold pairs, reading the rows that predict each word and those that read it,
-    and the diagonal baseline's."""
+    the diagonal baseline's, and for each head's better reading the paired 95% bootstrap interval of its AER minus
+    the diagonal's over the pairs (``difference`` [layers, heads, 3]: value, low, high)."""
+    from transformer.analysis import intervals
+
     pairs = wa.force(loaded, gold.english, gold.german)
     layers, heads = pairs[0].cross.shape[:2]
     aer = np.zeros((layers, heads, 2))
+    counts = {}
     for layer in range(layers):
         for head in range(heads):
             for shift in (False, True):
                 method = wa.Method(layer, head, shift)
                 found = [wa.links(pair, method) for pair in pairs]
                 aer[layer, head, int(shift)] = wa.score(found, gold.sure, gold.possible).aer
+                counts[layer, head, shift] = wa.counts(found, gold.sure, gold.possible)
     diagonal = [diagonal_links(len(pair.english), len(pair.german)) for pair in pairs]
-    return {"aer": aer, "baseline": wa.score(diagonal, gold.sure, gold.possible).aer, "pairs": len(pairs)}
+    diagonal_counts = wa.counts(diagonal, gold.sure, gold.possible)
+    difference = np.zeros((layers, heads, 3))
+    for layer in range(layers):
+        for head in range(heads):
+            shift = bool(np.argmin(aer[layer, head]))
+            found = intervals.paired_aer(counts[layer, head, shift], diagonal_counts)
+            difference[layer, head] = found.value, found.low, found.high
+    return {
+        "aer": aer,
+        "baseline": wa.score(diagonal, gold.sure, gold.possible).aer,
+        "difference": difference,
+        "pairs": len(pairs),
+    }
 
 
 def diagonal_links(english: int, german: int) -> list[tuple[int, int]]:
@@ -201,23 +326,56 @@ def diagonal_links(english: int, german: int) -> list[tuple[int, int]]:
     return [(round(g * (english - 1) / max(german - 1, 1)), g) for g in range(german)]
 
 
-def _syntax_record(relations: dict, layer: int, head: int) -> list[dict]:
-    """One head's score on every relation, its better direction first, beside that direction's baseline."""
+def _interval(found: dict, layer: int, head: int) -> dict:
+    return {
+        "value": round(float(found["margin"][layer, head]), 4),
+        "low": round(float(found["low"][layer, head]), 4),
+        "high": round(float(found["high"][layer, head]), 4),
+        "items": found["sentences"],
+    }
+
+
+def _syntax_record(relations: dict, layer: int, head: int, seen: dict, unseen: dict | None) -> list[dict]:
+    """One head's score on every relation, its better direction first, beside that direction's baseline: on the
+    treebank the direction and the baseline's offset were chosen on (``relations``; ``margin``: the head minus
+    the baseline with its paired interval over those sentences, ``seen``), and on held-out sentences (``unseen``:
+    ``held_out``, the same comparison, chosen beforehand) where the relation has enough arcs there. Sorted by the
+    margin a reader should trust: the held-out one where there is one."""
     scores = []
     for relation, found in relations.items():
         accuracy = found["accuracy"][layer, head]
         direction = int(np.argmax(accuracy - found["baseline"]))
-        scores.append(
-            {
-                "relation": relation,
-                "direction": syntax.DIRECTIONS[direction],
-                "accuracy": round(float(accuracy[direction]), 4),
-                "baseline": round(float(found["baseline"][direction]), 4),
-                "baseline_offset": int(found["baseline_offset"][direction]),
-                "arcs": found["arcs"],
+        score = {
+            "relation": relation,
+            "direction": syntax.DIRECTIONS[direction],
+            "accuracy": round(float(accuracy[direction]), 4),
+            "baseline": round(float(found["baseline"][direction]), 4),
+            "baseline_offset": int(found["baseline_offset"][direction]),
+            "arcs": found["arcs"],
+        }
+        if relation in seen:
+            score["margin"] = _interval(seen[relation], layer, head)
+        if unseen and relation in unseen:
+            held = unseen[relation]
+            score["held_out"] = {
+                "accuracy": round(float(held["accuracy"][layer, head]), 4),
+                "baseline": round(float(held["baseline"][layer, head]), 4),
+                "arcs": held["arcs"],
+                "margin": _interval(held, layer, head),
             }
-        )
-    return sorted(scores, key=lambda score: score["baseline"] - score["accuracy"])
+        scores.append(score)
+    return sorted(scores, key=lambda score: -trusted_margin(score))
+
+
+def trusted(score: dict) -> dict:
+    """The figures of a syntax score to judge a head by: the held-out ones where measured, else those of the
+    treebank the comparison was chosen on."""
+    return score.get("held_out") or score
+
+
+def trusted_margin(score: dict) -> float:
+    figures = trusted(score)
+    return figures["margin"]["value"] if "margin" in figures else figures["accuracy"] - figures["baseline"]
 
 
 def group_of(kind: str, features: dict[str, float], scores: Sequence[dict]) -> str:
@@ -231,14 +389,31 @@ def group_of(kind: str, features: dict[str, float], scores: Sequence[dict]) -> s
             if features[pattern] >= PATTERN_SHARE:
                 return pattern
     for score in scores:
-        margin = score["accuracy"] - score["baseline"] if "relation" in score else 0.0
-        if margin >= SYNTAX_MARGIN and score["accuracy"] >= SYNTAX_ACCURACY:
+        if "relation" in score and syntactic(score):
             return f"syntax:{score['relation']}"
-    if scores and "aer" in scores[0] and scores[0]["baseline"] - scores[0]["aer"] >= ALIGNMENT_MARGIN:
+    if scores and "aer" in scores[0] and aligning(scores[0]):
         return "alignment"
     if features["entropy"] >= BROAD_ENTROPY:
         return "broad"
     return "mixed"
+
+
+def syntactic(score: dict) -> bool:
+    """A syntax score that names its head: on the trusted sentences (:func:`trusted`) the head finds the gold word
+    at least :data:`SYNTAX_ACCURACY` of the time, beats the baseline by :data:`SYNTAX_MARGIN` and the whole 95%
+    interval of its margin lies above zero."""
+    figures = trusted(score)
+    margin = figures.get("margin")
+    if margin is None:
+        return False
+    return figures["accuracy"] >= SYNTAX_ACCURACY and margin["value"] >= SYNTAX_MARGIN and margin["low"] > 0
+
+
+def aligning(score: dict) -> bool:
+    """An alignment score that names its head: an AER :data:`ALIGNMENT_MARGIN` under the diagonal's, with the whole
+    95% interval of the difference below zero."""
+    difference = score.get("difference")
+    return difference is not None and score["baseline"] - score["aer"] >= ALIGNMENT_MARGIN and difference["high"] < 0
 
 
 GROUP_KEYS = ("delimiter", "previous", "next", "self", "syntax", "alignment", "broad", "mixed")
@@ -249,7 +424,14 @@ def group_key(group: str) -> str:
     return group.split(":", 1)[0]
 
 
-def head_records(measured: Measured, relations: dict[str, dict], alignment: dict, importance: dict | None) -> list:
+def head_records(
+    measured: Measured,
+    relations: dict[str, dict],
+    alignment: dict,
+    importance: dict | None,
+    seen: dict[str, dict] | None = None,
+    unseen: dict[str, dict] | None = None,
+) -> list:
     """One record per head: kind, 1-based layer and head, its features, its scores beside their baselines (best
     first), its importance (BLEU lost when it alone is switched off) when measured, and its cluster (the group
     :func:`group_of` names)."""
@@ -264,12 +446,23 @@ def head_records(measured: Measured, relations: dict[str, dict], alignment: dict
                     aer = alignment["aer"][layer, head]
                     shift = int(np.argmin(aer))
                     reading = wa.Method(layer, head, bool(shift)).name
+                    difference = alignment["difference"][layer, head]
                     scores = [
-                        {"reading": reading, "aer": round(float(aer[shift]), 4), "baseline": alignment["baseline"]}
+                        {
+                            "reading": reading,
+                            "aer": round(float(aer[shift]), 4),
+                            "baseline": alignment["baseline"],
+                            "baseline_reading": "diagonal",
+                            "difference": {
+                                **dict(zip(("value", "low", "high"), difference.round(4).tolist(), strict=True)),
+                                "items": alignment["pairs"],
+                            },
+                        }
                     ]
-                    scores[0]["baseline_reading"] = "diagonal"
                 else:
-                    scores = _syntax_record(relations[kind], layer, head)
+                    scores = _syntax_record(
+                        relations[kind], layer, head, (seen or {}).get(kind, {}), (unseen or {}).get(kind)
+                    )
                 drop = None if importance is None else importance["bleu_drop"][kind][layer][head]
                 records.append(
                     {
@@ -289,7 +482,9 @@ def profile(record: dict, relations: Sequence[str]) -> np.ndarray:
     """A head's profile for the map: its features, then its margin over the baseline on each relation (0 where it
     has none) and on the alignment (AER under the diagonal's)."""
     margins = {
-        score["relation"]: score["accuracy"] - score["baseline"] for score in record["scores"] if "relation" in score
+        score["relation"]: trusted(score)["accuracy"] - trusted(score)["baseline"]
+        for score in record["scores"]
+        if "relation" in score
     }
     alignment = [score["baseline"] - score["aer"] for score in record["scores"] if "aer" in score]
     return np.array(
@@ -316,8 +511,8 @@ def place(records: list[dict], related: int = RELATED) -> None:
 
 
 def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
-    """Measure the whole atlas of ``loaded`` on the treebank pairs (the first ``sentences``; all by default) and the
-    alignment gold."""
+    """Measure the whole atlas of ``loaded`` on the treebank pairs, the held-out treebanks (the first ``sentences``
+    of each; all by default) and the alignment gold."""
     english, german = syntax.read_conllu(ENGLISH_TREES), syntax.read_conllu(GERMAN_TREES)
     english, german = english[:sentences], german[:sentences]
     measured = measure(loaded, english, german)
@@ -327,25 +522,63 @@ def build(loaded: LoadedCheckpoint, sentences: int | None = None) -> dict:
             "the treebank's words (a vocabulary without their characters, or one that normalises them)"
         )
     relations = {kind: syntax_scores(measured.readings[kind], MIN_ARCS) for kind in ("encoder", "decoder")}
+    seen = {kind: head_margins(measured.readings[kind], relations[kind]) for kind in relations}
+    unseen, held_out_treebanks = None, None
+    if HELD_OUT_ENGLISH.is_file() and HELD_OUT_GERMAN.is_file():
+        trees = {
+            "encoder": syntax.read_conllu(HELD_OUT_ENGLISH)[:sentences],
+            "decoder": syntax.read_conllu(HELD_OUT_GERMAN)[:sentences],
+        }
+        readings, skipped = measure_held_out(loaded, trees["encoder"], trees["decoder"])
+        unseen = {kind: head_margins(readings[kind], relations[kind], HELD_OUT_MIN_ARCS) for kind in relations}
+        held_out_treebanks = {
+            kind: {"name": path.name, "sentences": len(trees[kind]), "skipped": skipped[kind]}
+            for kind, path in (("encoder", HELD_OUT_ENGLISH), ("decoder", HELD_OUT_GERMAN))
+        }
     gold = wa.Gold.read(f"{ALIGNMENT_GOLD}.en", f"{ALIGNMENT_GOLD}.de", f"{ALIGNMENT_GOLD}.de-en.wa")
     alignment = alignment_scores(loaded, gold)
-    records = head_records(measured, relations, alignment, read_beside(loaded, "importance.json"))
+    importance = read_beside(loaded, "importance.json")
+    records = head_records(measured, relations, alignment, importance, seen, unseen)
     place(records)
-    held_out = {
-        kind: {relation: found["held_out"] for relation, found in relations[kind].items()} for kind in relations
-    }
     return {
         "version": ATLAS_VERSION,
         "heads": records,
-        "held_out": held_out,
+        "held_out": relation_summary(records, relations),
         "treebank": {
             "english": ENGLISH_TREES.name,
             "german": GERMAN_TREES.name,
             "pairs": len(english),
             "skipped": measured.skipped,
+            "seen_in_training": True,
         },
+        "held_out_treebanks": held_out_treebanks,
         "alignment_gold": {"name": gold.name, "pairs": alignment["pairs"], "diagonal_aer": alignment["baseline"]},
     }
+
+
+def relation_summary(records: Sequence[dict], relations: dict[str, dict]) -> dict[str, dict[str, dict]]:
+    """Per kind and relation: the head chosen on the treebank pairs (the largest margin over the baseline there)
+    and how it does on the held-out sentences (its margin with the interval; None where the relation has too few
+    arcs there), the figure to report: chosen on one set, scored on another."""
+    summary: dict[str, dict[str, dict]] = {}
+    for kind in relations:
+        for relation in relations[kind]:
+            candidates = [
+                (record, score)
+                for record in records
+                if record["kind"] == kind
+                for score in record["scores"]
+                if score.get("relation") == relation
+            ]
+            record, score = max(candidates, key=lambda pair: pair[1]["accuracy"] - pair[1]["baseline"])
+            summary.setdefault(kind, {})[relation] = {
+                "layer": record["layer"],
+                "head": record["head"],
+                "direction": score["direction"],
+                "chosen_on": {key: score[key] for key in ("accuracy", "baseline", "arcs")},
+                "held_out": score.get("held_out"),
+            }
+    return summary
 
 
 EXAMPLES = 3  # per head: the sentences of the index where its strongest link is strongest

@@ -205,18 +205,28 @@ def tally(readings: Iterable[Reading]) -> Tally:
     return counts
 
 
+def read_side(tokenizer: Tokenizer, tree: Tree, limit: int, target: bool) -> tuple[list[int], list[int]] | None:
+    """One side of a pair: the ids (a source's ending with </s>; ``target``: the output's, without <s>) and the owner
+    of each piece (a model's language tokens, M2M100/NLLB, spell no word: owned by none, as </s> is); None when its
+    pieces do not spell the tree's tokens or it is longer than ``limit`` pieces (an output with its <s>)."""
+    if target:
+        ids, skip = tokenizer.encode_target(tree.text), len(tokenizer.target_prefix)
+        if len(ids) + 1 > limit:
+            return None
+    else:
+        ids, skip = [*tokenizer.encode(tree.text), EOS_ID], len(tokenizer.source_prefix)
+        if len(ids) > limit:
+            return None
+    owners = piece_owners(tokenizer.pieces(ids[skip:]), tree.tokens)
+    return None if owners is None else (ids, [-1] * skip + owners)
+
+
 def read_pair(
     tokenizer: Tokenizer, english: Tree, german: Tree, limit: int
 ) -> tuple[list[int], list[int], list[int], list[int]] | None:
-    """Source ids (ending with </s>), output ids, and the owners of the source's and the output's pieces; None when
-    either side's pieces do not spell its tokens or a side is longer than ``limit`` pieces."""
-    source_ids, output_ids = [*tokenizer.encode(english.text), EOS_ID], tokenizer.encode_target(german.text)
-    if len(source_ids) > limit or len(output_ids) + 1 > limit:
+    """Source ids (ending with </s>), output ids, and the owners of the source's and the output's pieces
+    (:func:`read_side`); None when either side cannot be read."""
+    source, output = read_side(tokenizer, english, limit, False), read_side(tokenizer, german, limit, True)
+    if source is None or output is None:
         return None
-    # a model's language tokens (M2M100/NLLB) spell no word: owned by none, as </s> is
-    source_skip, output_skip = len(tokenizer.source_prefix), len(tokenizer.target_prefix)
-    source_owner = piece_owners(tokenizer.pieces(source_ids[source_skip:]), english.tokens)
-    output_owner = piece_owners(tokenizer.pieces(output_ids[output_skip:]), german.tokens)
-    if source_owner is None or output_owner is None:
-        return None
-    return source_ids, output_ids, [-1] * source_skip + source_owner, [-1] * output_skip + output_owner
+    return source[0], output[0], source[1], output[1]

@@ -305,6 +305,15 @@ def score(predicted: Iterable[Iterable[Link]], sure: Iterable[Iterable[Link]], p
     return Score(aer, a_possible / a if a else 0.0, a_sure / s if s else 0.0, a, s)
 
 
+def counts(predicted: Iterable[Iterable[Link]], sure: Iterable[Iterable[Link]], possible=None) -> np.ndarray:
+    """Each pair's (|A ∩ S|, |A ∩ P|, |A|, |S|), [pairs, 4]: what :func:`score` pools, kept per pair so that its
+    AER can be resampled pair by pair (:func:`transformer.analysis.intervals.aer`)."""
+    predicted, sure = [set(p) for p in predicted], [set(s) for s in sure]
+    possible = sure if possible is None else [set(p) | s for p, s in zip(possible, sure, strict=True)]
+    rows = [(len(a & s), len(a & p), len(a), len(s)) for a, s, p in zip(predicted, sure, possible, strict=True)]
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+
+
 def read_gold(path: str | Path, sentences: int) -> tuple[list[set[Link]], list[set[Link]]]:
     """Sure and possible links from a ``SENTENCE GERMAN ENGLISH S|P`` file (sentences from 1, words from 0), as
     (english, german) pairs per sentence."""
@@ -363,25 +372,43 @@ class Gold:
         return cls(source, target, sure, possible, Path(links).name)
 
 
+USUAL_METHOD = "mean"  # the usual reading of a map: every layer's heads, the rows that predict each word
+
+
 def choose(pairs: Sequence[ForcedPair], gold: Gold, methods: Sequence[Method]) -> dict:
     """Score every method on the gold pairs and pick the best (:func:`best_method`). So that the figure a reader
     trusts is not the one the choice was fitted to, the choice is also made on each half of the pairs and scored
-    on the other half (``held_out``)."""
+    on the other half (``held_out``); every pair then has links from a reading chosen without it, and their AER
+    over all pairs is the figure to report (``held_out_interval``, with its 95% bootstrap interval over pairs), with
+    its paired difference from the usual reading of the map on the same pairs (``held_out_vs_usual``)."""
+    from transformer.analysis import intervals
+
     scores = evaluate_methods(pairs, gold.sure, gold.possible, methods)
     chosen = best_method(scores)
     half = len(pairs) // 2
     held_out = []
+    held_out_links: list[list[Link]] = [[] for _ in pairs]
     for fit, check in ((slice(0, half), slice(half, None)), (slice(half, None), slice(0, half))):
         fitted = best_method(evaluate_methods(pairs[fit], gold.sure[fit], gold.possible[fit], methods))
-        checked = score(
-            [links(pair, Method.parse(fitted)) for pair in pairs[check]], gold.sure[check], gold.possible[check]
+        found = [links(pair, Method.parse(fitted)) for pair in pairs[check]]
+        held_out_links[check] = found
+        checked = score(found, gold.sure[check], gold.possible[check])
+        interval = intervals.aer(counts(found, gold.sure[check], gold.possible[check]))
+        held_out.append(
+            {"method": fitted, "pairs": len(pairs[check]), **checked.as_dict(), "interval": interval.as_dict()}
         )
-        held_out.append({"method": fitted, "pairs": len(pairs[check]), **checked.as_dict()})
+    pooled = counts(held_out_links, gold.sure, gold.possible)
+    usual = counts([links(pair, Method.parse(USUAL_METHOD)) for pair in pairs], gold.sure, gold.possible)
+    in_sample = counts([links(pair, Method.parse(chosen)) for pair in pairs], gold.sure, gold.possible)
     return {
         "method": chosen,
         **scores[chosen].as_dict(),
+        "interval": intervals.aer(in_sample).as_dict(),  # chosen on these pairs: optimistic, not the figure to report
         "held_out": held_out,
         "held_out_aer": round(sum(h["aer"] for h in held_out) / len(held_out), 4),
+        "held_out_interval": intervals.aer(pooled).as_dict(),
+        "held_out_vs_usual": intervals.paired_aer(pooled, usual).as_dict(),
+        "usual": {"method": USUAL_METHOD, "interval": intervals.aer(usual).as_dict()},
         "gold": gold.name,
         "pairs": len(pairs),
         "methods": {name: value.as_dict() for name, value in sorted(scores.items(), key=lambda kv: kv[1].aer)},

@@ -5,9 +5,10 @@
 
 The files hold one sentence a line with words separated by spaces. Each German sentence is teacher-forced on its
 English one and one line of Pharaoh links (``english-german``, 0-based word positions) is printed per pair. With
-``--gold`` (``SENTENCE GERMAN ENGLISH S|P`` lines, sentences from 1) the AER, precision and recall follow on standard
-error (``--json``: one JSON object instead). ``--choose`` scores every method on the gold pairs and stores the best
-beside the checkpoint (``alignment.json``): it becomes the default method and the app shows its AER.
+``--gold`` (``SENTENCE GERMAN ENGLISH S|P`` lines, sentences from 1) the AER (with its 95% bootstrap interval over
+the pairs), precision and recall follow on standard error (``--json``: one JSON object instead). ``--choose`` scores
+every method on the gold pairs and stores the best beside the checkpoint (``alignment.json``): it becomes the default
+method and the app shows its AER.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attribution import AttributionUnavailable
 from transformer.checkpoint import LoadedCheckpoint
@@ -75,15 +77,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = {"method": method.name, "pairs": len(pairs)}
     if gold:
         result |= wa.score(found, gold.sure, gold.possible).as_dict()
+        result["interval"] = intervals.aer(wa.counts(found, gold.sure, gold.possible)).as_dict()
     if args.json:
         print(json.dumps({**result, "alignments": [wa.pharaoh(links) for links in found]}, ensure_ascii=False))
         return 0
     for links in found:
         print(wa.pharaoh(links))
     if gold:
+        aer = intervals.Interval.from_dict(result["interval"])
         print(
-            f"{method.name}: AER {result['aer']:.4f}, precision {result['precision']:.4f}, "
-            f"recall {result['recall']:.4f} ({result['links']} links, {result['gold_links']} gold, {len(pairs)} pairs)",
+            f"{method.name}: AER {aer.format(4)} (95% bootstrap interval over pairs), precision "
+            f"{result['precision']:.4f}, recall {result['recall']:.4f} ({result['links']} links, "
+            f"{result['gold_links']} gold, {len(pairs)} pairs)",
             file=sys.stderr,
         )
     return 0
@@ -108,8 +113,15 @@ def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, 
     for name, value in list(result["methods"].items())[:10]:
         print(f"{name:<18} {value['aer']:6.3f} {value['precision']:6.3f} {value['recall']:6.3f}")
     for check in result["held_out"]:
-        print(f"chosen on the other half: {check['method']}, AER {check['aer']:.3f} on {check['pairs']} held-out pairs")
-    print(f"stored {result['method']} (AER {result['aer']:.3f} on {result['pairs']} pairs) in {path}")
+        aer = intervals.Interval.from_dict(check["interval"])
+        print(f"chosen on the other half: {check['method']}, AER {aer.format()} on {check['pairs']} held-out pairs")
+    held_out, usual = (intervals.Interval.from_dict(result[key]) for key in ("held_out_interval", "held_out_vs_usual"))
+    print(
+        f"held out, every pair aligned by a reading chosen without it: AER {held_out.format()} "
+        f"({usual.format()} against the usual reading, {wa.USUAL_METHOD}, on the same pairs; 95% bootstrap intervals)"
+    )
+    chosen_on = f"AER {result['aer']:.3f} on the {result['pairs']} pairs it was chosen on"
+    print(f"stored {result['method']} ({chosen_on}) in {path}")
     return 0
 
 

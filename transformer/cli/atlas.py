@@ -3,13 +3,14 @@
     python -m transformer.atlas --checkpoint DIR --json [--save] [--sentences N]
 
 Measures every head of the checkpoint: encoder heads against English gold syntax, decoder self-attention heads
-against German gold syntax (Universal Dependencies PUD, ``../shared/data/syntax/``), cross heads against gold word
-alignments (``../shared/data/en-de/align/``), each beside its baseline; with the head's importance when
-``importance.json`` was measured on these weights. Prints one line per head, or with ``--json`` one JSON record per
-head (kind, 1-based layer and head, scores with their baselines, importance, cluster, map place, related heads).
-``--save`` stores the whole atlas beside the checkpoint (``atlas.json``), where the app reads it, with each head's
-clearest examples from an index of dev and test sentences (:mod:`transformer.analysis.atlas_index`, stored too as
-``atlas_index.npz``).
+against German gold syntax (Universal Dependencies PUD, ``../shared/data/syntax/``; seen in training, so each head's
+comparison chosen there is scored again on held-out text: English EWT and German GSD development sets), cross heads
+against gold word alignments (``../shared/data/en-de/align/``), each beside its baseline with a 95% interval; with
+the head's importance when ``importance.json`` was measured on these weights. Prints one line per head, or with
+``--json`` one JSON record per head (kind, 1-based layer and head, scores with their baselines, importance, cluster,
+map place, related heads). ``--save`` stores the whole atlas beside the checkpoint (``atlas.json``), where the app
+reads it, with each head's clearest examples from an index of dev and test sentences
+(:mod:`transformer.analysis.atlas_index`, stored too as ``atlas_index.npz``).
 """
 
 from __future__ import annotations
@@ -45,13 +46,22 @@ def describe(record: dict) -> str:
     if best is None:
         score = "no score"
     elif "aer" in best:
-        score = f"AER {best['aer']:.3f} ({best['reading']}) vs diagonal {best['baseline']:.3f}"
+        difference = best.get("difference") or {}
+        interval = f" (difference [{difference['low']:+.3f}, {difference['high']:+.3f}])" if difference else ""
+        score = f"AER {best['aer']:.3f} ({best['reading']}) vs diagonal {best['baseline']:.3f}{interval}"
     else:
         direction = "dep→head" if best["direction"] == "dependent_to_head" else "head→dep"
         score = (
             f"{best['relation']} {direction} {best['accuracy']:.2f} vs offset {best['baseline_offset']:+d} "
             f"{best['baseline']:.2f}"
         )
+        held = best.get("held_out")
+        if held:
+            margin = held["margin"]
+            score += (
+                f"; held out {held['accuracy']:.2f} vs {held['baseline']:.2f}, "
+                f"margin {margin['value']:+.2f} [{margin['low']:+.2f}, {margin['high']:+.2f}]"
+            )
     drop = record["importance_bleu_drop"]
     importance = "" if drop is None else f"; switched off alone: BLEU {-drop:+.2f}"
     return f"{head}  {record['cluster']:20s} {score}{importance}"
@@ -65,6 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not path.is_file():
             print(f"error: {path} not found: the atlas needs the gold data in ../shared/data", file=sys.stderr)
             return 1
+    for path in (atlas.HELD_OUT_ENGLISH, atlas.HELD_OUT_GERMAN):
+        if not path.is_file():
+            print(f"warning: {path} not found: no held-out syntax scores (PUD only)", file=sys.stderr)
     loaded = load_or_report(args.checkpoint)
     if loaded is None:
         return 1
