@@ -71,6 +71,9 @@ def decoding_label(options: DecodingOptions | str) -> str:
 SAMPLES = {
     "sample.first_sentences": re.compile(r"(?P<name>\S+) \(first (?P<count>\d+) sentences\)"),
     "sample.first_pairs": re.compile(r"(?P<name>\S+), first (?P<count>\d+) pairs"),
+    "sample.ranked_elsewhere": re.compile(
+        r"(?P<name>\S+), pairs (?P<first>\d+)–(?P<last>\d+) \(ranked on pairs 1–(?P<ranked>\d+)\)"
+    ),
     "sample.first_references": re.compile(r"(?P<name>\S+), first (?P<count>\d+) pairs, reference translations"),
     "sample.pronouns": re.compile(
         r"the shipped pronoun sentences \((?P<count>\d+); (?P<name>\S+) not found at (?P<path>.+)\)"

@@ -55,9 +55,27 @@ def test_importance_by_ablation_and_by_gradient(loaded, pairs):
     assert len(order) == 24 and len(set(order)) == 24
     drops = [result.bleu_drop[kind][layer, head] for kind, layer, head in order]
     assert drops == sorted(drops)
+    for kind in ("encoder", "decoder", "cross"):  # each drop's paired 95% interval over the sentences
+        assert (result.bleu_drop_low[kind] <= result.bleu_drop_high[kind]).all()
     curve = prune_curve(loaded.model, loaded.tokenizer, pairs, order, [0, 24])
     assert curve[0]["bleu"] == pytest.approx(result.bleu, abs=0.01)  # nothing off: the intact model
-    assert curve[1]["bleu"] < curve[0]["bleu"]  # every head off: the model is lost
+    assert curve[1]["bleu"] < curve[0]["bleu"]  # every head off: the model is lost…
+    change = curve[1]["change"]
+    assert change["value"] == pytest.approx(curve[1]["bleu"] - curve[0]["bleu"], abs=0.02)
+    assert change["high"] < 0  # …and the whole interval of the change says so
+
+
+def test_the_ranking_is_chosen_on_one_set_and_reported_on_another(loaded, pairs):
+    choose, report = pairs[: len(pairs) // 2], pairs[len(pairs) // 2 :]
+    found = ablation.measure_importance(loaded.model, loaded.tokenizer, choose, report_pairs=report)
+    chosen = head_importance(loaded.model, loaded.tokenizer, choose)
+    reported = head_importance(loaded.model, loaded.tokenizer, report)
+    assert found["ranked"] == [list(head) for head in chosen.ranked()]  # the order of the choosing set
+    assert found["sentences"] == len(report) and found["bleu"] == pytest.approx(reported.bleu, abs=0.01)
+    assert found["bleu_drop"]["cross"] == np.round(reported.bleu_drop["cross"], 4).tolist()
+    assert found["ranking"]["sentences"] == len(choose)
+    assert found["ranking"]["bleu_drop"]["cross"] == np.round(chosen.bleu_drop["cross"], 4).tolist()
+    assert found["prune"][0]["bleu"] == pytest.approx(reported.bleu, abs=0.01)  # the curve on the report set
 
 
 def test_the_importance_command(trained_checkpoint: Path, corpus, capsys):
@@ -88,6 +106,11 @@ def test_heads_off_within_one_bleu_holds_for_every_smaller_count():
     assert ablation.heads_off_within(curve, 16.18) == 12
     assert ablation.heads_off_within(curve[:3], 16.18) == 12
     assert ablation.heads_off_within([{"heads_off": 0, "bleu": 16.18}, {"heads_off": 2, "bleu": 1.0}], 16.18) == 0
+    # Within 1 BLEU by its point but not by its interval: the clear count stops before it.
+    unsure = [{**point, "change": {"value": point["bleu"] - 16.18, "low": -1.5, "high": 0.5}} for point in curve]
+    unsure[0].pop("change")
+    unsure[1]["change"]["low"] = -0.4
+    assert ablation.heads_off_within(unsure, 16.18) == 12 and ablation.heads_off_within(unsure, 16.18, clear=True) == 8
 
 
 def test_heads_off_hold_in_the_bfloat16_search_copy_and_only_while_off(loaded, pairs):

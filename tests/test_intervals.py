@@ -88,3 +88,22 @@ def test_bleu_intervals_and_the_paired_test_are_sacrebleus():
     assert compared["baseline"]["p"] is None and compared["baseline"]["bleu"] == found["bleu"]["value"]
     assert compared["worse"]["bleu"] == pytest.approx(sacrebleu.corpus_bleu(bad, [references]).score, abs=0.01)
     assert compared["worse"]["bleu"] < compared["baseline"]["bleu"] and compared["worse"]["p"] < 0.05
+
+
+def test_bleu_from_summed_statistics_is_sacrebleus_on_any_subset_and_pairs_two_systems():
+    import sacrebleu
+
+    rng = np.random.default_rng(5)
+    words = "the a cat dog sat ran on under mat house red big".split()
+    references = [" ".join(rng.choice(words, size=rng.integers(3, 12))) for _ in range(60)]
+    close = [" ".join(r.split()[: max(1, len(r.split()) - 1)]) for r in references]  # one word short each
+    far = [" ".join(rng.choice(words, size=4)) for _ in references]
+    statistics = intervals.bleu_statistics(close, references)
+    for subset in (range(60), range(0, 60, 7), [3, 3, 3, 10]):  # a resample may repeat sentences
+        chosen = list(subset)
+        expected = sacrebleu.corpus_bleu([close[i] for i in chosen], [[references[i] for i in chosen]]).score
+        assert intervals.bleu_of_statistics(statistics[chosen].sum(0)) == pytest.approx(expected, abs=1e-6)
+    difference = intervals.paired_bleu_difference(close, far, references)
+    expected = sacrebleu.corpus_bleu(close, [references]).score - sacrebleu.corpus_bleu(far, [references]).score
+    assert difference.value == pytest.approx(expected, abs=1e-6) and difference.above(0)
+    assert not intervals.paired_bleu_difference(close, close, references).above(0)

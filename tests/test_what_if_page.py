@@ -83,12 +83,15 @@ def test_importance_tab_ranks_heads_and_hands_the_least_important_to_the_ablatio
 def test_stored_importance_is_used_only_for_its_own_weights(checkpoint, sentence, corpus):
     loaded = load_checkpoint(checkpoint)
     pairs = read_parallel(f"{corpus['dev']}.en", f"{corpus['dev']}.de")[:4]
-    result = ablation.measure_importance(loaded.model, loaded.tokenizer, pairs)
-    ablation.save_importance(loaded, {**result, "source": "words, first 4 pairs"})
-    assert ablation.read_importance(loaded)["sentences"] == 4
+    result = ablation.measure_importance(loaded.model, loaded.tokenizer, pairs[:2], report_pairs=pairs[2:])
+    ablation.save_importance(loaded, {**result, "source": "words, pairs 3–4 (ranked on pairs 1–2)"})
+    assert ablation.read_importance(loaded)["sentences"] == 2
     app = open_page(sentence, wi_tab="importance")
     no_exceptions(app)
-    assert not app.info and any("words, first 4 pairs" in caption.value for caption in app.caption)
+    captions = " ".join(caption.value for caption in app.caption)
+    assert not app.info and "words, pairs 3–4 (heads ranked on pairs 1–2)" in captions
+    (table,) = [frame.value for frame in app.dataframe if "BLEU lost, 95% interval" in frame.value.columns]
+    assert len(table) == 24 and all(cell.startswith("[") for cell in table["BLEU lost, 95% interval"])
     assert app.radio(key="wi_measure").options == ["BLEU lost", "chrF lost", "gradient proxy"]
     weights = checkpoint / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)  # other weights: the stored table is not theirs

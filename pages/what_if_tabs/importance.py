@@ -34,6 +34,12 @@ def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded
     return {**result, "source": f"{DEV_PREFIX.name}, first {sample} pairs"}
 
 
+def interval_of(result: dict, kind: str, layer: int, head: int) -> str:
+    """A head's BLEU drop interval as "[low, high]" (paired bootstrap over the sentences)."""
+    low, high = result["bleu_drop_low"][kind][layer][head], result["bleu_drop_high"][kind][layer][head]
+    return f"[{low:+.2f}, {high:+.2f}]"
+
+
 def render(loaded: LoadedCheckpoint) -> None:
     st.caption(t("whatif.importance_intro"))
     stored = ablation.read_importance(loaded)
@@ -88,6 +94,11 @@ def render(loaded: LoadedCheckpoint) -> None:
                 "layer": layer + 1,
                 "head": head + 1,
                 **{measure_names.get(m, m): result[m][kind][layer][head] for m in measures},
+                **(
+                    {t("whatif.drop_interval"): interval_of(result, kind, layer, head)}
+                    if "bleu_drop_low" in result
+                    else {}
+                ),
             }
             for kind in KINDS
             for layer in range(len(result[measure][kind]))
@@ -101,7 +112,11 @@ def render(loaded: LoadedCheckpoint) -> None:
     total = len(result["ranked"])
     show_figure(plot_whatif.prune_curve(result["prune"], result["bleu"], total, language()), key="wi_prune")
     # From the curve itself (stored files written before this rule hold the largest count within 1 BLEU instead).
-    st.caption(t("whatif.within", count=ablation.heads_off_within(result["prune"], result["bleu"]), total=total))
+    within = t("whatif.within", count=ablation.heads_off_within(result["prune"], result["bleu"]), total=total)
+    if any("change" in point for point in result["prune"]):
+        clear = ablation.heads_off_within(result["prune"], result["bleu"], clear=True)
+        within += " " + t("whatif.within_clear", count=clear)
+    st.caption(within)
     k = st.slider(t("whatif.k"), 0, total, key="wi_k")
     chosen = [tuple(head) for head in result["ranked"][:k]]
     st.button(

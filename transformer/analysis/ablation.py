@@ -16,13 +16,14 @@ many heads the model can lose.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from transformer.analysis import intervals
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
 from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
 from transformer.data import collate, encode_pairs
@@ -131,6 +132,9 @@ class Importance:
     bleu_drop: dict[str, np.ndarray]
     chrf_drop: dict[str, np.ndarray]
     gradient: dict[str, np.ndarray]
+    # the 95% paired bootstrap interval of each head's BLEU drop over the sentences ([layers, heads] each)
+    bleu_drop_low: dict[str, np.ndarray] = field(default_factory=dict)
+    bleu_drop_high: dict[str, np.ndarray] = field(default_factory=dict)
 
     def ranked(self, by: str = "bleu_drop") -> list[Head]:
         """Every head, least important first."""
@@ -145,7 +149,8 @@ class Importance:
             "chrf": round(self.chrf, 2),
             **{
                 name: {kind: np.round(table, 4).tolist() for kind, table in getattr(self, name).items()}
-                for name in ("bleu_drop", "chrf_drop", "gradient")
+                for name in ("bleu_drop", "chrf_drop", "gradient", "bleu_drop_low", "bleu_drop_high")
+                if getattr(self, name)
             },
         }
 
@@ -183,10 +188,14 @@ def head_importance(
     """Every head's importance on ``pairs`` (source, reference): by ablation (unless ``ablation`` is False: one
     search of the sample per head) and by gradient."""
     sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
-    bleu, chrf = scores(translate(model, tokenizer, sources, options), references)
+    intact = translate(model, tokenizer, sources, options)
+    bleu, chrf = scores(intact, references)
+    intact_statistics = intervals.bleu_statistics(intact, references)
     gradient = gradient_importance(model, tokenizer, pairs)
     bleu_drop = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
     chrf_drop = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
+    low = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
+    high = {kind: np.full(table.shape, np.nan) for kind, table in gradient.items()}
     if ablation:
         for kind, table in gradient.items():
             for layer, head in np.ndindex(table.shape):
@@ -195,7 +204,11 @@ def head_importance(
                 head_bleu, head_chrf = scores(hypotheses, references)
                 bleu_drop[kind][layer, head] = bleu - head_bleu
                 chrf_drop[kind][layer, head] = chrf - head_chrf
-    return Importance(len(pairs), bleu, chrf, bleu_drop, chrf_drop, gradient)
+                drop = intervals.paired_bleu_difference(intact_statistics, hypotheses, references)
+                low[kind][layer, head], high[kind][layer, head] = drop.low, drop.high
+    if not ablation:
+        low, high = {}, {}
+    return Importance(len(pairs), bleu, chrf, bleu_drop, chrf_drop, gradient, low, high)
 
 
 def prune_curve(
@@ -209,10 +222,18 @@ def prune_curve(
     """BLEU and chrF with the first k heads of ``order`` off, for each k in ``counts``."""
     sources, references = [source for source, _ in pairs], [reference for _, reference in pairs]
     curve = []
+    intact = None
     for count in counts:
         with model.head_mask(head_mask(model, order[:count])):
-            bleu, chrf = scores(translate(model, tokenizer, sources, options), references)
-        curve.append({"heads_off": int(count), "bleu": round(bleu, 2), "chrf": round(chrf, 2)})
+            hypotheses = translate(model, tokenizer, sources, options)
+        bleu, chrf = scores(hypotheses, references)
+        point = {"heads_off": int(count), "bleu": round(bleu, 2), "chrf": round(chrf, 2)}
+        if count == 0:
+            intact = intervals.bleu_statistics(hypotheses, references)
+        elif intact is not None:  # the BLEU change from every head on, with its paired 95% interval
+            change = intervals.paired_bleu_difference(hypotheses, intact, references)
+            point["change"] = {key: round(getattr(change, key), 2) for key in ("value", "low", "high")}
+        curve.append(point)
     return curve
 
 
@@ -222,33 +243,49 @@ def measure_importance(
     pairs: Sequence[tuple[str, str]],
     options: DecodingOptions = GREEDY,
     ablation: bool = True,
+    report_pairs: Sequence[tuple[str, str]] | None = None,
 ) -> dict:
     """Every head's importance (:func:`head_importance`), the heads ranked least important first (by BLEU drop, or
     by gradient without ``ablation``), and the :func:`prune_curve` (every 2nd k over the first quarter of the heads,
-    then every eighth), as one JSON-ready dict; ``heads_off_within_1_bleu``: :func:`heads_off_within`."""
-    importance = head_importance(model, tokenizer, pairs, options, ablation=ablation)
-    order = importance.ranked("bleu_drop" if ablation else "gradient")
+    then every eighth), as one JSON-ready dict; ``heads_off_within_1_bleu``: :func:`heads_off_within`.
+
+    With ``report_pairs`` (other sentences), the ranking is chosen on ``pairs`` and everything reported is measured
+    on ``report_pairs``: each head's drop with its interval, and the pruning curve in the order chosen elsewhere (a
+    curve measured on the sentences its order was fitted to flatters itself). The choosing set's drops are kept
+    under ``ranking``."""
+    chosen = head_importance(model, tokenizer, pairs, options, ablation=ablation)
+    order = chosen.ranked("bleu_drop" if ablation else "gradient")
+    reported, curve_pairs = chosen, pairs
+    if report_pairs is not None and ablation:
+        reported, curve_pairs = head_importance(model, tokenizer, report_pairs, options), report_pairs
     total = len(order)
     # Fine steps over the first quarter, where the 1-BLEU mark lies, then coarse ones to the end.
     counts = sorted({0, *range(0, total // 4, max(1, total // 72)), *range(0, total, max(1, total // 8)), total - 1})
-    curve = prune_curve(model, tokenizer, pairs, order, counts, options)
-    return {
+    curve = prune_curve(model, tokenizer, curve_pairs, order, counts, options)
+    found = {
         "decoding": options.describe(),
-        **importance.to_json(),
+        **reported.to_json(),
+        "gradient": chosen.to_json()["gradient"],
         "ranked_by": "bleu_drop" if ablation else "gradient",
         "ranked": [[kind, layer, head] for kind, layer, head in order],
         "prune": curve,
-        "heads_off_within_1_bleu": heads_off_within(curve, importance.bleu),
+        "heads_off_within_1_bleu": heads_off_within(curve, reported.bleu),
+        "heads_off_clear_within_1_bleu": heads_off_within(curve, reported.bleu, clear=True),
     }
+    if reported is not chosen:
+        found["ranking"] = {key: chosen.to_json()[key] for key in ("sentences", "bleu", "chrf", "bleu_drop")}
+    return found
 
 
-def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0) -> int:
+def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0, clear: bool = False) -> int:
     """The largest k such that switching off the k least important heads, and every smaller count measured, loses
     at most ``loss`` BLEU: "up to k heads" holds for each count up to k, not only for k itself (a larger count can
-    measure within 1 again by the noise of a small sample while a smaller one does not)."""
+    measure within 1 again by the noise of a small sample while a smaller one does not). With ``clear``, the whole
+    95% interval of each count's change must lie above −``loss``."""
     within = 0
     for point in sorted(curve, key=lambda point: point["heads_off"]):
-        if point["bleu"] < bleu - loss:
+        change = point.get("change")
+        if point["bleu"] < bleu - loss or (clear and change is not None and change["low"] < -loss):
             break
         within = point["heads_off"]
     return within

@@ -182,6 +182,40 @@ def bleu_interval(hypotheses: Sequence[str], references: Sequence[str], resample
     return {**found, "sentences": len(hypotheses), "resamples": resamples}
 
 
+def bleu_statistics(hypotheses: Sequence[str], references: Sequence[str]) -> np.ndarray:
+    """Each sentence's BLEU sufficient statistics [sentences, 10] as sacreBLEU counts them (system and reference
+    length, then matching and total n-grams for n = 1…4), so that any set of sentences' corpus BLEU is a sum."""
+    import sacrebleu
+
+    statistics = sacrebleu.BLEU()._extract_corpus_statistics(list(hypotheses), [list(references)])
+    return np.asarray(statistics, dtype=np.float64).reshape(-1, 10)
+
+
+def bleu_of_statistics(sums: np.ndarray) -> np.ndarray:
+    """Corpus BLEU from summed statistics [..., 10], vectorised: sacreBLEU's defaults (4-grams, brevity penalty,
+    its 'exp' smoothing of an n-gram order without a match)."""
+    system, reference = sums[..., 0], sums[..., 1]
+    correct, total = sums[..., 2:6], sums[..., 6:10]
+    halving = np.cumsum(correct == 0, axis=-1)  # 'exp' smoothing: 1/2, 1/4… for each order without a match
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(correct > 0, correct / total, 1.0 / (2.0**halving * total))
+        log_mean = np.log(precision).mean(-1)
+        penalty = np.where(system < reference, np.exp(1 - reference / np.maximum(system, 1e-9)), 1.0)
+        score = 100 * penalty * np.exp(log_mean)
+    return np.where((correct.sum(-1) > 0) & (total.min(-1) > 0) & (system > 0), score, 0.0)
+
+
+def paired_bleu_difference(
+    first: Sequence[str] | np.ndarray, second: Sequence[str] | np.ndarray, references: Sequence[str], **options
+) -> Interval:
+    """BLEU(first) − BLEU(second) on the same sentences, with the 95% bootstrap interval of the difference (paired:
+    each resample draws the same sentences for both). ``first``/``second``: hypotheses, or their
+    :func:`bleu_statistics` when several comparisons share one side."""
+    one = first if isinstance(first, np.ndarray) else bleu_statistics(first, references)
+    two = second if isinstance(second, np.ndarray) else bleu_statistics(second, references)
+    return paired(one, two, bleu_of_statistics, **options)
+
+
 def paired_bleu(
     baseline: Sequence[str], systems: dict[str, Sequence[str]], references: Sequence[str], resamples: int = RESAMPLES
 ) -> dict[str, dict]:
