@@ -10,7 +10,9 @@ is ranked by how likely it went untranslated; top-1 is the share of cases in whi
 Ranked by: contrastive conditioning (:mod:`transformer.analysis.omissions`), and the attention coverage of the head
 reading stored beside the checkpoint (``alignment.json``; a word's largest attention from any German word, lowest
 first, without the both-directions rule). Beside them: a random pick, and the detector's false alarms on the intact
-pairs (pairs in which some content word is flagged although nothing was deleted).
+pairs (pairs in which some content word is flagged although nothing was deleted). Every share has its 95% bootstrap
+interval over the gold pairs (a pair's cases resampled together), and each detector its paired difference from a
+random pick on the same cases.
 
 Insertions: into each gold German sentence, four times, a content word of another gold sentence is inserted at a
 random place (seeded); the German content words are ranked by how little the source supports them
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 from tables import print_table
 
+from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.omissions import MARGIN, content_word, german_content_word, omissions, source_support
 from transformer.checkpoint import load_checkpoint
@@ -38,8 +41,9 @@ from transformer.tokenizer import EOS_ID
 GOLD = DATA_ROOT / "align" / "europarl_gold"
 
 
-def damaged_pairs(gold: wa.Gold) -> list[tuple[str, str, int]]:
-    """(English, German with one word's translation deleted, that English word's position)."""
+def damaged_pairs(gold: wa.Gold) -> list[tuple[str, str, int, int]]:
+    """(English, German with one word's translation deleted, that English word's position, the gold pair's
+    number)."""
     cases = []
     for number, (english, german) in enumerate(zip(gold.english, gold.german, strict=True)):
         source, target = english.split(), german.split()
@@ -51,7 +55,7 @@ def damaged_pairs(gold: wa.Gold) -> list[tuple[str, str, int]]:
                 continue
             kept = [w for position, w in enumerate(target) if position not in translations]
             if kept:
-                cases.append((english, " ".join(kept), word))
+                cases.append((english, " ".join(kept), word, number))
     return cases
 
 
@@ -67,31 +71,41 @@ def main() -> int:
     reading = wa.default_method(loaded)
     coverage_reading = wa.Method(reading.layer, reading.head, reading.shift)  # every German word's strongest link
     forced = wa.force(loaded, [c[0] for c in cases], [c[1] for c in cases])
-    conditioning = marked = attention = chance = 0.0
-    for (english, german, deleted), pair in zip(cases, forced, strict=True):
+    # per gold pair (a pair's cases are resampled together): cases, and hits of each detector
+    hits = np.zeros((len(gold.english), 5))  # conditioning, marked, attention, chance, cases
+    for (english, german, deleted, number), pair in zip(cases, forced, strict=True):
         found = omissions(loaded, english.split(), loaded.tokenizer.encode(german))
         ranked = found.ranked()
-        conditioning += ranked[0] == deleted
-        marked += deleted in found.flagged()
-        chance += 1 / len(ranked)
         coverage = wa.word_scores(pair, coverage_reading).max(axis=0)
-        attention += min(ranked, key=lambda i: coverage[i]) == deleted
-    alarms = 0
-    for english, german in zip(gold.english, gold.german, strict=True):
-        alarms += bool(omissions(loaded, english.split(), loaded.tokenizer.encode(german)).flagged())
-    count = len(cases)
-    rows = [
-        ["contrastive conditioning", f"{conditioning / count:.3f}"],
-        [f"deleted word marked (gain over {MARGIN:g} nat)", f"{marked / count:.3f}"],
-        [f"attention coverage ({coverage_reading.name})", f"{attention / count:.3f}"],
-        ["random content word", f"{chance / count:.3f}"],
-        ["false alarms: intact pairs with a word flagged", f"{alarms / len(gold.english):.3f}"],
+        attention = min(ranked, key=lambda i: coverage[i]) == deleted
+        hits[number] += (ranked[0] == deleted, deleted in found.flagged(), attention, 1 / len(ranked), 1)
+    alarms = [
+        float(bool(omissions(loaded, english.split(), loaded.tokenizer.encode(german)).flagged()))
+        for english, german in zip(gold.english, gold.german, strict=True)
     ]
-    print(f"{loaded.path.name}: {count} damaged pairs from {len(gold.english)} gold pairs", file=sys.stderr)
-    print_table(["detector", "top-1"], rows, args.markdown, align="left")
+    hits = hits[hits[:, 4] > 0]
+    rows = [
+        ["contrastive conditioning", *shares(hits[:, 0], hits[:, 4], hits[:, 3])],
+        [f"deleted word marked (gain over {MARGIN:g} nat)", *shares(hits[:, 1], hits[:, 4])],
+        [f"attention coverage ({coverage_reading.name})", *shares(hits[:, 2], hits[:, 4], hits[:, 3])],
+        ["random content word", *shares(hits[:, 3], hits[:, 4])],
+        ["false alarms: intact pairs with a word flagged", *shares(alarms, np.ones(len(alarms)))],
+    ]
+    print(f"{loaded.path.name}: {len(cases)} damaged pairs from {len(hits)} gold pairs", file=sys.stderr)
+    print_table(["detector", "top-1 [95% interval]", "over random [95%]"], rows, args.markdown, align="left")
     print()
-    print_table(["insertions", "share"], insertion_rows(loaded, gold), args.markdown, align="left")
+    insertions = insertion_rows(loaded, gold)
+    print_table(["insertions", "share [95% interval]", "over random [95%]"], insertions, args.markdown, align="left")
     return 0
+
+
+def shares(hits, cases, chance=None) -> list[str]:
+    """A share with its 95% bootstrap interval over gold pairs, and (given each pair's expected random hits) its
+    paired difference from a random pick."""
+    share = intervals.ratio(hits, cases)
+    if chance is None:
+        return [share.format(), ""]
+    return [share.format(), intervals.paired_ratio(hits, chance, cases).format()]
 
 
 def support_of(loaded, english: str, german_words: list[str]):
@@ -103,8 +117,8 @@ def support_of(loaded, english: str, german_words: list[str]):
 def insertion_rows(loaded, gold: wa.Gold, per_pair: int = 4, seed: int = 1) -> list[list[str]]:
     rng = random.Random(seed)
     pool = [word for german in gold.german for word in german.split() if german_content_word(word)]
-    cases = found = marked = chance = 0.0
-    for english, german in zip(gold.english, gold.german, strict=True):
+    counts = np.zeros((len(gold.german), 4))  # per gold pair: found, marked, chance, insertions
+    for number, (english, german) in enumerate(zip(gold.english, gold.german, strict=True)):
         words = german.split()
         for _ in range(per_pair):
             inserted = rng.choice(pool)
@@ -113,18 +127,17 @@ def insertion_rows(loaded, gold: wa.Gold, per_pair: int = 4, seed: int = 1) -> l
             at = rng.randrange(len(words) + 1)
             support = support_of(loaded, english, [*words[:at], inserted, *words[at:]])
             ranked = support.ranked()
-            cases += 1
-            found += ranked[0] == at
-            marked += at in support.flagged()
-            chance += 1 / len(ranked)
-    alarms = sum(
-        bool(support_of(loaded, e, g.split()).flagged()) for e, g in zip(gold.english, gold.german, strict=True)
-    )
+            counts[number] += (ranked[0] == at, at in support.flagged(), 1 / len(ranked), 1)
+    alarms = [
+        float(bool(support_of(loaded, e, g.split()).flagged())) for e, g in zip(gold.english, gold.german, strict=True)
+    ]
+    counts = counts[counts[:, 3] > 0]
+    found, marked, chance, cases = counts.T
     return [
-        [f"least supported by the source ({int(cases)} insertions)", f"{found / cases:.3f}"],
-        ["random content word", f"{chance / cases:.3f}"],
-        ["inserted word marked (support ≤ 0 nats)", f"{marked / cases:.3f}"],
-        ["intact pairs with a word marked", f"{alarms / len(gold.german):.3f}"],
+        [f"least supported by the source ({int(cases.sum())} insertions)", *shares(found, cases, chance)],
+        ["random content word", *shares(chance, cases)],
+        ["inserted word marked (support ≤ 0 nats)", *shares(marked, cases)],
+        ["intact pairs with a word marked", *shares(alarms, np.ones(len(alarms)))],
     ]
 
 

@@ -51,6 +51,11 @@ def test_an_oracle_beats_chance_and_its_opposite_loses_to_it(loaded, pairs):
     assert results["oracle"].tokens == results["opposite"].tokens == 6
     assert results["oracle"].drop >= results["oracle"].random_drop >= results["opposite"].drop
     assert results["oracle"].gain > 0 or results["oracle"].drop == results["opposite"].drop
+    # Intervals over the two sentences (their tokens resampled together); the oracle's gain is never negative on
+    # any resample, since it is at least the random drop at every token.
+    oracle = results["oracle"]
+    assert oracle.sentences == 2 and oracle.drop_interval[0] <= oracle.drop_interval[1]
+    assert oracle.gain_interval[0] >= -1e-9
 
 
 def test_every_explanation_ranks_the_source_tokens(loaded, pairs):

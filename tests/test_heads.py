@@ -291,3 +291,23 @@ def test_decoder_heads_are_scored_on_the_models_own_translations(trained_checkpo
     np.testing.assert_allclose(tables["decoder"]["self_mass"], np.mean(diagonals, axis=0), atol=2e-4)
     mean_distance = np.asarray(tables["decoder"]["mean_distance"])
     assert (mean_distance >= 0).all() and (mean_distance > 0).any()
+
+
+def test_the_anaphora_head_is_chosen_on_half_the_sentences_and_scored_on_the_other(monkeypatch):
+    """Eight planted sentences: head 1 is on the antecedent in every one, head 3 on the wrong noun; the head chosen
+    on either half is head 1, and every sentence is scored by a head chosen without it."""
+    from types import SimpleNamespace
+
+    from transformer.analysis import heads as heads_module
+
+    examples = [SimpleNamespace(sentence=f"s{i}", pronoun="it", antecedent="proposal") for i in range(8)]
+    monkeypatch.setattr(
+        heads_module,
+        "encoder_attentions",
+        lambda loaded, sentences: [(PRONOUN_TOKENS, pronoun_heads())] * len(sentences),
+    )
+    found = heads_module.anaphora_held_out(None, examples)
+    assert found["heads"] == [[1, 1], [1, 1]] and found["sentences"] == 8
+    assert found["weight"]["value"] == pytest.approx(1.0) and found["weight"]["low"] == pytest.approx(1.0)
+    assert found["hits"]["value"] == 1.0 and found["in_sample"] == {"layer": 1, "head": 1, "weight": 1.0}
+    assert heads_module.anaphora_held_out(None, examples[:3]) == {}  # too few sentences to split

@@ -182,7 +182,7 @@ def test_translate_cli_keeps_lines_aligned(trained_checkpoint: Path, monkeypatch
     assert "katze" in lines[0] and "haus" in lines[2]
 
 
-def test_evaluate_cli_reports_bleu_chrf_and_health_as_json(trained_checkpoint: Path, corpus, capsys):
+def test_evaluate_cli_reports_bleu_chrf_and_health_as_json(trained_checkpoint: Path, corpus, tmp_path: Path, capsys):
     arguments = [
         "--checkpoint",
         str(trained_checkpoint),
@@ -200,8 +200,18 @@ def test_evaluate_cli_reports_bleu_chrf_and_health_as_json(trained_checkpoint: P
     # The model's health comes with the scores (tiny: 2 layers), unless --no-health.
     assert len(result["encoder_position_cosine"]) == 2 and len(result["cross_entropy_normalised"]) == 2
     assert result["cross_alignment_best"] is None or 0 <= result["cross_alignment_best"] <= 1
+    assert result["bootstrap"] == 1000 and 0 < result["bleu_ci"] < 50  # sacreBLEU's 95% interval, half its width
     assert evaluate.main([*arguments, "--limit", "5", "--beam", "1", "--json", "--no-health"]) == 0
     assert "encoder_position_cosine" not in json.loads(capsys.readouterr().out)
+    # Against another system on the same sentences: the difference with its paired interval and a p-value.
+    worse = tmp_path / "worse.de"
+    worse.write_text("".join("das\n" for _ in range(20)), encoding="utf-8")
+    assert evaluate.main([*arguments, "--limit", "20", "--json", "--no-health", "--compare", str(worse)]) == 0
+    compared = json.loads(capsys.readouterr().out)["compare"]
+    assert compared["difference"] > 0 and compared["low"] > 0 and compared["p"] < 0.05
+    worse.write_text("das\n", encoding="utf-8")
+    assert evaluate.main([*arguments, "--limit", "20", "--no-health", "--compare", str(worse)]) == 1
+    assert "1 lines for 20 sentences" in capsys.readouterr().err
 
 
 def test_evaluate_records_scores_in_the_checkpoint(trained_checkpoint: Path, corpus, tmp_path: Path, capsys):

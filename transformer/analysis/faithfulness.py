@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from transformer.analysis import attribution as at
+from transformer.analysis import intervals
 from transformer.analysis.attention import AttentionMaps, teacher_forced
 from transformer.analysis.rollout import cross_rollout
 from transformer.checkpoint import LoadedCheckpoint
@@ -101,6 +102,11 @@ class Deletion:
     drop: float  # mean drop in the token's log-probability when the explanation's top k go
     random_drop: float  # the same for k random source tokens
     tokens: int  # output tokens measured
+    sentences: int = 0
+    # 95% bootstrap intervals over sentences (their tokens resampled together): the drop, and the gain over random
+    # deletions at the same positions (paired)
+    drop_interval: tuple[float, float] = (float("nan"), float("nan"))
+    gain_interval: tuple[float, float] = (float("nan"), float("nan"))
 
     @property
     def gain(self) -> float:
@@ -118,9 +124,9 @@ def deletion_test(
     """The deletion test over ``pairs`` of (source ids ending with </s>, output ids), at up to ``tokens_per_pair``
     output positions of each (spread over the output), for each explanation and each k."""
     rng = random.Random(seed)
-    drops: dict[tuple[str, int], list[float]] = {}
-    random_drops: dict[int, list[float]] = {k: [] for k in ks}
-    for source, output in pairs:
+    drops: dict[tuple[str, int], list[tuple[int, float]]] = {}  # (sentence, drop) per measured token
+    random_drops: dict[int, list[tuple[int, float]]] = {k: [] for k in ks}
+    for sentence, (source, output) in enumerate(pairs):
         maps, _ = teacher_forced(loaded.model, loaded.tokenizer, source, output)
         deletable = list(range(len(source) - 1))  # never </s>
         positions = sorted({round(i * (len(output) - 1) / max(tokens_per_pair - 1, 1)) for i in range(tokens_per_pair)})
@@ -130,7 +136,8 @@ def deletion_test(
                 if k >= len(deletable):
                     continue
                 draws = [without(source, rng.sample(deletable, k)) for _ in range(RANDOM_DRAWS)]
-                random_drops[k].append(float(base - token_log_probabilities(loaded, draws, output, position).mean()))
+                drop = float(base - token_log_probabilities(loaded, draws, output, position).mean())
+                random_drops[k].append((sentence, drop))
             for explanation in explained:
                 scores = np.asarray(explanation.rank(loaded, maps, source, output, position))[: len(deletable)]
                 order = [int(i) for i in np.argsort(-scores, kind="stable")]
@@ -138,8 +145,27 @@ def deletion_test(
                     if k >= len(deletable):
                         continue
                     after = token_log_probabilities(loaded, [without(source, order[:k])], output, position)[0]
-                    drops.setdefault((explanation.name, k), []).append(float(base - after))
+                    drops.setdefault((explanation.name, k), []).append((sentence, float(base - after)))
     results = []
     for (name, k), values in drops.items():
-        results.append(Deletion(name, k, float(np.mean(values)), float(np.mean(random_drops[k])), len(values)))
+        chance = random_drops[k]
+        per_sentence = np.zeros((len(pairs), 3))  # the explanation's drops, the random ones, tokens
+        for (sentence, drop), (same, random_drop) in zip(values, chance, strict=True):
+            assert sentence == same  # measured at the same tokens
+            per_sentence[sentence] += (drop, random_drop, 1)
+        per_sentence = per_sentence[per_sentence[:, 2] > 0]
+        drop = intervals.ratio(per_sentence[:, 0], per_sentence[:, 2])
+        gain = intervals.paired_ratio(per_sentence[:, 0], per_sentence[:, 1], per_sentence[:, 2])
+        results.append(
+            Deletion(
+                name,
+                k,
+                float(np.mean([v for _, v in values])),
+                float(np.mean([v for _, v in chance])),
+                len(values),
+                len(per_sentence),
+                (drop.low, drop.high),
+                (gain.low, gain.high),
+            )
+        )
     return results

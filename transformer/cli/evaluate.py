@@ -22,7 +22,7 @@ import sacrebleu
 from transformer.analysis.health import format_health, model_health
 from transformer.checkpoint import META_FILE, folder_lock, read_json, write_json
 from transformer.cli.translate import add_decoding_arguments, start
-from transformer.data import read_parallel
+from transformer.data import read_lines, read_parallel
 from transformer.decode import translate
 
 
@@ -52,6 +52,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--record", action="store_true", help="also store the scores in the checkpoint's meta.json (key 'scores')"
     )
     parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=1000,
+        help="resamples for sacreBLEU's 95%% bootstrap intervals of BLEU and chrF (0: none)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        help="another system's translations of --src (one per line): its BLEU, the difference with its paired 95%% "
+        "interval and sacreBLEU's paired bootstrap p-value",
+    )
+    parser.add_argument(
         "--no-health",
         dest="health",
         action="store_false",
@@ -73,8 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     seconds = time.time() - started
     references = [[t for _, t in pairs]]
     bleu_metric, chrf_metric = sacrebleu.BLEU(), sacrebleu.CHRF()
-    bleu = bleu_metric.corpus_score(hypotheses, references)
-    chrf = chrf_metric.corpus_score(hypotheses, references)
+    resamples = args.bootstrap if args.bootstrap > 1 and len(pairs) > 1 else 1
+    bleu = bleu_metric.corpus_score(hypotheses, references, n_bootstrap=resamples)
+    chrf = chrf_metric.corpus_score(hypotheses, references, n_bootstrap=resamples)
     if args.output:
         args.output.write_text("".join(f"{h}\n" for h in hypotheses), encoding="utf-8")
     result = {
@@ -89,10 +103,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         "precision": args.precision,
         "bleu": round(bleu.score, 2),
         "chrf": round(chrf.score, 2),
+        **(
+            {"bleu_ci": round(float(bleu._ci), 2), "chrf_ci": round(float(chrf._ci), 2), "bootstrap": resamples}
+            if resamples > 1  # sacreBLEU's half-width of the 95% percentile interval of its resamples
+            else {}
+        ),
         "bleu_signature": str(bleu_metric.get_signature()),
         "chrf_signature": str(chrf_metric.get_signature()),
         "seconds": round(seconds, 1),
     }
+    if args.compare:
+        try:
+            other = read_lines(args.compare)
+        except OSError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        if len(other) < len(hypotheses):
+            print(f"error: {args.compare} has {len(other)} lines for {len(hypotheses)} sentences", file=sys.stderr)
+            return 1
+        result["compare"] = compare(
+            hypotheses, other[: len(hypotheses)], references[0], max(resamples, 1000), args.compare
+        )
     if args.health:
         result.update(model_health(loaded.model, loaded.tokenizer))
     if args.record:
@@ -100,12 +131,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
-        print(f"BLEU {result['bleu']:.2f}  ({result['bleu_signature']})")
-        print(f"chrF {result['chrf']:.2f}  ({result['chrf_signature']})")
+        interval = {
+            name: f" ± {result[f'{name}_ci']:.2f} (95%)" if f"{name}_ci" in result else "" for name in ("bleu", "chrf")
+        }
+        print(f"BLEU {result['bleu']:.2f}{interval['bleu']}  ({result['bleu_signature']})")
+        print(f"chrF {result['chrf']:.2f}{interval['chrf']}  ({result['chrf_signature']})")
+        if "compare" in result:
+            found = result["compare"]
+            print(
+                f"against {found['file']}: BLEU {found['bleu']:.2f}; this model − it: {found['difference']:+.2f} "
+                f"[{found['low']:+.2f}, {found['high']:+.2f}] (paired 95%), p = {found['p']}"
+            )
         print(f"{len(pairs)} sentences, beam {args.beam}, {args.precision} search, {seconds:.1f}s")
         if args.health:
             print(f"model health on {result['health_sample']}:\n{format_health(result)}")
     return 0
+
+
+def compare(hypotheses: list[str], other: list[str], references: list[str], resamples: int, name: Path) -> dict:
+    """This model's translations against another system's on the same sentences: the other's BLEU, the difference
+    with its paired bootstrap interval, and sacreBLEU's paired bootstrap test (Koehn 2004)."""
+    from transformer.analysis import intervals
+
+    difference = intervals.paired_bleu_difference(hypotheses, other, references, resamples=resamples)
+    tested = intervals.paired_bleu(other, {"this": hypotheses}, references, resamples)
+    return {
+        "file": str(name),
+        "bleu": tested["baseline"]["bleu"],
+        "difference": round(difference.value, 2),
+        "low": round(difference.low, 2),
+        "high": round(difference.high, 2),
+        "p": tested["this"]["p"],
+    }
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.heads import head_score_tables
+from transformer.analysis.heads import anaphora_held_out, head_score_tables
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import load_or_report
 from transformer.plots.paper import figure_page, paper_figures
@@ -87,6 +87,7 @@ def write_figures(
     figures, metrics = paper_figures(loaded, one_based)
     if scores is not None:
         metrics["head_scores"] = scores
+    metrics["anaphora_held_out"] = anaphora_held_out(loaded)
     metrics["checkpoint"] = portable_path(str(loaded.path))  # no folder of the machine that drew the figures
     text = summaries(metrics)
     pages = {
