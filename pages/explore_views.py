@@ -366,6 +366,9 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
         return
     score, usual = measured[method.name], measured.get("mean", {})
     held_out = [check["aer"] for check in stored.get("held_out", [])]
+    mean = sum(held_out) / len(held_out) if held_out else stored["aer"]
+    # the cross-fitted AER with its bootstrap interval (files written before intervals: the halves' mean, no interval)
+    interval = stored.get("held_out_interval") or {"value": mean, "low": float("nan"), "high": float("nan")}
     st.info(
         t("explore.align_trust", method=method.name, pairs=stored["pairs"], gold=stored["gold"], **score)
         + "\n\n"
@@ -373,7 +376,9 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
             "explore.align_best",
             best=stored["method"],
             aer=stored["aer"],
-            held_out=sum(held_out) / len(held_out) if held_out else stored["aer"],
+            held_out=interval["value"],
+            low=interval["low"],
+            high=interval["high"],
             usual=usual.get("aer", float("nan")),
         )
     )
