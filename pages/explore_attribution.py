@@ -146,6 +146,10 @@ def faithfulness_panel(loaded: LoadedCheckpoint) -> None:
         st.caption(t("explore.faith_missing"))
         return
     rows = stored["rows"]
+    found = stored.get("intervals")  # 95% bootstrap intervals over sentences (files written since they were added)
+    bounds = None
+    if found:
+        bounds = [[tuple(found[row[0]][k]["drop"]) if row[0] in found else None for row in rows] for k in ("1", "3")]
     show_figure(
         plot_attribution.faithfulness_figure(
             [explanation_label(row[0]) for row in rows],
@@ -153,6 +157,7 @@ def faithfulness_panel(loaded: LoadedCheckpoint) -> None:
             [row[2] for row in rows],
             t("explore.faith_chart", tokens=stored["tokens"], sentences=stored["sentences"]),
             language=language(),
+            intervals=bounds,
         ),
         key="faithfulness",
         filename="faithfulness",

@@ -473,3 +473,15 @@ def test_every_tile_of_the_grid_answers_a_click_with_its_own_head():
     inside_rows = [name for i, name in enumerate(rows) if outline.y0 < i < outline.y1]
     assert len(inside_columns) == 4 and all(name.startswith("head 3 ·") for name in inside_columns)
     assert len(inside_rows) == 5 and all(name.startswith("layer 2 ·") for name in inside_rows)
+
+
+def test_the_faithfulness_bars_carry_their_intervals():
+    from transformer.plots.attribution import faithfulness_figure
+
+    figure = faithfulness_figure(
+        ["attention", "random"], [3.0, 0.5], [4.0, 1.0], "deletion", intervals=[[(2.5, 3.4), None], [(3.0, 5.0), None]]
+    )
+    three, one = (trace for trace in figure.data if trace.type == "bar")
+    assert list(one.error_x.array) == [0.4, 0.0] and list(one.error_x.arrayminus) == [0.5, 0.0]
+    assert list(three.error_x.array) == [1.0, 0.0] and list(three.error_x.arrayminus) == [1.0, 0.0]
+    assert faithfulness_figure(["a"], [1.0], [2.0], "no intervals").data[0].error_x.array is None

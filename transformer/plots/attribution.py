@@ -81,13 +81,18 @@ def faithfulness_figure(
     top_three: Sequence[float],
     title: str,
     language: str = DEFAULT_LANGUAGE,
+    intervals: Sequence[Sequence[tuple[float, float] | None]] | None = None,
 ) -> go.Figure:
     """The deletion test's table as horizontal bars: per explanation, the token's log-probability drop when its top 1
-    and top 3 source tokens are deleted (the chance row is one of the explanations)."""
+    and top 3 source tokens are deleted (the chance row is one of the explanations); with ``intervals`` (per k, per
+    row: its 95% interval, or None) each bar carries its interval as an error bar."""
     text = words(language, "plot_attribution")
     labels = [safe_label(name) for name in names]
-    traces = [
-        {
+    traces = []
+    for number, (values, key, colour) in enumerate(
+        ((top_three, "top_three", ATTRIBUTION_COLOUR), (top_one, "top_one", ATTENTION_COLOUR))
+    ):
+        trace = {
             "type": "bar",
             "orientation": "h",
             "y": labels,
@@ -96,11 +101,19 @@ def faithfulness_figure(
             "marker": {"color": colour},
             "hovertemplate": "%{y}: %{x:.2f}<extra>" + safe_label(text[key]) + "</extra>",
         }
-        for values, key, colour in (
-            (top_three, "top_three", ATTRIBUTION_COLOUR),
-            (top_one, "top_one", ATTENTION_COLOUR),
-        )
-    ]
+        if intervals is not None:
+            bounds = intervals[1 - number]  # intervals come as (top one, top three)
+            trace["error_x"] = {
+                "type": "data",
+                "symmetric": False,
+                "array": [0.0 if b is None else round(float(b[1] - v), 3) for b, v in zip(bounds, values, strict=True)],
+                "arrayminus": [
+                    0.0 if b is None else round(float(v - b[0]), 3) for b, v in zip(bounds, values, strict=True)
+                ],
+                "color": "#444",
+                "thickness": 1,
+            }
+        traces.append(trace)
     layout = {
         **base_layout(top=50, bottom=40),
         "title": {"text": safe_label(title), "x": 0.5, "xanchor": "center"},
