@@ -163,6 +163,7 @@ def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tm
     assert 0 <= metrics["best_layer_making"] < layers and 0 <= metrics["best_head_its"] < heads
     assert np.asarray(metrics["figure_4"]["its_to_law_per_head"]).shape == (layers, heads)
     assert np.asarray(metrics["head_scores"]["encoder"]["anaphora"]).shape == (layers, heads)
+    assert "anaphora_held_out" in metrics and "dictionary_held_out" in metrics  # chosen on half, scored on half
     assert metrics["translations"]["3"]["reference"].startswith("In diesem Sinne")
     assert metrics["checkpoint"] == trained_checkpoint.name  # names the model, not the folders it was drawn on
     assert "its_to_law" in capsys.readouterr().out
@@ -311,3 +312,23 @@ def test_the_anaphora_head_is_chosen_on_half_the_sentences_and_scored_on_the_oth
     assert found["weight"]["value"] == pytest.approx(1.0) and found["weight"]["low"] == pytest.approx(1.0)
     assert found["hits"]["value"] == 1.0 and found["in_sample"] == {"layer": 1, "head": 1, "weight": 1.0}
     assert heads_module.anaphora_held_out(None, examples[:3]) == {}  # too few sentences to split
+
+
+def test_the_dictionary_head_is_chosen_on_half_the_translations_and_scored_on_the_other(monkeypatch):
+    """Six planted translations of ten dictionary words each: head (2, 3) finds the translation of every word, head
+    (1, 1) of half; either half chooses head (2, 3), and the pooled share is its."""
+    from types import SimpleNamespace
+
+    from transformer.analysis import heads as heads_module
+
+    class Planted:
+        def __init__(self, loaded, sentences):
+            self.decoded = [([0], [1], SimpleNamespace(cross=None)) for _ in sentences]
+
+    found = np.zeros((2, 4))
+    found[1, 2], found[0, 0] = 10, 5
+    monkeypatch.setattr(heads_module, "Sample", Planted)
+    monkeypatch.setattr(heads_module, "sentence_alignment_hits", lambda *args: (found, 10, found, 10))
+    result = heads_module.dictionary_held_out(SimpleNamespace(tokenizer=None), ["s"] * 6, dictionary={})
+    assert result["heads"] == [[2, 3], [2, 3]] and result["words"] == 60
+    assert result["share"]["value"] == 1.0 and result["in_sample"]["share"] == 1.0

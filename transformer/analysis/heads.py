@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.analysis.alignment import AlignmentTally, load_dictionary
+from transformer.analysis.alignment import AlignmentTally, load_dictionary, sentence_alignment_hits
 from transformer.analysis.attention import (
     PUNCTUATION,
     AttentionMaps,
@@ -186,6 +186,41 @@ def anaphora_held_out(loaded: LoadedCheckpoint, examples=None) -> dict:
             "layer": int(best[0]) + 1,
             "head": int(best[1]) + 1,
             "weight": round(float(weights.mean(0)[best]), 4),
+        },
+    }
+
+
+def dictionary_held_out(loaded: LoadedCheckpoint, sentences: Sequence[str], dictionary=None) -> dict:
+    """The cross head whose strongest source word is most often a dictionary translation, chosen on half of the
+    model's own translations of ``sentences`` and scored on the other half, both ways: the pooled share with its
+    95% bootstrap interval over sentences, beside the best head's share on all of them (chosen there, flattering)."""
+    from transformer.analysis import intervals
+
+    dictionary = load_dictionary() if dictionary is None else dictionary
+    hits, words = [], []
+    for source_ids, output, maps in Sample(loaded, sentences).decoded:
+        found, counted, _, _ = sentence_alignment_hits(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
+        hits.append(np.asarray(found, dtype=float))
+        words.append(counted)
+    if len(hits) < 4 or not sum(words):
+        return {}
+    hits, words = np.stack(hits), np.asarray(words, dtype=float)  # [sentences, L, H], [sentences]
+    halves = [np.arange(0, len(hits), 2), np.arange(1, len(hits), 2)]
+    chosen, heads = np.zeros(len(hits)), []
+    for fit, check in (halves, halves[::-1]):
+        layer, head = np.unravel_index(hits[fit].sum(0).argmax(), hits.shape[1:])
+        chosen[check] = hits[check, layer, head]
+        heads.append([int(layer) + 1, int(head) + 1])
+    best = np.unravel_index(hits.sum(0).argmax(), hits.shape[1:])
+    return {
+        "sentences": len(hits),
+        "words": int(words.sum()),
+        "heads": heads,  # chosen on the even sentences, then on the odd ones (1-based layer, head)
+        "share": intervals.ratio(chosen, words).as_dict(),
+        "in_sample": {
+            "layer": int(best[0]) + 1,
+            "head": int(best[1]) + 1,
+            "share": round(float(hits.sum(0)[best] / words.sum()), 4),
         },
     }
 

@@ -12,11 +12,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.heads import anaphora_held_out, head_score_tables
+from transformer.analysis.heads import anaphora_held_out, dev_sample, dictionary_held_out, head_score_tables
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import load_or_report
 from transformer.plots.paper import figure_page, paper_figures
 from transformer.runs import portable_path
+
+DICTIONARY_SAMPLE = 50  # newstest2013 sentences the dictionary-alignment head is chosen and scored on
 
 
 def find_browser() -> str | None:
@@ -88,6 +90,9 @@ def write_figures(
     if scores is not None:
         metrics["head_scores"] = scores
     metrics["anaphora_held_out"] = anaphora_held_out(loaded)
+    metrics["dictionary_held_out"] = dictionary_held_out(
+        loaded, dev_sample(DICTIONARY_SAMPLE, loaded.config.source_language)[1]
+    )
     metrics["checkpoint"] = portable_path(str(loaded.path))  # no folder of the machine that drew the figures
     text = summaries(metrics)
     pages = {
