@@ -223,7 +223,10 @@ def test_behind_the_proxy_a_class_meets_no_error_and_a_student_coming_back_finds
                     shown.append((await visitor.run(address, page="toy_model"))["alerts"])
             return shown
 
-        for alerts in asyncio.run(leave_and_come_back()):
+        # in a thread of its own: the browser tests' Playwright may keep an event loop running in this one
+        with concurrent.futures.ThreadPoolExecutor(1) as thread:
+            returns = thread.submit(asyncio.run, leave_and_come_back()).result()
+        for alerts in returns:
             texts = [body for _, body in alerts]
             assert not any(body.startswith("Press **Train**") for body in texts), texts  # the job was not found
             assert any(form in (Alert.INFO, Alert.SUCCESS) for form, _ in alerts), texts  # waiting, training or done
