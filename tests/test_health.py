@@ -63,6 +63,14 @@ def test_uniform_encoder_attention_reads_as_entropy_one(trained_checkpoint: Path
     # The word-for-word task is learned through cross-attention: some head points at the word being translated far
     # more often than chance (one of 2–7 source words).
     assert healthy["cross_alignment_best"] >= 0.5
+    # Chosen on half the sentences and scored on the other, with its interval: never above the best head's
+    # figure on all of them by more than the interval can hold, and a real interval around it.
+    held = healthy["cross_alignment_held_out"]
+    assert held["low"] <= held["value"] <= held["high"] and held["items"] == len(synthetic_sample()[1])
+    assert held["value"] >= 0.5 * healthy["cross_alignment_best"]
+    last = healthy["encoder_position_cosine_last_interval"]
+    assert last["value"] == pytest.approx(healthy["encoder_position_cosine"][-1], abs=1e-3)
+    assert last["low"] <= last["value"] <= last["high"]
 
 
 def long_copy_pairs(count: int, seed: int) -> list[tuple[str, str]]:

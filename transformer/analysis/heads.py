@@ -170,17 +170,17 @@ def anaphora_held_out(loaded: LoadedCheckpoint, examples=None) -> dict:
     if len(weights) < 4:
         return {}
     weights, hits = np.stack(weights), np.stack(hits)  # [sentences, L, H]
-    halves = [np.arange(0, len(weights), 2), np.arange(1, len(weights), 2)]
-    chosen_weight, chosen_hit, heads = np.zeros(len(weights)), np.zeros(len(weights)), []
-    for fit, check in (halves, halves[::-1]):
-        layer, head = np.unravel_index(weights[fit].mean(0).argmax(), weights.shape[1:])
-        chosen_weight[check], chosen_hit[check] = weights[check, layer, head], hits[check, layer, head]
-        heads.append([int(layer) + 1, int(head) + 1])
+    weight, picks = intervals.held_out_best(weights)
+    # the antecedent-is-top share of the same heads (chosen by weight): each sentence by a head chosen without it
+    halves = [np.arange(1, len(weights), 2), np.arange(0, len(weights), 2)]  # the halves each choice scores
+    chosen_hit = np.zeros(len(weights))
+    for (layer, head), check in zip(picks, halves, strict=True):
+        chosen_hit[check] = hits[check, layer, head]
     best = np.unravel_index(weights.mean(0).argmax(), weights.shape[1:])
     return {
         "sentences": len(weights),
-        "heads": heads,  # the head chosen on the even sentences, then on the odd ones (1-based layer, head)
-        "weight": intervals.mean(chosen_weight).as_dict(),
+        "heads": [[layer + 1, head + 1] for layer, head in picks],  # chosen on the even sentences, then the odd
+        "weight": weight.as_dict(),
         "hits": intervals.mean(chosen_hit).as_dict(),
         "in_sample": {
             "layer": int(best[0]) + 1,
@@ -205,18 +205,13 @@ def dictionary_held_out(loaded: LoadedCheckpoint, sentences: Sequence[str], dict
     if len(hits) < 4 or not sum(words):
         return {}
     hits, words = np.stack(hits), np.asarray(words, dtype=float)  # [sentences, L, H], [sentences]
-    halves = [np.arange(0, len(hits), 2), np.arange(1, len(hits), 2)]
-    chosen, heads = np.zeros(len(hits)), []
-    for fit, check in (halves, halves[::-1]):
-        layer, head = np.unravel_index(hits[fit].sum(0).argmax(), hits.shape[1:])
-        chosen[check] = hits[check, layer, head]
-        heads.append([int(layer) + 1, int(head) + 1])
+    share, picks = intervals.held_out_best(hits, words)
     best = np.unravel_index(hits.sum(0).argmax(), hits.shape[1:])
     return {
         "sentences": len(hits),
         "words": int(words.sum()),
-        "heads": heads,  # chosen on the even sentences, then on the odd ones (1-based layer, head)
-        "share": intervals.ratio(chosen, words).as_dict(),
+        "heads": [[layer + 1, head + 1] for layer, head in picks],  # chosen on the even sentences, then the odd
+        "share": share.as_dict(),
         "in_sample": {
             "layer": int(best[0]) + 1,
             "head": int(best[1]) + 1,

@@ -16,6 +16,11 @@ translations stand in for the references.
   :func:`transformer.analysis.heads.cross_scores` counts it, here over the references): the share of target words
   whose most attended source word (in the row that predicts the word) is a dictionary translation of it;
   ``cross_alignment_best_head`` is that head as [layer, head], both 1-based.
+
+With intervals (95%, bootstrap over the sample's sentences; :mod:`transformer.analysis.intervals`):
+``encoder_position_cosine_last_interval`` for the last encoder layer's cosine, and ``cross_alignment_held_out``, the
+best head's dictionary alignment chosen on half of the sentences and scored on the other half (the best of many
+heads scored on the sentences it was chosen on flatters itself).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from transformer.analysis.alignment import AlignmentTally, load_dictionary
+from transformer.analysis import intervals
+from transformer.analysis.alignment import AlignmentTally, load_dictionary, sentence_alignment_hits
 from transformer.analysis.attention import entropy_bits
 from transformer.analysis.heads import dev_sample
 from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
@@ -102,6 +108,9 @@ def measure(
     entropy_count = {kind: torch.zeros(count) for kind, count in layers.items()}
     cosine_sum, sentences = torch.zeros(config.encoder_layers), 0
     alignment = AlignmentTally.of_shape(config.decoder_layers, config.num_heads)
+    last_cosines: list[float] = []  # per sentence, the last encoder layer's (for its interval)
+    sentence_hits: list[np.ndarray] = []  # per sentence, each cross head's dictionary hits [L, H]…
+    sentence_words: list[int] = []  # …out of its words with a dictionary partner
     states: list[Tensor] = []
     hooks = [layer.register_forward_hook(lambda _m, _i, out: states.append(out[0])) for layer in model.encoder_layers]
     try:
@@ -115,6 +124,7 @@ def measure(
             cosines = torch.stack([position_cosine(state, source_keep) for state in states], 1)  # (B, L)
             valid = ~cosines[:, 0].isnan()
             cosine_sum += cosines[valid].sum(0).cpu()
+            last_cosines += cosines[valid][:, -1].tolist()
             sentences += int(valid.sum())
             source_mask = model.source_mask(source)
             target_keep = (target != config.pad_id)[:, None, :, None]  # (B, 1, T, 1): padding queries
@@ -135,7 +145,15 @@ def measure(
             cross = result.cross_attention.float().cpu().numpy()
             for row, (source_ids, output_ids) in enumerate(zip(sources[chunk], outputs[chunk], strict=True)):
                 sentence_cross = cross[row, :, :, : len(output_ids) + 1, : len(source_ids)]
-                alignment.add(tokenizer, source_ids, output_ids, sentence_cross, dictionary)
+                hits, words, consensus, counted = sentence_alignment_hits(
+                    tokenizer, source_ids, output_ids, sentence_cross, dictionary
+                )
+                alignment.dictionary_hits += hits
+                alignment.dictionary_words += words
+                alignment.consensus_hits += consensus
+                alignment.counted += counted
+                sentence_hits.append(np.asarray(hits, dtype=float))
+                sentence_words.append(words)
     finally:
         for hook in hooks:
             hook.remove()
@@ -143,6 +161,11 @@ def measure(
     for kind in KINDS:
         measures[f"{kind}_entropy_normalised"] = (entropy_sum[kind] / entropy_count[kind].clamp(min=1)).tolist()
     measures["alignment"] = alignment.dictionary_share() if alignment.dictionary_words else None
+    measures["intervals"] = {
+        "last_cosines": last_cosines,
+        "hits": np.stack(sentence_hits) if sentence_hits else None,
+        "words": sentence_words,
+    }
     return measures
 
 
@@ -170,12 +193,18 @@ def model_health(
     finally:
         model.train(was_training)
     alignment = measures.pop("alignment")
+    per_sentence = measures.pop("intervals")
     result: dict[str, Any] = {key: [round(v, 4) for v in values] for key, values in measures.items()}
     result["cross_alignment_best"] = result["cross_alignment_best_head"] = None
+    if per_sentence["last_cosines"]:
+        result["encoder_position_cosine_last_interval"] = intervals.mean(per_sentence["last_cosines"]).as_dict()
     if alignment is not None:
         layer, head = np.unravel_index(int(alignment.argmax()), alignment.shape)
         result["cross_alignment_best"] = round(float(alignment[layer, head]), 4)
         result["cross_alignment_best_head"] = [int(layer) + 1, int(head) + 1]
+        if len(per_sentence["words"]) >= 4:
+            held_out, _ = intervals.held_out_best(per_sentence["hits"], per_sentence["words"])
+            result["cross_alignment_held_out"] = held_out.as_dict()
     result["health_sample"] = description
     return result
 
@@ -195,5 +224,10 @@ def format_health(result: dict[str, Any]) -> str:
         lines.append("best cross-attention head's dictionary alignment: no dictionary word in the sample")
     else:
         layer, head = result["cross_alignment_best_head"]
-        lines.append(f"best cross-attention head's dictionary alignment: {best:.3f} (layer {layer}, head {head})")
+        line = f"best cross-attention head's dictionary alignment: {best:.3f} (layer {layer}, head {head})"
+        held = result.get("cross_alignment_held_out")
+        if held:
+            interval = f"{held['value']:.3f} [{held['low']:.3f}, {held['high']:.3f}]"
+            line += f"; chosen on half the sample, scored on the other: {interval}"
+        lines.append(line)
     return "\n".join(lines)

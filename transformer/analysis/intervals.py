@@ -143,6 +143,24 @@ def paired_ratio(
     return paired(first, second, lambda sums: _divide(sums[..., 0], sums[..., 1]), **options)
 
 
+def held_out_best(hits: np.ndarray, totals: Sequence[float] | None = None, **options) -> tuple[Interval, list]:
+    """The best of many candidates (heads) chosen on half of the items and scored on the other half, both ways
+    (even items choose for the odd ones and the other way round), so that every item is scored by a candidate
+    chosen without it. ``hits`` [items, *candidates]: each item's count for each candidate; ``totals`` [items]:
+    each item's denominator (default 1: a mean). The pooled figure sum(hits) / sum(totals) with its interval, and
+    the two chosen candidates' indices (the even half's choice first)."""
+    hits = np.asarray(hits, dtype=np.float64)
+    totals = np.ones(len(hits)) if totals is None else np.asarray(totals, dtype=np.float64)
+    shape = hits.shape[1:]
+    halves = [np.arange(0, len(hits), 2), np.arange(1, len(hits), 2)]
+    chosen, picks = np.zeros(len(hits)), []
+    for fit, check in (halves, halves[::-1]):
+        pick = np.unravel_index(int(hits[fit].reshape(len(fit), -1).sum(0).argmax()), shape)
+        chosen[check] = hits[(check, *pick)]
+        picks.append([int(index) for index in pick])
+    return ratio(chosen, totals, **options), picks
+
+
 def aer_measure(sums: np.ndarray) -> np.ndarray:
     """Summed (|A ∩ S|, |A ∩ P|, |A|, |S|) → the alignment error rate, 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|) (Och &
     Ney 2003; P includes S; with sure links only, |A ∩ P| = |A ∩ S|)."""
