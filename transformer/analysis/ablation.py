@@ -262,10 +262,11 @@ def measure_importance(
     # Fine steps over the first quarter, where the 1-BLEU mark lies, then coarse ones to the end.
     counts = sorted({0, *range(0, total // 4, max(1, total // 72)), *range(0, total, max(1, total // 8)), total - 1})
     curve = prune_curve(model, tokenizer, curve_pairs, order, counts, options)
+    chosen_json = chosen.to_json()
     found = {
         "decoding": options.describe(),
         **reported.to_json(),
-        "gradient": chosen.to_json()["gradient"],
+        "gradient": chosen_json["gradient"],
         "ranked_by": "bleu_drop" if ablation else "gradient",
         "ranked": [[kind, layer, head] for kind, layer, head in order],
         "prune": curve,
@@ -273,7 +274,7 @@ def measure_importance(
         "heads_off_clear_within_1_bleu": heads_off_within(curve, reported.bleu, clear=True),
     }
     if reported is not chosen:
-        found["ranking"] = {key: chosen.to_json()[key] for key in ("sentences", "bleu", "chrf", "bleu_drop")}
+        found["ranking"] = {key: chosen_json[key] for key in ("sentences", "bleu", "chrf", "bleu_drop")}
     return found
 
 

@@ -115,8 +115,9 @@ class AlignmentTally:
         output_ids: Sequence[int],
         cross: np.ndarray,
         dictionary: dict[str, set[str]],
-    ) -> None:
-        """One sentence's piece-level cross-attention (see :func:`sentence_alignment_hits`)."""
+    ) -> tuple[np.ndarray, int]:
+        """One sentence's piece-level cross-attention (see :func:`sentence_alignment_hits`); returns that sentence's
+        dictionary hits [L, H] and its words with a dictionary partner (for intervals over sentences)."""
         dictionary_hits, dictionary_words, consensus_hits, counted = sentence_alignment_hits(
             tokenizer, source_ids, output_ids, cross, dictionary
         )
@@ -124,6 +125,7 @@ class AlignmentTally:
         self.dictionary_words += dictionary_words
         self.consensus_hits += consensus_hits
         self.counted += counted
+        return np.asarray(dictionary_hits, dtype=float), dictionary_words
 
     def dictionary_share(self) -> np.ndarray:
         """``alignment_dictionary`` [L, H]; NaN when no output word had a dictionary partner."""

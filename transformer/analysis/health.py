@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from transformer.analysis import intervals
-from transformer.analysis.alignment import AlignmentTally, load_dictionary, sentence_alignment_hits
+from transformer.analysis.alignment import AlignmentTally, load_dictionary
 from transformer.analysis.attention import entropy_bits
 from transformer.analysis.heads import dev_sample
 from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
@@ -145,14 +145,8 @@ def measure(
             cross = result.cross_attention.float().cpu().numpy()
             for row, (source_ids, output_ids) in enumerate(zip(sources[chunk], outputs[chunk], strict=True)):
                 sentence_cross = cross[row, :, :, : len(output_ids) + 1, : len(source_ids)]
-                hits, words, consensus, counted = sentence_alignment_hits(
-                    tokenizer, source_ids, output_ids, sentence_cross, dictionary
-                )
-                alignment.dictionary_hits += hits
-                alignment.dictionary_words += words
-                alignment.consensus_hits += consensus
-                alignment.counted += counted
-                sentence_hits.append(np.asarray(hits, dtype=float))
+                hits, words = alignment.add(tokenizer, source_ids, output_ids, sentence_cross, dictionary)
+                sentence_hits.append(hits)
                 sentence_words.append(words)
     finally:
         for hook in hooks:
