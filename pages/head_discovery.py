@@ -79,7 +79,7 @@ by_kind = {
     kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
     for kind in KINDS
 }
-by_kind[KINDS[0]].update({key: point.scores[key] for key in ("anaphora", "anaphora_hits") if key in point.scores})
+bounds_by_kind = {kind: tables.get("intervals", {}).get(TABLES[kind], {}) for kind in KINDS}
 st.caption(
     t(
         "heads.measured_over",
@@ -132,24 +132,48 @@ score_key = st.selectbox(
     + "; ".join(f"**{score_names[key]}**: {score_text(key, 'description')}" for key in names),
 )
 score = SCORES[score_key]
+values = scores[score_key]
+bounds = bounds_by_kind[kind].get(score_key)  # its 95% intervals: none over one sentence
+low = high = near_best = None
+if bounds is not None:
+    low, high = (np.asarray(bounds[part], dtype=float) for part in ("low", "high"))
+    near_best = np.asarray(bounds["near_best"], dtype=bool)
 st.caption(f"{score_names[score_key]}: {score_text(score_key, 'description')}.")
 show_figure(
     plot_attention.score_heatmap(
-        scores[score_key],
+        values,
         f"{score_names[score_key]} ({kind_names[kind]})",
         first=first,
         zrange=score.zrange,
         language=language(),
+        low=low,
+        high=high,
+        near_best=near_best,
     ),
     key="heads_heatmap",
     filename=f"head-scores-{score_key}-{source.replace(' ', '-')}",
 )
-values = scores[score_key]
+
+
+def head_name(layer: int, head: int) -> str:
+    return t("heads.layer_head", layer=layer + first, head=head + first)
+
+
 if np.isfinite(values).any():
     pick = np.nanargmin if score.low_is_notable else np.nanargmax
     layer, head = np.unravel_index(pick(values), values.shape)
-    where = t("heads.layer_head", layer=layer + first, head=head + first)
-    st.caption(t("heads.lowest" if score.low_is_notable else "heads.highest", where=where, value=values[layer, head]))
+    direction = "lowest" if score.low_is_notable else "highest"
+    if bounds is None:
+        st.caption(t(f"heads.{direction}", where=head_name(layer, head), value=values[layer, head]))
+        st.caption(t("heads.no_interval"))
+    else:
+        where, value = head_name(layer, head), values[layer, head]
+        interval = {"low": low[layer, head], "high": high[layer, head], "items": bounds["items"]}
+        others = [head_name(a, b) for a, b in np.argwhere(near_best) if (a, b) != (layer, head)]
+        if len(others) > 6:  # the map frames them all
+            others = [*others[:6], f"… (+{len(others) - 6})"]
+        verdict = t("heads.not_clearly_ahead", heads=", ".join(others)) if others else t("heads.clearly_best")
+        st.caption(t(f"heads.{direction}_interval", where=where, value=value, **interval) + " " + verdict)
 
 # ------------------------------------------------------------------------------------------------ the table
 st.header(t("heads.every_head"))
@@ -163,5 +187,11 @@ for layer in range(num_layers):
 for name in names:
     rows[name] = np.round(scores[name].reshape(-1), 4)
 labels = {"layer": t("explore.layer_label"), "head": t("explore.head_label"), **score_names}
-st.dataframe(rows, hide_index=True, width="stretch", column_config=labels)
+order = ["layer", "head", score_key, *(name for name in names if name != score_key)]
+if bounds is not None:  # beside the chosen score: its interval, and whether the best head is clearly ahead of this one
+    rows["interval_low"], rows["interval_high"] = np.round(low.reshape(-1), 4), np.round(high.reshape(-1), 4)
+    rows["near_best"] = ["✓" if near else "" for near in near_best.reshape(-1)]  # a mark, in any language
+    labels |= {part: t(f"heads.{part}") for part in ("interval_low", "interval_high", "near_best")}
+    order[3:3] = ["interval_low", "interval_high", "near_best"]
+st.dataframe(rows, hide_index=True, width="stretch", column_config=labels, column_order=order)
 save_page(FIELDS)

@@ -341,6 +341,7 @@ score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_n
 score = SCORES.get(score_key)
 name = score_names[score_key]
 st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
+bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
 show_figure(
     plot_attention.score_heatmap(
         point.scores[score_key],
@@ -348,9 +349,13 @@ show_figure(
         first=first,
         zrange=score.zrange if score else None,
         language=language(),
+        low=bounds.get("low"),
+        high=bounds.get("high"),
+        near_best=bounds.get("near_best"),
     ),
     key="fig_scores",
     filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
 )
+st.caption(t("fig.scores_interval", items=bounds["items"]) if bounds else t("fig.scores_no_interval"))
 st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))
 save_page(FIELDS)

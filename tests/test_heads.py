@@ -143,6 +143,19 @@ def test_head_score_tables_cover_every_head(loaded):
     assert tables["sentences"] == 6 and tables["output_words"] > 0
     entropy = np.asarray(tables["encoder"]["entropy"])
     assert (entropy >= 0).all() and (entropy <= np.log2(loaded.config.max_positions)).all()
+    # Every score over the sample has its interval over its sentences, around its value, and the heads near the
+    # best include the best (the lowest, for the entropy).
+    for kind in ("encoder", "decoder", "cross"):
+        for name, values in tables[kind].items():
+            found, values = tables["intervals"][kind][name], np.asarray(values, dtype=float)
+            low, high, near = (np.asarray(found[part], dtype=float) for part in ("low", "high", "near_best"))
+            assert found["items"] == (tables["anaphora_sentences"] if name.startswith("anaphora") else 6)
+            usable = np.isfinite(values)  # NaN only where nothing was counted (no dictionary partner at all)
+            assert np.isfinite(low[usable]).all() and np.isfinite(high[usable]).all(), (kind, name)
+            assert (low[usable] <= values[usable] + 1e-4).all() and (values[usable] <= high[usable] + 1e-4).all()
+            if usable.any():
+                best = np.nanargmin(values) if SCORES[name].low_is_notable else np.nanargmax(values)
+                assert near.reshape(-1)[best] == 1
 
 
 def test_figures_cli_writes_every_figure_and_metric(trained_checkpoint: Path, tmp_path: Path, capsys):
@@ -196,6 +209,25 @@ def test_timeline_keeps_each_snapshots_attention_and_scores(trained_checkpoint: 
     assert points[0].scores["entropy"].shape == (2, 4)
     assert points[0].scores["entropy"].mean() > points[1].scores["entropy"].mean()  # heads sharpen with training
     assert points[1].metrics.keys() >= {"making_heads_on_more_difficult", "its_to_law", "figure_3"}
+    # Each recorded point keeps every score's interval over the pronoun sentences; a uniform head is as good as
+    # any other, so at "step 5" no entropy head is clearly the sharpest.
+    for point in points:
+        for key, values in point.scores.items():
+            found = point.intervals[key]
+            assert found["items"] >= 2 and found["near_best"].dtype == bool
+            usable = np.isfinite(values)
+            assert (found["low"][usable] <= values[usable] + 1e-4).all()
+            assert (values[usable] <= found["high"][usable] + 1e-4).all()
+    assert points[0].intervals["entropy"]["near_best"].all()
+
+
+def test_a_timeline_recorded_before_intervals_still_opens_without_them(trained_checkpoint: Path, tmp_path: Path):
+    point = timeline.measure(load_checkpoint(trained_checkpoint), "snapshot")
+    point.intervals = {}
+    path = tmp_path / "timeline.safetensors"
+    timeline.save_timeline([point], path)
+    (loaded_point,) = timeline.load_timeline(path)
+    assert loaded_point.intervals == {} and loaded_point.scores.keys() == point.scores.keys()
 
 
 def test_a_damaged_timeline_is_a_clear_error(tmp_path: Path):
@@ -257,6 +289,7 @@ def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Pa
     monkeypatch.setitem(SCORES, first_key.key, first_key)
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."], cross=False)
     assert tables["descriptions"]["first_key"] == "attention on position 0"
+    assert "first_key" not in tables["intervals"]["encoder"]  # one sentence: no interval to give
     values = np.asarray(tables["encoder"]["first_key"])
     assert values.shape == np.asarray(tables["encoder"]["entropy"]).shape
     assert ((values >= 0) & (values <= 1)).all()

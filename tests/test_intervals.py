@@ -69,9 +69,35 @@ def test_a_paired_difference_sees_a_small_steady_gain_that_two_separate_interval
     assert not same.above(0) and not same.below(0)
 
 
+def test_the_best_of_many_heads_is_called_ahead_only_of_the_heads_it_clearly_beats():
+    """Six heads over 80 sentences: heads 0 and 1 score the same on average (each sentence a little apart), the
+    rest half as much. Every head's interval holds its value; the best is not clearly ahead of its twin, clearly
+    ahead of the rest. With ``lowest`` the roles turn round: the low heads tie among themselves."""
+    rng = np.random.default_rng(7)
+    noise = rng.normal(0, 0.05, size=(80, 1))  # sentence difficulty, shared by every head
+    hits = np.clip(np.array([0.60, 0.60, 0.30, 0.30, 0.30, 0.30]) + noise + rng.normal(0, 0.05, (80, 6)), 0, 1)
+    hits[:, 1] = hits[:, 0] + np.tile([0.03, -0.03], 40)  # the same mean, sentence by sentence a little off
+    value, low, high, near = intervals.candidates(hits.reshape(80, 2, 3))
+    assert value.shape == low.shape == high.shape == near.shape == (2, 3)
+    assert (low <= value).all() and (value <= high).all()
+    assert near.reshape(-1).tolist() == [True, True, False, False, False, False]
+    _, _, _, near_low = intervals.candidates(hits, lowest=True)
+    assert not near_low[:2].any() and near_low[2:].sum() >= 2
+
+
+def test_pooled_heads_weigh_each_sentence_by_its_words():
+    """A head right on every word of a long sentence and no word of a short one: the pooled share is words right
+    over words, not the mean of two sentences' shares."""
+    hits = np.array([[9.0, 1.0], [0.0, 1.0]])
+    value, *_ = intervals.candidates(hits, totals=[9.0, 1.0])
+    assert value.tolist() == [0.9, 0.2]
+
+
 def test_one_item_has_no_interval_and_says_so():
     found = intervals.mean([0.4])
     assert found.value == 0.4 and np.isnan(found.low) and np.isnan(found.high)
+    _, low, high, near = intervals.candidates(np.array([[0.2, 0.5, 0.1]]))
+    assert np.isnan(low).all() and np.isnan(high).all() and near.tolist() == [False, True, False]
     assert intervals.Interval.from_dict(intervals.mean([1.0, 2.0, 3.0]).as_dict()).items == 3
 
 

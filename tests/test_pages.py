@@ -261,6 +261,8 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     app.select_slider(key="fig_step").set_value(loaded_step).run()
     trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
+    assert "95%" in charts(app)[-1]["figure"]["data"][0]["hovertemplate"]  # each head's interval on hover
+    assert any("95% interval over the" in caption.value for caption in app.caption)
 
     # "Show the best example" jumps to the step and layer where Figure 3 draws the most heads going from "making" to
     # "more"/"difficult", counted on the attention the page draws at each step.
@@ -384,6 +386,14 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
     (heatmap,) = charts(app)
     assert array(heatmap["figure"]["data"][0]["z"]).shape == (2, 4)
     assert len(app.dataframe[0].value) == 2 * 4
+    # Over the dev sample, each score says how far it could move: its interval in the hover, the best head's in
+    # words, and the chosen score's bounds in the table, around each head's value.
+    assert "95%" in heatmap["figure"]["data"][0]["hovertemplate"]
+    assert any("95% interval over" in caption.value for caption in app.caption)
+    table = app.dataframe[0].value
+    score = app.selectbox(key="heads_score").value
+    low, high = table["interval_low"], table["interval_high"]
+    assert (low <= table[score] + 1e-4).all() and (table[score] <= high + 1e-4).all() and (low < high).any()
     assert {metric.label.split(":")[0] for metric in app.metric} >= {"Figure 3", "Figure 4"}
 
     app.radio(key="heads_kind").set_value("cross-attention").run()
@@ -406,6 +416,7 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
     app.radio(key="heads_source").set_value("one sentence").run()
     no_exceptions(app)
     assert any("one sentence" in caption.value for caption in app.caption)
+    assert any("One sentence gives no interval" in caption.value for caption in app.caption)
     app.text_input(key="heads_sentence").set_value("  ").run()
     no_exceptions(app)
     assert any("Type a sentence" in info.value for info in app.info)

@@ -396,6 +396,14 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2),
         lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
         lambda: plot_attention.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
+        lambda: plot_attention.score_heatmap(
+            np.array([[0.1, 0.8], [0.5, 0.9]]),
+            "s",
+            zrange=(0, 1),
+            low=np.full((2, 2), 0.05),
+            high=np.ones((2, 2)),
+            near_best=np.array([[False, True], [False, True]]),
+        ),
         lambda: marked_alignment(),
         lambda: plot_lens.lens_figure(
             LogitLens(TOKENS, row_normalised((2, 5)), np.array([[1, 0, 2, 0, 0], [0, 0, 0, 0, 1]]), [TOKENS, TOKENS]),
@@ -485,3 +493,19 @@ def test_the_faithfulness_bars_carry_their_intervals():
     assert list(one.error_x.array) == [0.4, 0.0] and list(one.error_x.arrayminus) == [0.5, 0.0]
     assert list(three.error_x.array) == [1.0, 0.0] and list(three.error_x.arrayminus) == [1.0, 0.0]
     assert faithfulness_figure(["a"], [1.0], [2.0], "no intervals").data[0].error_x.array is None
+
+
+def test_a_score_map_gives_each_heads_interval_and_frames_the_heads_near_the_best():
+    values = np.array([[0.1, 0.8], [0.5, 0.9]])
+    near = np.array([[False, True], [False, True]])
+    fig = plot_attention.score_heatmap(
+        values, "s", zrange=(0, 1), low=values - 0.05, high=values + 0.05, near_best=near, first=1
+    )
+    (heatmap,) = fig.data
+    assert "customdata[0]" in heatmap.hovertemplate and "95%" in heatmap.hovertemplate
+    assert np.allclose(np.asarray(heatmap.customdata)[1, 1], [0.85, 0.95])
+    framed = sorted((round((shape.y0 + shape.y1) / 2), round((shape.x0 + shape.x1) / 2)) for shape in fig.layout.shapes)
+    assert framed == [(0, 1), (1, 1)]  # layer 1 and layer 2, head 2 (rows and columns of the heatmap)
+    assert "not clearly behind the best" in fig.layout.annotations[0].text
+    bare = plot_attention.score_heatmap(values, "s", zrange=(0, 1))
+    assert len(bare.data) == 1 and "customdata" not in bare.data[0].hovertemplate

@@ -15,14 +15,18 @@ Two kinds of function:
   translations of them (teacher-forced: ``<s>`` and the output; the ``<s>`` query, which can only see itself,
   is one of the queries). A score that cannot vary under the decoder's mask (the weight on the next token, always
   0) is measured on the encoder only.
-- **per sample**: ``function(loaded, sample)`` returns {key: [L, H]} for its own and its siblings' keys (one pass
-  serves them all; the :class:`Sample` decodes its sentences once for every score that needs the translations):
-  the anaphora scores over the shipped pronoun → antecedent sentences
+- **per sample**: ``function(loaded, sample)`` returns {key: :class:`Counts`}, item by item, for its own and its
+  siblings' keys (one pass serves them all; the :class:`Sample` decodes its sentences once for every score that
+  needs the translations): the anaphora scores over the shipped pronoun → antecedent sentences
   (``resources/anaphora.tsv``; word level: summed over the antecedent's pieces, averaged over the pronoun's), and the
   cross-attention alignment scores over the model's greedy translations of the sample. ``alignment_dictionary``
   asks, for each output word with a translation partner in its source sentence according to a bilingual dictionary,
   whether the source word the head attends to most (word level, when that word is predicted) is one of those
   partners (:mod:`transformer.analysis.alignment`, with the dictionary and how it is built).
+
+Every score over two sentences or more comes with its 95% bootstrap interval over them (whole sentences resampled,
+each with all its queries, words or arcs), and with the heads the best one is not clearly ahead of: a table of
+numbers to two decimals over 50 sentences says less than it seems, and the page says how much less.
 """
 
 from __future__ import annotations
@@ -35,7 +39,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.analysis.alignment import AlignmentTally, load_dictionary, sentence_alignment_hits
+from transformer.analysis import intervals
+from transformer.analysis.alignment import load_dictionary, sentence_alignment_hits
 from transformer.analysis.attention import (
     PUNCTUATION,
     AttentionMaps,
@@ -107,13 +112,32 @@ def encoder_attentions(loaded: LoadedCheckpoint, sentences: Sequence[str]) -> li
     return [encoder_attention(loaded.model, loaded.tokenizer, sentence) for sentence in sentences]
 
 
-def mean_statistics(attention: Sequence[Attention]) -> dict[str, np.ndarray]:
-    """Mean of :func:`head_statistics` over sentences: {key: [L, H]}."""
-    totals: dict[str, np.ndarray] = {}
-    for tokens, weights in attention:
-        for name, values in head_statistics(weights, tokens).items():
-            totals[name] = totals.get(name, 0) + values
-    return {name: values / max(1, len(attention)) for name, values in totals.items()}
+@dataclass(frozen=True)
+class Counts:
+    """One score item by item (sentence by sentence): ``hits`` [items, L, H] over ``totals`` [items]. The score is
+    the pooled sum(hits) / sum(totals) (a mean over items when every total is 1), and its interval resamples the
+    items (:func:`transformer.analysis.intervals.candidates`)."""
+
+    hits: np.ndarray
+    totals: np.ndarray
+
+    @classmethod
+    def means(cls, values: Sequence[np.ndarray], shape: tuple[int, ...]) -> Counts:
+        """Per-item values [L, H], each item weighing one."""
+        hits = np.stack(values).astype(np.float64) if len(values) else np.zeros((0, *shape))
+        return cls(hits, np.ones(len(hits)))
+
+    def value(self) -> np.ndarray:
+        """The pooled score [L, H]; NaN where there is nothing to pool."""
+        total = self.totals.sum()
+        return self.hits.sum(0) / total if total > 0 else np.full(self.hits.shape[1:], np.nan)
+
+
+def sentence_statistics(attention: Sequence[Attention], shape: tuple[int, int]) -> dict[str, Counts]:
+    """:func:`head_statistics` of each sentence: {key: :class:`Counts` over the sentences}."""
+    each = [head_statistics(weights, tokens) for tokens, weights in attention]
+    keys = [score.key for score in SCORES.values() if score.per_query]
+    return {key: Counts.means([values[key] for values in each], shape) for key in keys}
 
 
 # ------------------------------------------------------------------------------------------------ anaphora
@@ -128,26 +152,25 @@ def pronoun_to_antecedent(
     return weight, strongest_other_word(np.asarray(weights), tokens, pronoun_index) == antecedent_index
 
 
-def mean_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, int]) -> dict[str, np.ndarray]:
-    """``anaphora`` and ``anaphora_hits`` [L, H] from the examples' attention (NaN when no example is usable)."""
-    weight_sum, hits, used = 0.0, 0.0, 0
-    for (tokens, weights), example in zip(attention, examples, strict=True):
+def sentence_anaphora(attention: Sequence[Attention], examples, shape: tuple[int, int]) -> dict[str, Counts]:
+    """``anaphora`` and ``anaphora_hits`` of each usable example: {key: :class:`Counts` over the examples}."""
+    weights, hits = [], []
+    for (tokens, maps), example in zip(attention, examples, strict=True):
         try:
-            weight, hit = pronoun_to_antecedent(weights, tokens, example.pronoun, example.antecedent)
+            weight, hit = pronoun_to_antecedent(maps, tokens, example.pronoun, example.antecedent)
         except ValueError:
             continue  # a tokenizer that cannot spell the word (e.g. a test vocabulary)
-        weight_sum, hits, used = weight_sum + weight, hits + hit, used + 1
-    if used == 0:
-        return {"anaphora": np.full(shape, np.nan), "anaphora_hits": np.full(shape, np.nan)}
-    return {"anaphora": weight_sum / used, "anaphora_hits": hits / used}
+        weights.append(weight)
+        hits.append(hit.astype(float))
+    return {"anaphora": Counts.means(weights, shape), "anaphora_hits": Counts.means(hits, shape)}
 
 
-def anaphora_scores(loaded: LoadedCheckpoint, sample: Sample | None = None, examples=None) -> dict[str, np.ndarray]:
-    """``anaphora`` and ``anaphora_hits`` [L, H] over pronoun → antecedent examples (default: the shipped ones).
-    The ``sample`` is not used: these scores need sentences with a marked pronoun and antecedent."""
+def anaphora_scores(loaded: LoadedCheckpoint, sample: Sample | None = None, examples=None) -> dict[str, Counts]:
+    """``anaphora`` and ``anaphora_hits`` over pronoun → antecedent examples (default: the shipped ones), example by
+    example. The ``sample`` is not used: these scores need sentences with a marked pronoun and antecedent."""
     examples = load_anaphora_examples() if examples is None else examples
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
-    return mean_anaphora(attention, examples, (loaded.config.encoder_layers, loaded.config.num_heads))
+    return sentence_anaphora(attention, examples, (loaded.config.encoder_layers, loaded.config.num_heads))
 
 
 def anaphora_held_out(loaded: LoadedCheckpoint, examples=None) -> dict:
@@ -155,21 +178,14 @@ def anaphora_held_out(loaded: LoadedCheckpoint, examples=None) -> dict:
     that every sentence is scored by a head chosen without it; the cross-fitted mean weight on the antecedent and
     the share of sentences whose antecedent is the pronoun's strongest word, each with its 95% bootstrap interval
     over the sentences, beside the best head's figure on all of them (chosen on the same sentences, flattering)."""
-    from transformer.analysis import intervals
-
     examples = load_anaphora_examples() if examples is None else examples
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
-    weights, hits = [], []
-    for (tokens, maps), example in zip(attention, examples, strict=True):
-        try:
-            weight, hit = pronoun_to_antecedent(maps, tokens, example.pronoun, example.antecedent)
-        except ValueError:
-            continue
-        weights.append(weight)
-        hits.append(hit.astype(float))
+    if not attention:
+        return {}
+    counts = sentence_anaphora(attention, examples, np.shape(attention[0][1])[:2])
+    weights, hits = counts["anaphora"].hits, counts["anaphora_hits"].hits  # [sentences, L, H]
     if len(weights) < 4:
         return {}
-    weights, hits = np.stack(weights), np.stack(hits)  # [sentences, L, H]
     weight, picks = intervals.held_out_best(weights)
     # the antecedent-is-top share of the same heads (chosen by weight): each sentence by a head chosen without it
     halves = [np.arange(1, len(weights), 2), np.arange(0, len(weights), 2)]  # the halves each choice scores
@@ -194,8 +210,6 @@ def dictionary_held_out(loaded: LoadedCheckpoint, sentences: Sequence[str], dict
     """The cross head whose strongest source word is most often a dictionary translation, chosen on half of the
     model's own translations of ``sentences`` and scored on the other half, both ways: the pooled share with its
     95% bootstrap interval over sentences, beside the best head's share on all of them (chosen there, flattering)."""
-    from transformer.analysis import intervals
-
     dictionary = load_dictionary() if dictionary is None else dictionary
     hits, words = [], []
     for source_ids, output, maps in Sample(loaded, sentences).decoded:
@@ -220,27 +234,47 @@ def dictionary_held_out(loaded: LoadedCheckpoint, sentences: Sequence[str], dict
     }
 
 
-def pronoun_sentence_scores(loaded: LoadedCheckpoint) -> dict[str, np.ndarray]:
-    """The head statistics and the anaphora scores over the shipped pronoun sentences, one encoder pass each."""
+def pronoun_sentence_scores(loaded: LoadedCheckpoint) -> dict[str, Counts]:
+    """The head statistics and the anaphora scores over the shipped pronoun sentences, sentence by sentence, one
+    encoder pass each."""
     examples = load_anaphora_examples()
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
     shape = (loaded.config.encoder_layers, loaded.config.num_heads)
-    return {**mean_statistics(attention), **mean_anaphora(attention, examples, shape)}
+    return {**sentence_statistics(attention, shape), **sentence_anaphora(attention, examples, shape)}
+
+
+def score_interval(key: str, counts: Counts) -> dict | None:
+    """A score's 95% intervals over its items and the heads near its best (:func:`intervals.candidates`), as
+    {``low``, ``high``, ``near_best``: arrays [L, H], ``items``}; None over fewer than two items."""
+    if len(counts.hits) < 2:
+        return None
+    score = SCORES.get(key)
+    _, low, high, near = intervals.candidates(counts.hits, counts.totals, lowest=bool(score and score.low_is_notable))
+    return {"low": low, "high": high, "near_best": near, "items": len(counts.hits)}
 
 
 def cross_scores(
     loaded: LoadedCheckpoint, sample: Sample, dictionary: dict[str, set[str]] | None = None
-) -> dict[str, np.ndarray | int]:
-    """``alignment_dictionary`` and ``alignment_consensus`` [L, H] over greedy translations of the sentences."""
+) -> dict[str, Counts | int]:
+    """``alignment_dictionary`` (hits over each translation's words with a dictionary partner) and
+    ``alignment_consensus`` (over all its words counted), translation by translation, and the words counted."""
     dictionary = load_dictionary() if dictionary is None else dictionary
-    tally = AlignmentTally.of_shape(loaded.config.decoder_layers, loaded.config.num_heads)
-    for source_ids, output, maps in sample.decoded:
-        tally.add(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
+    found: list[tuple[np.ndarray, int, np.ndarray, int]] = [
+        sentence_alignment_hits(loaded.tokenizer, source_ids, output, maps.cross, dictionary)
+        for source_ids, output, maps in sample.decoded
+    ]
+    shape = (loaded.config.decoder_layers, loaded.config.num_heads)
+
+    def counts(hits: int, totals: int) -> Counts:
+        stacked = np.stack([np.asarray(each[hits], dtype=float) for each in found]) if found else np.zeros((0, *shape))
+        return Counts(stacked, np.array([each[totals] for each in found], dtype=float))
+
+    dictionary_hits, consensus_hits = counts(0, 1), counts(2, 3)
     return {
-        "alignment_dictionary": tally.dictionary_share(),
-        "alignment_consensus": tally.consensus_share(),
-        "dictionary_words": tally.dictionary_words,
-        "output_words": tally.counted,
+        "alignment_dictionary": dictionary_hits,
+        "alignment_consensus": consensus_hits,
+        "dictionary_words": int(dictionary_hits.totals.sum()),
+        "output_words": int(consensus_hits.totals.sum()),
     }
 
 
@@ -400,20 +434,31 @@ def head_score_tables(
     """Every score of :data:`SCORES` as nested lists [layer][head] by attention kind (``encoder``, ``decoder``,
     ``cross``), with what the sample was (JSON-ready): over the first ``sample`` dev sentences, or over
     ``sentences`` when given (the anaphora scores are always over the pronoun sentences). ``cross=False`` leaves out
-    what needs the model's translations (the decoder's and the cross-attention's scores): no decoding."""
+    what needs the model's translations (the decoder's and the cross-attention's scores): no decoding.
+
+    ``intervals[kind][key]`` holds each score's 95% bootstrap interval over the sentences it was measured on
+    (``low``, ``high`` [layer][head]; ``items``: how many) and ``near_best`` [layer][head]: the heads the best one
+    (the highest, or the lowest where low is notable) is not clearly ahead of, by a paired interval of their
+    difference — the best included. Scores over one sentence have no interval and are left out of it."""
     if sentences is None:
         description, sentences = dev_sample(sample, loaded.config.source_language)
     else:
         description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
     kinds = KINDS if cross else ("encoder",)
     measured = Sample(loaded, sentences)
-    tables: dict[str, dict[str, np.ndarray]] = {kind: {} for kind in kinds}
+    config = loaded.config
+    shapes = {
+        "encoder": (config.encoder_layers, config.num_heads),
+        "decoder": (config.decoder_layers, config.num_heads),
+        "cross": (config.decoder_layers, config.num_heads),
+    }
+    tables: dict[str, dict[str, Counts]] = {kind: {} for kind in kinds}
     counts: dict[str, int] = {}
     per_query = {kind for score in SCORES.values() if score.per_query for kind in score.kinds}
     if "encoder" in per_query:
-        tables["encoder"].update(mean_statistics(encoder_attentions(loaded, sentences)))
+        tables["encoder"].update(sentence_statistics(encoder_attentions(loaded, sentences), shapes["encoder"]))
     if "decoder" in per_query and "decoder" in kinds:
-        tables["decoder"].update(mean_statistics(measured.decoder_attention()))
+        tables["decoder"].update(sentence_statistics(measured.decoder_attention(), shapes["decoder"]))
     wanted = [score for score in SCORES.values() if not score.per_query and set(score.kinds) & set(kinds)]
     for function in dict.fromkeys(score.function for score in wanted):
         for key, value in function(loaded, measured).items():
@@ -428,7 +473,21 @@ def head_score_tables(
         "anaphora_sentences": len(load_anaphora_examples()),
         "descriptions": {key: SCORES[key].description for kind in kinds for key in score_keys(kind)},
         **counts,
+        "intervals": {kind: {} for kind in kinds},
     }
+
+    def listed(values: np.ndarray) -> list:
+        return np.round(values, 4).tolist()
+
     for kind in kinds:
-        result[kind] = {key: np.round(tables[kind][key], 4).tolist() for key in score_keys(kind)}
+        result[kind] = {key: listed(tables[kind][key].value()) for key in score_keys(kind)}
+        for key in score_keys(kind):
+            found = score_interval(key, tables[kind][key])
+            if found is not None:
+                result["intervals"][kind][key] = {
+                    "low": listed(found["low"]),
+                    "high": listed(found["high"]),
+                    "near_best": found["near_best"].tolist(),
+                    "items": found["items"],
+                }
     return result

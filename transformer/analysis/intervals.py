@@ -161,6 +161,39 @@ def held_out_best(hits: np.ndarray, totals: Sequence[float] | None = None, **opt
     return ratio(chosen, totals, **options), picks
 
 
+def candidates(
+    hits: np.ndarray, totals: Sequence[float] | None = None, lowest: bool = False, **options
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Many candidates measured on the same items (every head's score over the same sentences): ``hits`` [items,
+    *candidates], ``totals`` [items] (default 1: a mean over items); each candidate's figure is the pooled
+    sum(hits) / sum(totals). Returns (value, low, high, near_best), each of the candidates' shape: the figures with
+    their 95% intervals, and the candidates the best one (the highest; with ``lowest``, the lowest) is *not* clearly
+    ahead of, the best itself included: those whose paired difference from the best has an interval that reaches
+    zero. NaN bounds (and only the best near itself) for fewer than two items."""
+    hits = np.asarray(hits, dtype=np.float64)
+    shape, items = hits.shape[1:], len(hits)
+    totals = np.ones(items) if totals is None else np.asarray(totals, dtype=np.float64)
+    rows = np.concatenate([hits.reshape(items, -1), totals[:, None]], axis=1)
+    width = rows.shape[1] - 1
+    value = _divide(rows[:, :width].sum(0), np.full(width, totals.sum()))
+    near = np.zeros(width, dtype=bool)
+    if not np.isfinite(value).any():
+        nan = np.full(shape, np.nan)
+        return value.reshape(shape), nan, nan, near.reshape(shape)
+    best = int(np.nanargmin(value) if lowest else np.nanargmax(value))
+    sign = -1.0 if lowest else 1.0
+
+    def measure(sums: np.ndarray) -> np.ndarray:
+        scores = _divide(sums[..., :width], sums[..., width:])
+        return np.concatenate([scores, sign * (scores[..., best : best + 1] - scores)], axis=-1)
+
+    _, low, high = bootstrap_many(rows, measure, **options)
+    if items >= 2:
+        near = ~(low[width:] > 0) & np.isfinite(value)  # the best's lead over it is not clear of zero
+    near[best] = True
+    return value.reshape(shape), low[:width].reshape(shape), high[:width].reshape(shape), near.reshape(shape)
+
+
 def aer_measure(sums: np.ndarray) -> np.ndarray:
     """Summed (|A ∩ S|, |A ∩ P|, |A|, |S|) → the alignment error rate, 1 − (|A ∩ S| + |A ∩ P|) / (|A| + |S|) (Och &
     Ney 2003; P includes S; with sure links only, |A ∩ P| = |A ∩ S|)."""

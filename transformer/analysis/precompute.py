@@ -32,7 +32,7 @@ from transformer.decode import translate
 
 PRECOMPUTED_FILE = "measured.safetensors"
 SAMPLE = 50  # dev sentences Head discovery opens on
-FORMAT = "2"  # 2: head scores of the decoder's self-attention too
+FORMAT = "3"  # 2: head scores of the decoder's self-attention too; 3: every score's interval
 
 
 @dataclass

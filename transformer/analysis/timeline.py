@@ -3,8 +3,9 @@
 The trainer keeps never-rotated fp16 snapshots at chosen steps (``--snapshot-steps``); a full snapshot of the
 ``small`` model is 26 MB, too much to ship several. A timeline keeps only what the figures page shows for each
 snapshot: the encoder self-attention of the two paper sentences ([L, H, S, S], fp16), the figure numbers and the
-encoder head score tables over the shipped pronoun sentences. It is one ``timeline.safetensors`` of a few MB that
-sits in the checkpoint folder:
+encoder head score tables over the shipped pronoun sentences, each with its 95% interval over them (a timeline
+recorded before intervals were kept has none: its points show the scores alone). It is one ``timeline.safetensors``
+of a few MB that sits in the checkpoint folder:
 
     python -m transformer.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
         --out checkpoints/en-de-small/timeline.safetensors
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +24,12 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save
 
 from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
-from transformer.analysis.heads import pronoun_sentence_scores
+from transformer.analysis.heads import pronoun_sentence_scores, score_interval
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, write_atomically
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence
+INTERVAL_PARTS = ("low", "high", "near_best")  # a score's interval as stored: [L, H] each
 
 
 @dataclass
@@ -38,12 +40,15 @@ class TimelinePoint:
     attention: dict[int, SentenceAttention]  # figure number → attention (Figure 5 shares Figure 4's)
     metrics: dict
     scores: dict[str, np.ndarray]
+    # key → its 95% intervals over the pronoun sentences (heads.score_interval); {} for points recorded without
+    intervals: dict[str, dict] = field(default_factory=dict)
 
 
 def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
     attention = {number: sentence_attention(loaded, FIGURES[number]) for number in FIGURE_SENTENCES}
     attention[5] = attention[4]
-    scores = pronoun_sentence_scores(loaded)
+    counts = pronoun_sentence_scores(loaded)
+    found = {key: score_interval(key, each) for key, each in counts.items()}
     meta = loaded.meta or {}
     hours = meta.get("train_hours")
     return TimelinePoint(
@@ -52,7 +57,8 @@ def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
         label=label,
         attention=attention,
         metrics=figure_metrics(attention),
-        scores=scores,
+        scores={key: each.value() for key, each in counts.items()},
+        intervals={key: interval for key, interval in found.items() if interval is not None},
     )
 
 
@@ -66,8 +72,18 @@ def save_timeline(points: Sequence[TimelinePoint], path: Path, extra: dict[str, 
             tensors[f"{number}.figure_{figure}"] = torch.from_numpy(point.attention[figure].weights).half()
         for name, values in point.scores.items():
             tensors[f"{number}.score.{name}"] = torch.from_numpy(np.asarray(values, dtype=np.float32))
+        for name, interval in point.intervals.items():
+            for part in INTERVAL_PARTS:
+                tensors[f"{number}.{part}.{name}"] = torch.from_numpy(np.asarray(interval[part], dtype=np.float32))
+        items = {name: interval["items"] for name, interval in point.intervals.items()}
         index.append(
-            {"step": point.step, "train_hours": point.train_hours, "label": point.label, "metrics": point.metrics}
+            {
+                "step": point.step,
+                "train_hours": point.train_hours,
+                "label": point.label,
+                "metrics": point.metrics,
+                "interval_items": items,
+            }
         )
     tokens = {str(figure): points[0].attention[figure].tokens for figure in FIGURE_SENTENCES}
     metadata = {**(extra or {}), "points": json.dumps(index), "tokens": json.dumps(tokens)}
@@ -97,8 +113,18 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
         attention[5] = attention[4]
         prefix = f"{number}.score."
         scores = {key[len(prefix) :]: value.numpy() for key, value in tensors.items() if key.startswith(prefix)}
+        intervals = {
+            name: {
+                **{part: tensors[f"{number}.{part}.{name}"].numpy() for part in INTERVAL_PARTS},
+                "items": items,
+            }
+            for name, items in entry.get("interval_items", {}).items()  # none in a timeline recorded before them
+        }
+        intervals = {name: {**found, "near_best": found["near_best"] > 0.5} for name, found in intervals.items()}
         points.append(
-            TimelinePoint(entry["step"], entry["train_hours"], entry["label"], attention, entry["metrics"], scores)
+            TimelinePoint(
+                entry["step"], entry["train_hours"], entry["label"], attention, entry["metrics"], scores, intervals
+            )
         )
     return points
 

@@ -346,10 +346,15 @@ def score_heatmap(
     fmt: str = ".2f",
     zrange: tuple[float, float] | None = None,
     language: str = DEFAULT_LANGUAGE,
+    low: np.ndarray | None = None,
+    high: np.ndarray | None = None,
+    near_best: np.ndarray | None = None,
 ) -> go.Figure:
     """A per-head score [layers, heads] as a heatmap with the value written in each cell; layers and heads are
     numbered from ``first``. Missing scores (NaN) stay blank. ``zrange`` fixes the colour scale (0–1 for shares, so
-    that scores near zero look near zero); without it the scale is fitted to the values."""
+    that scores near zero look near zero); without it the scale is fitted to the values. With ``low``/``high``
+    [layers, heads], each cell's hover gives its 95% interval; ``near_best`` [layers, heads] (booleans) frames the
+    heads the best one is not clearly ahead of."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2:
         raise ValueError(f"expected a [layers, heads] table, got shape {values.shape}")
@@ -357,6 +362,11 @@ def score_heatmap(
     layers = [text["layer"].format(layer=i + first) for i in range(values.shape[0])]
     heads = [text["head"].format(head=i + first) for i in range(values.shape[1])]
     cells = [["" if np.isnan(v) else format(v, fmt) for v in row] for row in values]
+    hover = "%{y}, %{x}: %{z:" + fmt + "}"
+    customdata = None
+    if low is not None and high is not None:
+        customdata = np.stack([np.asarray(low, dtype=float), np.asarray(high, dtype=float)], axis=-1)
+        hover += " [%{customdata[0]:" + fmt + "}, %{customdata[1]:" + fmt + "}] (95%)"
     trace = {
         "type": "heatmap",
         "z": values,
@@ -364,15 +374,49 @@ def score_heatmap(
         "y": layers,
         "text": cells,
         "texttemplate": "%{text}",
+        "customdata": customdata,
         "colorscale": colour_scale("Viridis"),
         "zmin": None if zrange is None else zrange[0],
         "zmax": None if zrange is None else zrange[1],
-        "hovertemplate": "%{y}, %{x}: %{z:" + fmt + "}<extra></extra>",
+        "hovertemplate": hover + "<extra></extra>",
     }
+    traces = [{key: value for key, value in trace.items() if value is not None}]
     layout = {
         "yaxis": {"autorange": "reversed"},
         "title": {"text": safe_label(title)},
         "height": int(120 + 38 * values.shape[0]),
         **base_layout(50),
     }
-    return figure([{key: value for key, value in trace.items() if value is not None}], layout)
+    if near_best is not None and np.asarray(near_best).any():
+        rows, columns = np.nonzero(np.asarray(near_best, dtype=bool))
+        bottom, top = zrange if zrange is not None else (np.nanmin(values), np.nanmax(values))
+        scaled = (values[rows, columns] - bottom) / max(top - bottom, 1e-12)
+        layout["shapes"] = [  # a frame inside the cell, dark on a bright cell and light on a dark one
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y",
+                "x0": column - 0.46,
+                "x1": column + 0.46,
+                "y0": row - 0.42,
+                "y1": row + 0.42,
+                "line": {"width": 3, "color": "black" if share >= 0.5 else "white"},
+            }
+            for row, column, share in zip(rows.tolist(), columns.tolist(), scaled.tolist(), strict=True)
+        ]
+        layout["annotations"] = [
+            {
+                "text": "▢ " + safe_label(text["near_best"]),
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": 0,
+                "yshift": -40,
+                "xanchor": "left",
+                "yanchor": "top",
+                "showarrow": False,
+            }
+        ]
+        layout["height"] += 54
+        layout["margin"] = {**layout["margin"], "b": 64}
+    return figure(traces, layout)
