@@ -12,7 +12,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import matrix_csv, sentence_slug, show_figure, stored_beside
 from pages.i18n import language, t
-from pages.navigation import atlas_button
+from pages.links import atlas_button
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN

@@ -23,7 +23,7 @@ from pages.common import (
     stored_beside,
 )
 from pages.i18n import language, t
-from pages.navigation import open_page
+from pages.links import open_page
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index

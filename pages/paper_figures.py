@@ -9,7 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.common import measured_heads, page_checkpoint, save_page, show_figure
 from pages.i18n import language, score_text, t
-from pages.navigation import atlas_button, atlas_buttons
+from pages.links import atlas_button, atlas_buttons
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (

@@ -24,7 +24,7 @@ from pages.common import (
     show_figure,
 )
 from pages.i18n import language, t
-from pages.navigation import atlas_button
+from pages.links import atlas_button
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import (

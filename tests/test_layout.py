@@ -106,3 +106,58 @@ def test_the_library_works_without_the_app_packages():
         ]
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY)
         assert done.returncode == 0 and "usage" in done.stdout, done.stderr
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the project → the project's modules it imports (at the top or inside functions)."""
+    modules = {module_name(path): path for path in SOURCES}
+    graph = {}
+    for name, path in modules.items():
+        graph[name] = set()
+        for imported in imports(path):
+            parts = imported.split(".")
+            known = next(
+                (".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None
+            )
+            if known is not None and known != name and not name.startswith(f"{known}."):  # a package's own parent
+                graph[name].add(known)
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: its strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph[module]:
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in graph:
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_round_a_circle():
+    """Read in import order, every module stands on the ones below it: no circle, even through an import inside a
+    function (which only hides a circle until the function runs)."""
+    assert circles(import_graph()) == []
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check sees one

@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, fingerprint, read_json, read_tensors
+from transformer.checkpoint_files import CheckpointError, LoadedCheckpoint, fingerprint, read_json, read_tensors
 from transformer.config import ModelConfig
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean

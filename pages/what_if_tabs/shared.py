@@ -12,7 +12,7 @@ import transformer.checkpoint
 from pages import url_state
 from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
-from pages.navigation import atlas_button
+from pages.links import atlas_button
 from transformer.analysis import ablation, precompute
 from transformer.analysis.attention import KINDS, AttentionMaps
 from transformer.analysis.forced import Scored, score_output

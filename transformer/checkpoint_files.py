@@ -1,0 +1,184 @@
+"""A checkpoint folder's files as such: their names, the error every problem on reading them raises, the loaded
+model's record, atomic writes, JSON, safetensors (whole or in shards), the weights' fingerprint and the
+measurements stored beside them. The folders themselves (saving, checking, loading, Hugging Face models):
+:mod:`transformer.checkpoint`, which re-exports all of this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file
+
+from transformer.config import ModelConfig
+from transformer.model import Transformer
+from transformer.tokenizer import Tokenizer
+
+MODEL_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+TOKENIZER_FILE = "spm.model"
+META_FILE = "meta.json"
+STATE_FILE = "training_state.safetensors"
+TRAINER_FILE = "trainer.json"
+METRICS_FILE = "metrics.jsonl"  # in a training run's folder
+TRAINING_LOG_FILE = "training_log.jsonl"  # the same log, copied into a shipped checkpoint
+LOG_FILES = (TRAINING_LOG_FILE, METRICS_FILE)  # where training_log() looks, in this order
+
+REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+DEFAULT_CHECKPOINT_NAME = "en-de-small"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, truncated or does not match its configuration."""
+
+
+@dataclass
+class LoadedCheckpoint:
+    path: Path
+    model: Transformer
+    tokenizer: Tokenizer
+    config: ModelConfig
+    meta: dict[str, Any] = field(default_factory=dict)
+    # For threads that share ``model`` (a server's sessions), see transformer.serving.translator: ``lock`` is held
+    # while a translation batch runs on it; ``scratch`` is a private copy for work that changes a model, lent under
+    # ``scratch_lock``.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    scratch: Transformer | None = field(default=None, repr=False, compare=False)
+    scratch_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    # Where measurements of these weights are stored (save_beside): the checkpoint folder itself, or for a Hugging
+    # Face model a folder of the project's cache (transformer.hub.measurement_folder).
+    store: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.store is None:
+            self.store = self.path
+
+    @property
+    def hub(self) -> dict[str, Any] | None:
+        """What a Hugging Face model is (family, name, languages; transformer.hub.HubModel), None for this
+        project's own checkpoints."""
+        return self.meta.get("hub")
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write a file through a temporary sibling and an atomic rename."""
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(temporary, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def write_json(path: Path, value: Any, compact: bool = False) -> None:
+    """``value`` as JSON, written atomically; readable (indented, keys sorted) unless ``compact``."""
+    text = json.dumps(value, separators=(",", ":")) if compact else json.dumps(value, indent=2, sort_keys=True)
+    write_atomically(path, (text + "\n").encode("utf-8"))
+
+
+@contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``folder`` while the block runs, so that processes which read, change and write a
+    file in it one after another (two evaluations recording their scores in the same ``meta.json``) take turns
+    instead of overwriting each other's change. Where the system offers no ``flock`` the block runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # closing releases the lock
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: file is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+
+
+def shard_name(index: int, count: int) -> str:
+    """``model-00001-of-00002.safetensors``: one of the files of a weights file split by :func:`save_checkpoint`."""
+    return f"model-{index:05d}-of-{count:05d}.safetensors"
+
+
+def shards_of(path: Path) -> list[Path]:
+    """The shards that stand in for a missing ``model.safetensors``: every one of them, or raise."""
+    found = sorted(path.parent.glob("model-*-of-*.safetensors"))
+    if not found:
+        return []
+    count = int(found[0].stem.rsplit("-", 1)[1])
+    expected = [path.parent / shard_name(index, count) for index in range(1, count + 1)]
+    if found != expected:
+        missing = sorted({p.name for p in expected} - {p.name for p in found}) or [found[0].name]
+        raise CheckpointError(f"{path.parent}: sharded weights are incomplete or mixed (e.g. {missing[0]})")
+    return expected
+
+
+def fingerprint(checkpoint: Path) -> str:
+    """SHA-256 of the checkpoint's weight files (a sharded model's shards in order): what the measurements stored
+    beside a checkpoint are tied to, so that they are never shown for other weights."""
+    digest = hashlib.sha256()
+    weights = checkpoint / MODEL_FILE
+    for path in [weights] if weights.is_file() else shards_of(weights):
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def save_beside(loaded: LoadedCheckpoint, name: str, result: dict, compact: bool = False) -> Path:
+    """Store a measurement of these weights beside them as JSON (``importance.json``, ``alignment.json``), with
+    their :func:`fingerprint`, so that it is never shown for other weights (``compact``: without indentation)."""
+    path = loaded.store / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, {**result, "fingerprint": fingerprint(loaded.path)}, compact)
+    return path
+
+
+def read_beside(loaded: LoadedCheckpoint, name: str) -> dict | None:
+    """A measurement :func:`save_beside` stored for exactly these weights; None when there is none, it is
+    unreadable, or the weights changed since."""
+    path = loaded.store / name
+    if not path.is_file():
+        return None
+    try:
+        stored = read_json(path)
+    except (OSError, CheckpointError):
+        return None
+    if not isinstance(stored, dict) or stored.get("fingerprint") != fingerprint(loaded.path):
+        return None
+    return stored
+
+
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """A safetensors file; for a missing ``model.safetensors``, the union of its shards (``model-i-of-n``)."""
+    shards = shards_of(path) if path.name == MODEL_FILE and not path.is_file() else []
+    if shards:
+        merged: dict[str, torch.Tensor] = {}
+        for shard in shards:
+            merged.update(read_tensors(shard))
+        return merged
+    if not path.is_file():
+        raise CheckpointError(f"{path}: file is missing")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+        message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise CheckpointError(f"{path}: not a readable safetensors file, perhaps truncated ({message})") from None
