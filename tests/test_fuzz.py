@@ -92,7 +92,7 @@ def test_no_markup_from_tokens_reaches_the_apps_html(tokens: list[str]):
 
 
 def page_apps() -> list[str]:
-    """The app's pages: app.py (whose default page is pages/explore.py) and the page scripts its navigation names."""
+    """The app's pages: app.py (whose default page is pages/translate.py) and the page scripts its navigation names."""
     from pages.navigation import PAGE_SCRIPTS
 
     return ["app.py", *PAGE_SCRIPTS]

@@ -598,3 +598,62 @@ def test_a_multiselect_handing_back_its_labels_falls_back_to_the_default(checkpo
     app.run()
     no_exceptions(app)
     assert app.multiselect(key="pe_dimensions").value == defaults
+
+
+@pytest.mark.parametrize("package", ["pages.explore", "pages.what_if_tabs"])
+def test_a_tab_is_one_module_and_one_line(package: str):
+    """Every module of a page's tab package that declares a ``TAB`` is in the package's ``TABS`` (the page's tab
+    strip, in order), each tab has its label in every language, and no two tabs own a control: a new tab needs its
+    module and one line."""
+    import importlib
+    import pkgutil
+
+    from pages import tabs
+
+    declared = importlib.import_module(package).TABS
+    found = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        tab = getattr(importlib.import_module(f"{package}.{info.name}"), "TAB", None)
+        if tab is not None:
+            found.append(tab)
+    assert sorted(tab.name for tab in found) == sorted(tab.name for tab in declared) and len(found) >= 6
+    assert len(tabs.fields_of(declared)) == sum(len(tab.fields) for tab in declared)
+    for tab in declared:
+        assert t_label_exists(tab.label), tab.label
+    if package == "pages.explore":  # the main page's URL holds every tab's controls, and its fragment restores them
+        from pages import explore
+
+        assert set(tabs.fields_of(declared)) <= set(explore.FIELDS) and set(explore.VIEWS_KEYS) > set(
+            tabs.fields_of(declared)
+        )
+
+
+def t_label_exists(key: str) -> bool:
+    from transformer.i18n import message
+
+    return message("en", key) != key and message("ko", key) != key
+
+
+def test_two_tabs_cannot_own_the_same_control_and_only_the_open_tab_is_drawn(monkeypatch):
+    from pages import tabs
+    from pages.url_state import Field
+
+    first = tabs.Tab("one", "explore.view_heads", lambda context: drawn.append(("one", context)), {"x": Field(1)})
+    second = tabs.Tab("two", "explore.view_bertviz", lambda context: drawn.append(("two", context)), {"x": Field(2)})
+    with pytest.raises(ValueError, match="another tab owns"):
+        tabs.fields_of([first, second])
+
+    class Strip:
+        def __init__(self, is_open: bool):
+            self.open = is_open
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *_):
+            return False
+
+    drawn: list = []
+    monkeypatch.setattr(tabs.url_state, "tabs", lambda key, labels, widget: {"one": Strip(False), "two": Strip(True)})
+    tabs.show([first, second], "view", "view_tab", "context")
+    assert drawn == [("two", "context")]

@@ -11,7 +11,10 @@ import streamlit as st
 from pages import url_state
 from pages.common import MAX_SOURCE_TOKENS
 from pages.i18n import t
+from pages.tabs import Tab
+from pages.url_state import Field
 from pages.what_if_tabs.shared import (
+    Case,
     describe,
     download_json,
     head_pickers,
@@ -20,10 +23,10 @@ from pages.what_if_tabs.shared import (
     layers_of,
     set_heads_off,
     translation_line,
+    view_fields,
 )
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS, Translation
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 from transformer.serving.translator import scratch_model
@@ -35,7 +38,8 @@ def cached_ablation(checkpoint: str, text: str, off: tuple, options: DecodingOpt
         return ablation.translate_ablated(model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
 
 
-def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+def render(case: Case) -> None:
+    loaded, text, translation, options = case.loaded, case.text, case.translation, case.options
     st.caption(t("whatif.ablate_intro"))
     config = loaded.config
     names = {}
@@ -93,3 +97,14 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
             "diff": ablation.word_diff(translation.translation, ablated.translation),
         },
     )
+
+
+TAB = Tab(
+    "ablate",
+    "whatif.tab_ablate",
+    render,
+    {  # the heads switched off (layer × heads + head, 0-based, per kind) and the head shown with and without them
+        **{f"wi_off_{kind}": Field([], url_state.integers(0, 4095), url_state.dump_integers) for kind in KINDS},
+        **view_fields(""),
+    },
+)

@@ -8,9 +8,10 @@ import streamlit as st
 from pages import url_state
 from pages.common import MAX_SOURCE_TOKENS, show_figure
 from pages.i18n import decoding_label, language, t
-from pages.what_if_tabs.shared import cached_score, describe, download_json, head_pickers, heatmap
+from pages.tabs import Tab
+from pages.url_state import Field
+from pages.what_if_tabs.shared import Case, cached_score, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.beam import BeamTree, explore_beam
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 
@@ -20,7 +21,8 @@ def cached_beam(checkpoint: str, text: str, options: DecodingOptions, _loaded) -
     return explore_beam(_loaded.model, _loaded.tokenizer, text, options, MAX_SOURCE_TOKENS)
 
 
-def render(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> None:
+def render(case: Case) -> None:
+    loaded, text, options = case.loaded, case.text, case.options
     st.caption(t("whatif.beam_intro", decoding=decoding_label(options)))
     with st.spinner(t("whatif.searching")):
         tree = cached_beam(str(loaded.path), text, options, loaded)
@@ -107,3 +109,11 @@ def render(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> Non
         "wi_beam_map",
         atlas=True,
     )
+
+
+TAB = Tab(
+    "beam",
+    "whatif.tab_beam",
+    render,
+    {**view_fields("beam_"), "wi_hypothesis": Field(0, url_state.integer(0, 64))},
+)

@@ -9,7 +9,10 @@ import streamlit as st
 from pages import url_state
 from pages.common import cached_translation, get_checkpoint, matrix_csv, show_figure
 from pages.i18n import language, t
+from pages.tabs import Tab
+from pages.url_state import Field
 from pages.what_if_tabs.shared import (
+    Case,
     comparison_checkpoints,
     describe,
     file_name,
@@ -17,17 +20,17 @@ from pages.what_if_tabs.shared import (
     heatmap,
     layers_of,
     translation_line,
+    view_fields,
 )
-from transformer.analysis.attention import Translation
 from transformer.analysis.compare import difference, same_tokens
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint
-from transformer.decode import DecodingOptions
+from transformer.checkpoint import CheckpointError
 from transformer.plots import whatif as plot_whatif
 
 MODES = ("checkpoints", "sentences")
 
 
-def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+def render(case: Case) -> None:
+    loaded, text, translation, options = case.loaded, case.text, case.translation, case.options
     st.caption(t("whatif.compare_intro"))
     mode_names = {mode: t(f"whatif.mode_{mode}") for mode in MODES}
     mode = st.radio(t("whatif.compare"), MODES, key="wi_mode", format_func=mode_names.get, horizontal=True)
@@ -85,3 +88,19 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
         mime="text/csv",
         key="wi_difference_download",
     )
+
+
+TAB = Tab(
+    "compare",
+    "whatif.tab_compare",
+    render,
+    {
+        **view_fields("compare_"),
+        "wi_mode": Field(MODES[0], url_state.choice(MODES)),
+        "wi_other": Field(None),
+        "wi_other_path": Field("", url_state.text(1000)),
+        "wi_other_text": Field(
+            "The Law will never be perfect, but its application should be just.", url_state.text(2000)
+        ),
+    },
+)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import url_state
 from pages.common import show_figure
 from pages.i18n import language, t
-from pages.what_if_tabs.shared import describe, download_json, head_pickers, heatmap
-from transformer.analysis.attention import Translation
+from pages.tabs import Tab
+from pages.url_state import Field
+from pages.what_if_tabs.shared import Case, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.forced import ForcedDecoding, force, reference_for
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 
@@ -20,7 +21,8 @@ def cached_force(checkpoint: str, text: str, given: str, options: DecodingOption
     return force(_loaded.model, _loaded.tokenizer, _translation, given)
 
 
-def render(loaded: LoadedCheckpoint, text: str, translation: Translation, options: DecodingOptions) -> None:
+def render(case: Case) -> None:
+    loaded, text, translation, options = case.loaded, case.text, case.translation, case.options
     st.caption(t("whatif.forced_intro"))
     reference = reference_for(text, languages=loaded.config.languages)
     if reference is not None:
@@ -92,3 +94,11 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation, option
             f"{describe(kind, layer, head)} — {t('whatif.model_series')}",
             "wi_forced_model_map",
         )
+
+
+TAB = Tab(
+    "forced",
+    "whatif.tab_forced",
+    render,
+    {**view_fields("forced_"), "wi_given": Field("", url_state.text(2000))},
+)

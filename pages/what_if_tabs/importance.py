@@ -11,10 +11,11 @@ from pages import url_state
 from pages.common import show_figure
 from pages.i18n import decoding_label, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
-from pages.what_if_tabs.shared import download_json, set_heads_off
+from pages.tabs import Tab
+from pages.url_state import Field
+from pages.what_if_tabs.shared import Case, download_json, set_heads_off
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import DEV_PREFIX, has_pairs, read_pairs
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
@@ -40,7 +41,8 @@ def interval_of(result: dict, kind: str, layer: int, head: int) -> str:
     return f"[{low:+.2f}, {high:+.2f}]"
 
 
-def render(loaded: LoadedCheckpoint) -> None:
+def render(case: Case) -> None:
+    loaded = case.loaded
     st.caption(t("whatif.importance_intro"))
     stored = ablation.read_importance(loaded)
     if stored is None:
@@ -127,3 +129,15 @@ def render(loaded: LoadedCheckpoint) -> None:
         help=t("whatif.switch_k_help"),
     )
     download_json("wi_importance", {key: value for key, value in result.items() if key != "fingerprint"})
+
+
+TAB = Tab(
+    "importance",
+    "whatif.tab_importance",
+    render,
+    {
+        "wi_measure": Field(MEASURES[0], url_state.choice(MEASURES)),
+        "wi_sample": Field(10, url_state.integer(*IMPORTANCE_SAMPLE)),
+        "wi_k": Field(0, url_state.integer(0, 4096)),
+    },
+)

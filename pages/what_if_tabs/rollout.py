@@ -11,10 +11,10 @@ import streamlit as st
 from pages import url_state
 from pages.common import show_figure
 from pages.i18n import language, t
-from pages.what_if_tabs.shared import file_name, heatmap
+from pages.tabs import Tab
+from pages.url_state import Field
+from pages.what_if_tabs.shared import Case, file_name, heatmap
 from transformer.analysis import rollout
-from transformer.analysis.attention import Translation
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
 
@@ -23,7 +23,8 @@ def cached_flow(checkpoint: str, text: str, residual: float, layer: int, _weight
     return rollout.attention_flow(_weights, residual, layer)
 
 
-def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> None:
+def render(case: Case) -> None:
+    loaded, text, translation = case.loaded, case.text, case.translation
     st.caption(t("whatif.rollout_intro"))
     maps = translation.maps
     layers = maps.num_layers
@@ -96,3 +97,15 @@ def render(loaded: LoadedCheckpoint, text: str, translation: Translation) -> Non
         mime="application/octet-stream",
         key="wi_rollout_download",
     )
+
+
+TAB = Tab(
+    "rollout",
+    "whatif.tab_rollout",
+    render,
+    {
+        "wi_residual": Field(0.5, url_state.number(0.0, 0.9)),
+        "wi_roll_layer": Field(6, url_state.integer(1, 64)),
+        "wi_flow": Field(False, url_state.flag, url_state.dump_flag),
+    },
+)

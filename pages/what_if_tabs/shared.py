@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
@@ -13,11 +14,33 @@ from pages import url_state
 from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
 from pages.links import atlas_button
+from pages.url_state import Field
 from transformer.analysis import ablation, precompute
-from transformer.analysis.attention import KINDS, AttentionMaps
+from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.forced import Scored, score_output
 from transformer.checkpoint import LoadedCheckpoint
+from transformer.decode import DecodingOptions
 from transformer.plots import attention as plot_attention
+
+
+@dataclass(frozen=True)
+class Case:
+    """What every What if tab is handed: the loaded model, the page's sentence, its translation and the decoding."""
+
+    loaded: LoadedCheckpoint
+    text: str
+    translation: Translation
+    options: DecodingOptions
+
+
+def view_fields(prefix: str) -> dict[str, Field]:
+    """The view a tab shows (its attention kind, 1-based layer and head; ``prefix`` after ``wi_``): without a link's
+    choice, the loaded model's clearest head (:func:`head_pickers`)."""
+    return {
+        f"wi_{prefix}kind": Field(None, url_state.choice(KINDS)),
+        f"wi_{prefix}layer": Field(None, url_state.integer(1, 64)),
+        f"wi_{prefix}head": Field(None, url_state.integer(1, 64)),
+    }
 
 
 @st.cache_data(max_entries=32, show_spinner=False)

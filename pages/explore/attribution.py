@@ -10,14 +10,15 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import sentence_slug, show_figure, stored_beside
+from pages.explore.shared import Shown
 from pages.i18n import language, t
+from pages.tabs import Tab
+from pages.url_state import Field
 from transformer.analysis import attribution as at
-from transformer.analysis.attention import Translation
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attribution as plot_attribution
 
-ATTRIBUTION_KEYS = ("attr_position", "attr_method", "attr_against")
 ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not that"
 NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)
 
@@ -45,7 +46,8 @@ def alternatives(
     return [token for token in ranked if token != output_ids[position]][:ALTERNATIVES]
 
 
-def attribution_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
+def render(shown: Shown) -> None:
+    translation, loaded = shown.translation, shown.loaded
     try:
         at.captum_attr()
     except at.AttributionUnavailable:
@@ -173,3 +175,15 @@ def _agreement(attention: np.ndarray, attribution: np.ndarray) -> float:
     if ranks[0].std() == 0 or ranks[1].std() == 0:
         return float("nan")
     return float(np.corrcoef(*ranks)[0, 1])
+
+
+TAB = Tab(
+    "Attribution",
+    "explore.view_attribution",
+    render,
+    {  # the output position (0-based), the method, and the token it is explained against (-1: none)
+        "attr_position": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
+        "attr_method": Field(None, url_state.choice(at.METHODS)),
+        "attr_against": Field(None, url_state.integer(-1, 1_000_000)),
+    },
+)

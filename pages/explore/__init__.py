@@ -1,9 +1,10 @@
 """The app's main page: translate an English sentence into German and explore every attention head.
 
-``app.py`` runs :func:`main` as the page "Translate and explore". The sidebar picks the checkpoint and the decoding;
-the page shows the translation, the tokens as the model sees them, and every head of the three attention kinds as
-heatmaps, a layers × heads grid, the paper-style token view and bertviz's views. The URL holds the state, so a link
-reproduces the view.
+The navigation runs :func:`main` as the page "Translate and explore" (``pages/translate.py``). The sidebar picks the
+checkpoint and the decoding; the page shows the translation, the tokens as the model sees them, and the views of its
+heads as tabs, one module each in this package (:data:`TABS`, :class:`pages.tabs.Tab`): every head of the three
+attention kinds as heatmaps, a layers × heads grid, the paper-style token view, the word alignment, attribution, the
+logit lens and bertviz's views. The URL holds the state, so a link reproduces the view.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import html
 
 import streamlit as st
 
-from pages import url_state
+from pages import tabs, url_state
 from pages.common import (
     COMMON_FIELDS,
     DEFAULT_SENTENCE,
@@ -26,29 +27,13 @@ from pages.common import (
     sidebar_figure_format_picker,
     stored_heads,
 )
-from pages.explore_attribution import ATTRIBUTION_KEYS, attribution_view
-from pages.explore_lens import lens_view
-from pages.explore_views import (
-    ALIGNMENT_KEYS,
-    BERTVIZ_VIEWS,
-    alignment_view,
-    bertviz_panel,
-    focus_view,
-    grid_view,
-    heads_view,
-)
+from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view
+from pages.explore.shared import Shown
 from pages.i18n import decoding_label, language, language_label, t
 from pages.page_slots import fragment_in_a_slot
 from pages.url_state import Field
 from transformer.analysis import precompute
-from transformer.analysis.attention import (
-    KINDS,
-    AttentionMaps,
-    Translation,
-    merged_view,
-    without_specials,
-)
-from transformer.analysis.attribution import METHODS as ATTRIBUTION_METHODS
+from transformer.analysis.attention import AttentionMaps, Translation, merged_view, without_specials
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_source_reasons, unknown_characters
 from transformer.decode import PRECISIONS, default_precision
@@ -63,10 +48,10 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 
 # ------------------------------------------------------------------------------------------------ URL state
 # Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
+TABS = (heads.TAB, model_view.TAB, focus.TAB, alignment.TAB, attribution.TAB, lens.TAB, bertviz.TAB)
 VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")
-VIEWS = ("Heads", "Model view", "Token focus", "Alignment", "Attribution", "Logit lens", "bertviz")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
@@ -76,56 +61,16 @@ FIELDS = {
     "merge": Field(False, url_state.flag, url_state.dump_flag),
     "specials": Field(True, url_state.flag, url_state.dump_flag),
     "predicted": Field(True, url_state.flag, url_state.dump_flag),  # decoder rows by the token they write
-    VIEW_KEY: Field(VIEWS[0], url_state.choice(VIEWS)),
-    # Heads
-    "kind": Field(None, url_state.choice(KINDS)),  # None: the loaded model's clearest head (default_view)
-    "layer": Field(None),
-    "head": Field(None),
     "scale": Field(SCALES[0], url_state.choice(SCALES)),
-    # Model view
-    "grid_kind": Field("encoder", url_state.choice(KINDS)),
-    "grid_layer": Field("5"),
-    "grid_head": Field("1"),
-    # Token focus (layer, query position and heads as 0-based indices)
-    "focus_kind": Field("encoder", url_state.choice(KINDS)),
-    "focus_layer": Field(None, url_state.integer(0, 63), str),
-    "focus_query": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
-    "focus_heads": Field(None, url_state.integers(0, 63), url_state.dump_integers),
-    # Alignment (None: the reading stored beside the model, else the fallback: alignment_view)
-    "align_layer": Field(None),
-    "align_head": Field(None),
-    "align_shift": Field(None, url_state.flag, url_state.dump_flag),
-    "align_both": Field(None, url_state.flag, url_state.dump_flag),
-    # Attribution (position 0-based; against: a token id, -1 for no contrast)
-    "attr_position": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
-    "attr_method": Field(None, url_state.choice(ATTRIBUTION_METHODS)),
-    "attr_against": Field(None, url_state.integer(-1, 1_000_000)),
-    # bertviz
-    "bertviz_view": Field(BERTVIZ_VIEWS[0], url_state.choice(BERTVIZ_VIEWS)),
-    "bertviz_kind": Field("all", url_state.choice(["all", *KINDS])),
+    VIEW_KEY: tabs.choice(TABS),
+    **tabs.fields_of(TABS),
     **COMMON_FIELDS,
 }
 
 
 # The controls drawn inside each fragment (below the sidebar's): a fragment restores its own before drawing them.
 PANEL_KEYS = ("text",)
-VIEWS_KEYS = (
-    VIEW_KEY,
-    "kind",
-    "layer",
-    "head",
-    "grid_kind",
-    "grid_layer",
-    "grid_head",
-    "focus_kind",
-    "focus_layer",
-    "focus_query",
-    "focus_heads",
-    *ALIGNMENT_KEYS,
-    *ATTRIBUTION_KEYS,
-    "bertviz_view",
-    "bertviz_kind",
-)
+VIEWS_KEYS = (VIEW_KEY, *tabs.fields_of(TABS))
 
 
 def restore_from_url(keys: tuple[str, ...] | None = None) -> None:
@@ -318,30 +263,10 @@ def translation_panel(loaded) -> None:
 
 @fragment_in_a_slot
 def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
-    """The seven views of the heads, as tabs. A fragment: changing the tab, the attention kind, a layer or a head
-    reruns only this panel with the translation already made, not the sidebar, the form and the translation above
-    it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
+    """The views of the heads, as tabs (:data:`TABS`). A fragment: changing the tab, the attention kind, a layer or a
+    head reruns only this panel with the translation already made, not the sidebar, the form and the translation
+    above it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
     restore_from_url(VIEWS_KEYS)  # the controls of the tab that was open in the last run were forgotten at its end
-    views = dict(
-        zip(
-            VIEWS,
-            (
-                lambda: heads_view(maps, translation),
-                lambda: grid_view(maps),
-                lambda: focus_view(maps),
-                lambda: alignment_view(translation, loaded),
-                lambda: attribution_view(translation, loaded),
-                lambda: lens_view(translation, loaded),
-                lambda: bertviz_panel(maps),
-            ),
-            strict=True,
-        )
-    )
-    # The tabs show names in the chosen language; the URL and the session keep the view's English name.
-    labels = {view: t(f"explore.view_{view.lower().replace(' ', '_')}") for view in VIEWS}
-    for view, tab in url_state.tabs(VIEW_KEY, labels, VIEW_TAB_KEY).items():
-        if tab.open:
-            with tab:
-                views[view]()
+    tabs.show(TABS, VIEW_KEY, VIEW_TAB_KEY, Shown(maps, translation, loaded))
     save_to_url()

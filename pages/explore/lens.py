@@ -6,8 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.common import sentence_slug, show_figure
+from pages.explore.shared import Shown
 from pages.i18n import language, t
-from transformer.analysis.attention import Translation
+from pages.tabs import Tab
 from transformer.analysis.logit_lens import LogitLens, logit_lens
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import logit_lens as plot_lens
@@ -20,7 +21,8 @@ def cached_lens(
     return logit_lens(_loaded, source_ids, output_ids)
 
 
-def lens_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
+def render(shown: Shown) -> None:
+    translation, loaded = shown.translation, shown.loaded
     if not translation.output_ids:
         st.info(t("explore.lens_empty"))
         return
@@ -41,3 +43,6 @@ def lens_view(translation: Translation, loaded: LoadedCheckpoint) -> None:
         )
     )
     st.caption(t("explore.lens_how"))
+
+
+TAB = Tab("Logit lens", "explore.view_logit_lens", render)
