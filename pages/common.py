@@ -14,8 +14,9 @@ import csv
 import io
 import os
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, NoReturn
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -360,26 +361,35 @@ def show_figure(
     )
 
 
-def page_checkpoint(page: str, fields: dict[str, Field] | None = None) -> LoadedCheckpoint:
-    """A page's common start: its controls restored from the URL and kept (``fields``, see
-    :mod:`pages.url_state`), the sidebar pickers and the chosen checkpoint; the page stops if the checkpoint
-    cannot load. Pages call :func:`pages.url_state.save` with the same fields once their controls are drawn."""
+class _Leave(Exception):
+    """Ends a page's run early, through its :func:`page` block (:func:`leave_page`)."""
+
+
+@contextmanager
+def page(name: str, fields: dict[str, Field] | None = None, model: bool = True) -> Iterator[LoadedCheckpoint | None]:
+    """A page's run, as a block: its controls restored from the URL and kept (``fields``, see :mod:`pages.url_state`;
+    ``name``: the page's, for what it keeps), the sidebar's pickers and the chosen checkpoint (the page stops, saying
+    why, when it cannot load; ``model=False``: a page that shows none, and gets None). However the block ends — its
+    last line or :func:`leave_page` — the page's controls are written to the URL: a copied link opens this view."""
     through_the_router()
     fields = {**COMMON_FIELDS, **(fields or {})}
-    url_state.keep(fields, page)
+    url_state.keep(fields, name)
     url_state.save(fields)
-    sidebar_checkpoint_picker()
+    if model:
+        sidebar_checkpoint_picker()
     sidebar_figure_format_picker()
     presenter_controls()
-    loaded = selected_checkpoint()
-    if loaded is None:
+    loaded = selected_checkpoint() if model else None
+    if model and loaded is None:
         st.stop()
-    return loaded
+    with suppress(_Leave):
+        yield loaded
+    url_state.save(fields)
 
 
-def save_page(fields: dict[str, Field]) -> None:
-    """Write a page's controls (and the checkpoint) to the URL once they are drawn: a copied link opens this view."""
-    url_state.save({**COMMON_FIELDS, **fields})
+def leave_page() -> NoReturn:
+    """End the page's run here (after a message saying why), its controls saved to the URL (:func:`page`)."""
+    raise _Leave
 
 
 # ------------------------------------------------------------------------------------------------ the translation

@@ -15,10 +15,10 @@ from pages.common import (
     CHECKPOINT_KEY,
     available_checkpoints,
     get_checkpoint,
+    leave_page,
     model_name,
     model_summary,
-    page_checkpoint,
-    save_page,
+    page,
     show_figure,
     stored_beside,
 )
@@ -382,56 +382,56 @@ def held_out_table(found: dict) -> None:
         st.dataframe(table, hide_index=True, width="stretch")
 
 
-loaded = page_checkpoint("atlas", FIELDS)
-st.title(t("atlas.title"))
-st.markdown(t("atlas.intro"))
-found, stored = load_atlas(loaded)
-if found is None:
-    save_page(FIELDS)
-    st.stop()
-records = found["heads"]
-ids = [head_id(record) for record in records]
-most_needed = max(range(len(records)), key=lambda i: records[i]["importance_bleu_drop"] or 0.0)
-url_state.ensure(HEAD_KEY, ids[most_needed], ids.__contains__)
-treebank = found["treebank"]
-st.caption(
-    t(
-        "atlas.measured_on",
-        pairs=treebank["pairs"] - treebank["skipped"],
-        english=treebank["english"],
-        german=treebank["german"],
-        gold=found["alignment_gold"]["name"],
-        aligned=found["alignment_gold"]["pairs"],
-    )
-)
-selected = ids.index(st.session_state[HEAD_KEY])
-compared = other_model(loaded)
-beside = st.columns(2) if compared is not None else [st.container()]
-with beside[0]:
-    show_figure(
-        plot_atlas.atlas_map(records, selected, t("atlas.map_title"), language()),
-        key="atlas_map",
-        filename=f"head-atlas-{loaded.path.name}",
-        on_select=lambda: select_clicked(records),
-    )
-if compared is not None:
-    other, other_found = compared
-    other_records = other_found["heads"]
-    other_ids = [head_id(record) for record in other_records]
-    same_head = other_ids.index(ids[selected]) if ids[selected] in other_ids else None
-    with beside[1]:
-        show_figure(
-            plot_atlas.atlas_map(
-                other_records, same_head, t("atlas.map_title_of", model=model_name(other)), language()
-            ),
-            key="atlas_map_other",
-            filename=f"head-atlas-{model_name(other).replace('/', '-')}",
+with page("atlas", FIELDS) as loaded:
+    st.title(t("atlas.title"))
+    st.markdown(t("atlas.intro"))
+    found, stored = load_atlas(loaded)
+    if found is None:
+        leave_page()
+    records = found["heads"]
+    ids = [head_id(record) for record in records]
+    most_needed = max(range(len(records)), key=lambda i: records[i]["importance_bleu_drop"] or 0.0)
+    url_state.ensure(HEAD_KEY, ids[most_needed], ids.__contains__)
+    treebank = found["treebank"]
+    st.caption(
+        t(
+            "atlas.measured_on",
+            pairs=treebank["pairs"] - treebank["skipped"],
+            english=treebank["english"],
+            german=treebank["german"],
+            gold=found["alignment_gold"]["name"],
+            aligned=found["alignment_gold"]["pairs"],
         )
-st.caption(t("atlas.map_caption"))
-names = {identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)}
-st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
-card(loaded, found, ids.index(st.session_state[HEAD_KEY]), stored)
-linking_heads(loaded, records)
-with st.expander(t("atlas.held_out_title")):
-    held_out_table(found)
-save_page(FIELDS)
+    )
+    selected = ids.index(st.session_state[HEAD_KEY])
+    compared = other_model(loaded)
+    beside = st.columns(2) if compared is not None else [st.container()]
+    with beside[0]:
+        show_figure(
+            plot_atlas.atlas_map(records, selected, t("atlas.map_title"), language()),
+            key="atlas_map",
+            filename=f"head-atlas-{loaded.path.name}",
+            on_select=lambda: select_clicked(records),
+        )
+    if compared is not None:
+        other, other_found = compared
+        other_records = other_found["heads"]
+        other_ids = [head_id(record) for record in other_records]
+        same_head = other_ids.index(ids[selected]) if ids[selected] in other_ids else None
+        with beside[1]:
+            show_figure(
+                plot_atlas.atlas_map(
+                    other_records, same_head, t("atlas.map_title_of", model=model_name(other)), language()
+                ),
+                key="atlas_map_other",
+                filename=f"head-atlas-{model_name(other).replace('/', '-')}",
+            )
+    st.caption(t("atlas.map_caption"))
+    names = {
+        identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)
+    }
+    st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
+    card(loaded, found, ids.index(st.session_state[HEAD_KEY]), stored)
+    linking_heads(loaded, records)
+    with st.expander(t("atlas.held_out_title")):
+        held_out_table(found)

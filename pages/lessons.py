@@ -5,39 +5,37 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages.common import page_checkpoint, save_page
+from pages.common import page
 from pages.i18n import language, t
 from pages.lesson_bar import load, open_step, step_link
 from transformer.lessons import LessonError, available_lessons
 
 st.set_page_config(page_title=t("lessons.title"), page_icon="🧑‍🏫", layout="wide")
+with page("lessons"):
+    st.title(t("lessons.title"))
+    st.markdown(t("lessons.intro"))
 
-page_checkpoint("lessons", {})
-st.title(t("lessons.title"))
-st.markdown(t("lessons.intro"))
-
-words = language()
-names = available_lessons()
-if not names:
-    st.info(t("lessons.none"))
-for name in names:
-    try:
-        lesson = load(name)
-    except LessonError as error:
-        st.error(t("lesson.broken", error=str(error)))
-        continue
-    with st.container(border=True):
-        st.subheader(lesson.words("title", words))
-        st.markdown(lesson.words("summary", words))
-        if st.button(t("lessons.start"), key=f"lessons_start_{name}", type="primary", icon=":material/play_arrow:"):
-            open_step(lesson, 1)
-        with st.expander(t("lessons.steps", count=len(lesson.steps))):
-            st.markdown(
-                "\n".join(
-                    f"{number}. [{step.words('title', words)}]({step_link(name, number)})"
-                    + (" ❓" if step.question else "")
-                    for number, step in enumerate(lesson.steps, 1)
+    words = language()
+    names = available_lessons()
+    if not names:
+        st.info(t("lessons.none"))
+    for name in names:
+        try:
+            lesson = load(name)
+        except LessonError as error:
+            st.error(t("lesson.broken", error=str(error)))
+            continue
+        with st.container(border=True):
+            st.subheader(lesson.words("title", words))
+            st.markdown(lesson.words("summary", words))
+            if st.button(t("lessons.start"), key=f"lessons_start_{name}", type="primary", icon=":material/play_arrow:"):
+                open_step(lesson, 1)
+            with st.expander(t("lessons.steps", count=len(lesson.steps))):
+                st.markdown(
+                    "\n".join(
+                        f"{number}. [{step.words('title', words)}]({step_link(name, number)})"
+                        + (" ❓" if step.question else "")
+                        for number, step in enumerate(lesson.steps, 1)
+                    )
                 )
-            )
-st.caption(t("lessons.write_your_own"))
-save_page({})
+    st.caption(t("lessons.write_your_own"))

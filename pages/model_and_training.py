@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, save_page, show_figure
+from pages.common import page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor
@@ -52,173 +52,176 @@ FIELDS = {
     "lr_steps": Field(None, url_state.integer(1000, 300_000)),
     "ls_epsilon": Field(None, url_state.number(0.0, 0.5)),
 }
-loaded = page_checkpoint("model", FIELDS)
-config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
+with page("model", FIELDS) as loaded:
+    config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
 
-st.title(t("model.title"))
-st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
+    st.title(t("model.title"))
+    st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
 
-st.subheader(t("model.configuration"))
-columns = st.columns(6)
-columns[0].metric(t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}", help=t("model.layers_help"))
-columns[1].metric(t("model.heads"), config.num_heads)
-columns[2].metric("d_model", config.d_model)
-columns[3].metric("d_ff", config.d_ff)
-columns[4].metric(t("model.vocabulary"), f"{config.vocab_size:,}")
-columns[5].metric(t("model.parameters"), f"{loaded.model.num_parameters() / 1e6:.1f} M")
-left, right = st.columns([7, 3])
-with left:
-    st.markdown(t("model.per_component"))
-    st.dataframe(
-        plot_training.parameter_table(loaded.model, language()),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            "component": st.column_config.TextColumn(t("model.component")),
-            "parameters": st.column_config.NumberColumn(t("model.parameters"), format="localized"),
-            "share": st.column_config.ProgressColumn(
-                t("model.share"), format="percent", min_value=0.0, max_value=1.0, width="medium"
-            ),  # wide enough for its percentage beside the bar
-        },
+    st.subheader(t("model.configuration"))
+    columns = st.columns(6)
+    columns[0].metric(
+        t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}", help=t("model.layers_help")
     )
-with right:
-    st.markdown("**config.json**")
-    st.json(config.to_dict(), expanded=False)
-    st.markdown("**meta.json**")
-    st.json(meta, expanded=False)
+    columns[1].metric(t("model.heads"), config.num_heads)
+    columns[2].metric("d_model", config.d_model)
+    columns[3].metric("d_ff", config.d_ff)
+    columns[4].metric(t("model.vocabulary"), f"{config.vocab_size:,}")
+    columns[5].metric(t("model.parameters"), f"{loaded.model.num_parameters() / 1e6:.1f} M")
+    left, right = st.columns([7, 3])
+    with left:
+        st.markdown(t("model.per_component"))
+        st.dataframe(
+            plot_training.parameter_table(loaded.model, language()),
+            hide_index=True,
+            width="stretch",
+            column_config={
+                "component": st.column_config.TextColumn(t("model.component")),
+                "parameters": st.column_config.NumberColumn(t("model.parameters"), format="localized"),
+                "share": st.column_config.ProgressColumn(
+                    t("model.share"), format="percent", min_value=0.0, max_value=1.0, width="medium"
+                ),  # wide enough for its percentage beside the bar
+            },
+        )
+    with right:
+        st.markdown("**config.json**")
+        st.json(config.to_dict(), expanded=False)
+        st.markdown("**meta.json**")
+        st.json(meta, expanded=False)
 
-st.subheader(t("model.curves"))
-log = training_log(loaded.path)
-records = read_metrics(log) if log is not None else []
-if records:
-    st.caption(t("model.curves_caption", log=log.name, records=len(records)))
-    show_figure(plot_training.training_curves(records, language()), key="training_curves")
-else:
-    st.info(t("model.no_log", files=" / ".join(LOG_FILES)))
+    st.subheader(t("model.curves"))
+    log = training_log(loaded.path)
+    records = read_metrics(log) if log is not None else []
+    if records:
+        st.caption(t("model.curves_caption", log=log.name, records=len(records)))
+        show_figure(plot_training.training_curves(records, language()), key="training_curves")
+    else:
+        st.info(t("model.no_log", files=" / ".join(LOG_FILES)))
 
-st.subheader(t("model.health"))
-if plot_training.health_records(records):
-    st.caption(t("model.health_caption"))
-    show_figure(plot_training.health_curves(records, language()), key="health_curves")
-else:
-    st.info(t("model.no_health"))
+    st.subheader(t("model.health"))
+    if plot_training.health_records(records):
+        st.caption(t("model.health_caption"))
+        show_figure(plot_training.health_curves(records, language()), key="health_curves")
+    else:
+        st.info(t("model.no_health"))
 
-st.subheader(t("model.schedule"))
-st.markdown(t("model.schedule_text"))
-st.latex(
-    r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
-    r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
-)
-arguments = trained_schedule(loaded.path, meta)
-trained_warmup, trained_scale = arguments.get("warmup"), arguments.get("lr_scale")
-step = meta.get("step") if isinstance(meta.get("step"), int) else None
-parent = meta.get("fine_tuned_from") if isinstance(meta.get("fine_tuned_from"), dict) else None
-start = parent["step"] if parent is not None and isinstance(parent.get("step"), int) else 0
-cooldown = arguments.get("cooldown") if isinstance(arguments.get("cooldown"), int) else 0
-last_step = arguments.get("max_steps", 0) - start if cooldown > 0 and isinstance(arguments.get("max_steps"), int) else 0
-schedule_known = isinstance(trained_warmup, int) and isinstance(trained_scale, (int, float))
-if not schedule_known:
-    st.caption(t("model.no_schedule"))
-    trained_warmup, trained_scale = 4000, 1.0
-else:
-    st.caption(t("model.trained_with", warmup=trained_warmup, scale=trained_scale))
-if cooldown > 0 and last_step > 0:
-    st.caption(t("model.cooldown", cooldown=cooldown, until=last_step + start))
-if start and step is not None:
-    st.caption(t("model.fine_tuned", parent=parent.get("checkpoint"), start=start, into=step - start, step=step))
-    step -= start
-warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
-scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
-url_state.ensure("lr_warmup", trained_warmup, lambda value: warmup_range[0] <= value <= warmup_range[1])
-url_state.ensure("lr_scale", float(trained_scale), lambda value: scale_range[0] <= value <= scale_range[1])
-url_state.ensure(
-    "lr_steps", min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)) // 1000 * 1000
-)
-first, second, third = st.columns(3)
-warmup = first.slider(t("model.warmup"), *warmup_range, step=100, key="lr_warmup")
-scale = second.slider(t("model.scale"), *scale_range, step=0.05, key="lr_scale")
-steps = third.slider(t("model.steps_shown"), 1000, 300_000, step=1000, key="lr_steps")
-show_figure(
-    plot_training.learning_rate_curve(
-        config.d_model,
-        warmup,
-        scale,
-        steps,
-        current_step=step,
-        cooldown=cooldown,
-        last_step=last_step,
-        language=language(),
-    ),
-    key="learning_rate",
-)
-if any("lr" in record for record in records):
-    st.markdown(t("model.recorded_schedule"))
+    st.subheader(t("model.schedule"))
+    st.markdown(t("model.schedule_text"))
+    st.latex(
+        r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
+        r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
+    )
+    arguments = trained_schedule(loaded.path, meta)
+    trained_warmup, trained_scale = arguments.get("warmup"), arguments.get("lr_scale")
+    step = meta.get("step") if isinstance(meta.get("step"), int) else None
+    parent = meta.get("fine_tuned_from") if isinstance(meta.get("fine_tuned_from"), dict) else None
+    start = parent["step"] if parent is not None and isinstance(parent.get("step"), int) else 0
+    cooldown = arguments.get("cooldown") if isinstance(arguments.get("cooldown"), int) else 0
+    last_step = (
+        arguments.get("max_steps", 0) - start if cooldown > 0 and isinstance(arguments.get("max_steps"), int) else 0
+    )
+    schedule_known = isinstance(trained_warmup, int) and isinstance(trained_scale, (int, float))
+    if not schedule_known:
+        st.caption(t("model.no_schedule"))
+        trained_warmup, trained_scale = 4000, 1.0
+    else:
+        st.caption(t("model.trained_with", warmup=trained_warmup, scale=trained_scale))
+    if cooldown > 0 and last_step > 0:
+        st.caption(t("model.cooldown", cooldown=cooldown, until=last_step + start))
+    if start and step is not None:
+        st.caption(t("model.fine_tuned", parent=parent.get("checkpoint"), start=start, into=step - start, step=step))
+        step -= start
+    warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
+    scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
+    url_state.ensure("lr_warmup", trained_warmup, lambda value: warmup_range[0] <= value <= warmup_range[1])
+    url_state.ensure("lr_scale", float(trained_scale), lambda value: scale_range[0] <= value <= scale_range[1])
+    url_state.ensure(
+        "lr_steps", min(300_000, max(5 * trained_warmup, int((step or 0) * 1.5), last_step, 1000)) // 1000 * 1000
+    )
+    first, second, third = st.columns(3)
+    warmup = first.slider(t("model.warmup"), *warmup_range, step=100, key="lr_warmup")
+    scale = second.slider(t("model.scale"), *scale_range, step=0.05, key="lr_scale")
+    steps = third.slider(t("model.steps_shown"), 1000, 300_000, step=1000, key="lr_steps")
     show_figure(
-        plot_training.recorded_schedule(
-            records,
+        plot_training.learning_rate_curve(
             config.d_model,
-            trained_warmup if schedule_known else None,
-            trained_scale,
-            start=start,
+            warmup,
+            scale,
+            steps,
+            current_step=step,
             cooldown=cooldown,
             last_step=last_step,
             language=language(),
         ),
-        key="recorded_schedule",
+        key="learning_rate",
     )
-    if schedule_known:
-        check = schedule_check(records, config.d_model, trained_warmup, trained_scale, start, cooldown, last_step)
-        st.caption(t("model.recorded_schedule_caption", records=len(check.steps), gap=check.largest_relative_gap))
+    if any("lr" in record for record in records):
+        st.markdown(t("model.recorded_schedule"))
+        show_figure(
+            plot_training.recorded_schedule(
+                records,
+                config.d_model,
+                trained_warmup if schedule_known else None,
+                trained_scale,
+                start=start,
+                cooldown=cooldown,
+                last_step=last_step,
+                language=language(),
+            ),
+            key="recorded_schedule",
+        )
+        if schedule_known:
+            check = schedule_check(records, config.d_model, trained_warmup, trained_scale, start, cooldown, last_step)
+            st.caption(t("model.recorded_schedule_caption", records=len(check.steps), gap=check.largest_relative_gap))
+        else:
+            st.caption(t("model.recorded_schedule_unknown"))
+
+    st.subheader(t("model.smoothing"))
+    st.markdown(t("model.smoothing_text"))
+    st.latex(
+        r"q(y) = (1 - \varepsilon_{ls})\,[y = y^{*}] + \frac{\varepsilon_{ls}}{V}, \qquad "
+        r"\min_{p}\, H(q, p) = H(q) = -\sum_{y} q(y) \ln q(y)"
+    )
+    recorded_epsilon = arguments.get("label_smoothing")
+    trained_epsilon = (
+        float(recorded_epsilon)
+        if isinstance(recorded_epsilon, (int, float)) and 0 <= recorded_epsilon <= 0.5
+        else DEFAULT_LABEL_SMOOTHING
+    )
+    if trained_epsilon == recorded_epsilon:
+        st.caption(t("model.smoothing_recorded", epsilon=trained_epsilon))
     else:
-        st.caption(t("model.recorded_schedule_unknown"))
+        st.caption(t("model.smoothing_default", epsilon=trained_epsilon))
+    url_state.ensure("ls_epsilon", trained_epsilon, lambda value: 0.0 <= value <= 0.5)
+    epsilon = st.slider(t("model.epsilon"), 0.0, 0.5, step=0.01, key="ls_epsilon")
+    floor = smoothing_floor(epsilon, config.vocab_size)
+    columns = st.columns(4)
+    columns[0].metric(t("model.right_share"), f"{smoothed_target(epsilon, config.vocab_size)[0]:.6g}")
+    columns[1].metric(t("model.least_loss"), f"{floor.loss:.4f}")
+    columns[2].metric(t("model.floor_nll"), f"{floor.nll:.4f}")
+    columns[3].metric(t("model.floor_perplexity"), f"{floor.perplexity:.4f}")
+    show_figure(plot_training.smoothed_target_figure(epsilon, config.vocab_size, language()), key="smoothed_target")
+    if any("loss" in record for record in records):
+        show_figure(
+            plot_training.smoothing_on_log(records, trained_epsilon, config.vocab_size, language()),
+            key="smoothing_on_log",
+        )
+        st.caption(t("model.smoothing_log_caption", log=log.name, epsilon=trained_epsilon, vocab=config.vocab_size))
+    else:
+        st.info(t("model.no_smoothing_log"))
 
-st.subheader(t("model.smoothing"))
-st.markdown(t("model.smoothing_text"))
-st.latex(
-    r"q(y) = (1 - \varepsilon_{ls})\,[y = y^{*}] + \frac{\varepsilon_{ls}}{V}, \qquad "
-    r"\min_{p}\, H(q, p) = H(q) = -\sum_{y} q(y) \ln q(y)"
-)
-recorded_epsilon = arguments.get("label_smoothing")
-trained_epsilon = (
-    float(recorded_epsilon)
-    if isinstance(recorded_epsilon, (int, float)) and 0 <= recorded_epsilon <= 0.5
-    else DEFAULT_LABEL_SMOOTHING
-)
-if trained_epsilon == recorded_epsilon:
-    st.caption(t("model.smoothing_recorded", epsilon=trained_epsilon))
-else:
-    st.caption(t("model.smoothing_default", epsilon=trained_epsilon))
-url_state.ensure("ls_epsilon", trained_epsilon, lambda value: 0.0 <= value <= 0.5)
-epsilon = st.slider(t("model.epsilon"), 0.0, 0.5, step=0.01, key="ls_epsilon")
-save_page(FIELDS)
-floor = smoothing_floor(epsilon, config.vocab_size)
-columns = st.columns(4)
-columns[0].metric(t("model.right_share"), f"{smoothed_target(epsilon, config.vocab_size)[0]:.6g}")
-columns[1].metric(t("model.least_loss"), f"{floor.loss:.4f}")
-columns[2].metric(t("model.floor_nll"), f"{floor.nll:.4f}")
-columns[3].metric(t("model.floor_perplexity"), f"{floor.perplexity:.4f}")
-show_figure(plot_training.smoothed_target_figure(epsilon, config.vocab_size, language()), key="smoothed_target")
-if any("loss" in record for record in records):
-    show_figure(
-        plot_training.smoothing_on_log(records, trained_epsilon, config.vocab_size, language()),
-        key="smoothing_on_log",
-    )
-    st.caption(t("model.smoothing_log_caption", log=log.name, epsilon=trained_epsilon, vocab=config.vocab_size))
-else:
-    st.info(t("model.no_smoothing_log"))
-
-st.subheader(t("model.scores"))
-card = model_card(loaded.path, language())
-scores = meta.get("scores")
-if card is not None:
-    with st.container(border=True):
-        st.markdown(card.read_text(encoding="utf-8", errors="replace"))
-    if card.name != MODEL_CARD:  # a summary: the full card is the English one
-        st.caption(t("model.card_summary", card=MODEL_CARD))
-        with st.expander(t("model.card_full")), st.container(key="english_model_card"):
-            st.markdown((loaded.path / MODEL_CARD).read_text(encoding="utf-8", errors="replace"))
-if scores:
-    st.markdown(t("model.recorded"))
-    st.json(scores)
-if card is None and not scores:
-    st.info(t("model.no_scores", card=MODEL_CARD))
+    st.subheader(t("model.scores"))
+    card = model_card(loaded.path, language())
+    scores = meta.get("scores")
+    if card is not None:
+        with st.container(border=True):
+            st.markdown(card.read_text(encoding="utf-8", errors="replace"))
+        if card.name != MODEL_CARD:  # a summary: the full card is the English one
+            st.caption(t("model.card_summary", card=MODEL_CARD))
+            with st.expander(t("model.card_full")), st.container(key="english_model_card"):
+                st.markdown((loaded.path / MODEL_CARD).read_text(encoding="utf-8", errors="replace"))
+    if scores:
+        st.markdown(t("model.recorded"))
+        st.json(scores)
+    if card is None and not scores:
+        st.info(t("model.no_scores", card=MODEL_CARD))

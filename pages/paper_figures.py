@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import measured_heads, page_checkpoint, save_page, show_figure
+from pages.common import measured_heads, page, show_figure
 from pages.i18n import language, score_text, t
 from pages.links import atlas_button, atlas_buttons
 from pages.url_state import Field
@@ -62,67 +62,10 @@ def forget_layer() -> None:
     forget_heads()
 
 
-loaded = page_checkpoint("figures", FIELDS)
-key = str(loaded.path)
-num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
-
-st.title(t("fig.title"))
-st.markdown(t("fig.intro"))
-# Names looked up now (not inside a format function, which may run later outside this page's run).
-numbering = {value: t("fig.numbering_1" if value else "fig.numbering_0", value=value) for value in (1, 0)}
-
-first = st.sidebar.radio(
-    t("fig.first"),
-    (1, 0),
-    format_func=numbering.get,
-    key="fig_first",
-    on_change=forget_layer,
-    help=t("fig.first_help"),
-)
-words = st.sidebar.toggle(t("fig.words"), key="fig_words")
-specials = st.sidebar.toggle(t("fig.specials"), key="fig_specials")
-view = {"words": words, "specials": specials, "language": language()}
-
-# ------------------------------------------------------------------------------------------------ which step
-timeline_path = loaded.path / TIMELINE_FILE
-try:
-    timeline = cached_timeline(str(timeline_path), timeline_path.stat().st_mtime) if timeline_path.exists() else []
-except CheckpointError as error:
-    st.warning(t("fig.timeline_error", error=error))
-    timeline = []
-measured = measured_heads(loaded, key)
-live = measured.point
-live_step = int((loaded.meta or {}).get("step", 0))
-points = [point for point in timeline if point.step != live_step] + [live]
-points.sort(key=lambda point: point.step)
-if len(points) > 1:
-    st.subheader(t("fig.over_training"))
-    by_step = {point.step: point for point in points}
-    url_state.ensure("fig_step", live.step, by_step.__contains__)
-    step_names = {step: f"{step:,}" + (t("fig.loaded") if by_step[step] is live else "") for step in by_step}
-    chosen = st.select_slider(
-        t("fig.step"),
-        options=list(by_step),
-        format_func=step_names.get,
-        key="fig_step",
-        help=t("fig.step_help", file=TIMELINE_FILE),
-    )
-    point = by_step[chosen]
-    hours = t("fig.hours", hours=point.train_hours) if point.train_hours is not None else ""
-    earlier = t("fig.rerun") if point.label == "rerun" else t("fig.snapshot")
-    st.caption(t("fig.showing", step=point.step, hours=hours) + ("" if point is live else earlier))
-else:
-    point = live
-    st.caption(t("fig.no_timeline", file=TIMELINE_FILE))
-
-
 def drawn_metrics(candidate: TimelinePoint) -> dict:
     """The figure numbers of exactly the attention the figures draw. A point's stored ``metrics`` were measured in
     float32 before its attention was stored in float16, so a weight or a near tie can differ from what is drawn."""
     return figure_metrics(candidate.attention)
-
-
-metrics = drawn_metrics(point)
 
 
 def show_best_example() -> None:
@@ -135,33 +78,11 @@ def show_best_example() -> None:
     forget_heads()  # each figure then opens on that layer's best-matching heads
 
 
-st.button(t("fig.best_example"), on_click=show_best_example, help=t("fig.best_example_help"))
-if st.session_state.pop("fig_best_none", False):
-    st.info(t("fig.best_example_none"))
-
-the_paper_layer = paper_layer(num_layers, first == 1)
-url_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
-layer_names = {
-    i: t("fig.layer", layer=i + first) + (t("fig.papers_layer") if i == the_paper_layer else "")
-    for i in range(num_layers)
-}
-layer = st.selectbox(
-    t("fig.encoder_layer"),
-    list(range(num_layers)),
-    format_func=layer_names.get,
-    key="fig_layer",
-    on_change=forget_heads,
-)
-
-
 def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
     """The heads the figure ``name`` draws: kept while the layer stays, the best-matching ones otherwise."""
     url_state.ensure(
         name, default, lambda heads: url_state.indices_below(num_heads)(heads) and (most is None or len(heads) <= most)
     )
-
-
-head_names = {head: t("fig.head", head=head + first) for head in range(num_heads)}
 
 
 def head_name(head: int) -> str:
@@ -186,176 +107,252 @@ def figure_title(number: int) -> str:
     )
 
 
-# ------------------------------------------------------------------------------------------------ Figure 3
-st.header(figure_title(3))
-making = metrics["figure_3"]
-left, right = st.columns([3, 2])
-if "error" in making:
-    right.warning(t("fig.cannot_measure", number=3, error=making["error"]))
-    best_making = []
-else:
-    best_making = making_heads(making, layer)
-with right:
-    if "error" not in making:
-        per_layer = making["heads_on_more_difficult_per_layer"]
-        # One metric per row: side by side, their labels are cut in a 2/5-wide column.
-        st.metric(t("fig.heads_of_layer", layer=layer + first), t("fig.of", count=per_layer[layer], total=num_heads))
-        st.metric(
-            t("fig.best_layer"),
-            t("fig.layer", layer=making["best_layer_making"] + first),
-            t("fig.heads_count", count=making["making_heads_on_more_difficult"]),
-            delta_color="off",
+with page("figures", FIELDS) as loaded:
+    key = str(loaded.path)
+    num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
+
+    st.title(t("fig.title"))
+    st.markdown(t("fig.intro"))
+    # Names looked up now (not inside a format function, which may run later outside this page's run).
+    numbering = {value: t("fig.numbering_1" if value else "fig.numbering_0", value=value) for value in (1, 0)}
+
+    first = st.sidebar.radio(
+        t("fig.first"),
+        (1, 0),
+        format_func=numbering.get,
+        key="fig_first",
+        on_change=forget_layer,
+        help=t("fig.first_help"),
+    )
+    words = st.sidebar.toggle(t("fig.words"), key="fig_words")
+    specials = st.sidebar.toggle(t("fig.specials"), key="fig_specials")
+    view = {"words": words, "specials": specials, "language": language()}
+
+    # ------------------------------------------------------------------------------------------------ which step
+    timeline_path = loaded.path / TIMELINE_FILE
+    try:
+        timeline = cached_timeline(str(timeline_path), timeline_path.stat().st_mtime) if timeline_path.exists() else []
+    except CheckpointError as error:
+        st.warning(t("fig.timeline_error", error=error))
+        timeline = []
+    measured = measured_heads(loaded, key)
+    live = measured.point
+    live_step = int((loaded.meta or {}).get("step", 0))
+    points = [point for point in timeline if point.step != live_step] + [live]
+    points.sort(key=lambda point: point.step)
+    if len(points) > 1:
+        st.subheader(t("fig.over_training"))
+        by_step = {point.step: point for point in points}
+        url_state.ensure("fig_step", live.step, by_step.__contains__)
+        step_names = {step: f"{step:,}" + (t("fig.loaded") if by_step[step] is live else "") for step in by_step}
+        chosen = st.select_slider(
+            t("fig.step"),
+            options=list(by_step),
+            format_func=step_names.get,
+            key="fig_step",
+            help=t("fig.step_help", file=TIMELINE_FILE),
         )
-        tokens = point.attention[3].tokens
-        weights = point.attention[3].weights
-        m = word_index(tokens, "making")
-        on_more = word_attention(weights, tokens, m, word_index(tokens, "more"))[layer]
-        on_difficult = word_attention(weights, tokens, m, word_index(tokens, "difficult"))[layer]
+        point = by_step[chosen]
+        hours = t("fig.hours", hours=point.train_hours) if point.train_hours is not None else ""
+        earlier = t("fig.rerun") if point.label == "rerun" else t("fig.snapshot")
+        st.caption(t("fig.showing", step=point.step, hours=hours) + ("" if point is live else earlier))
+    else:
+        point = live
+        st.caption(t("fig.no_timeline", file=TIMELINE_FILE))
+
+    metrics = drawn_metrics(point)
+
+    st.button(t("fig.best_example"), on_click=show_best_example, help=t("fig.best_example_help"))
+    if st.session_state.pop("fig_best_none", False):
+        st.info(t("fig.best_example_none"))
+
+    the_paper_layer = paper_layer(num_layers, first == 1)
+    url_state.ensure("fig_layer", the_paper_layer, lambda i: 0 <= i < num_layers)
+    layer_names = {
+        i: t("fig.layer", layer=i + first) + (t("fig.papers_layer") if i == the_paper_layer else "")
+        for i in range(num_layers)
+    }
+    layer = st.selectbox(
+        t("fig.encoder_layer"),
+        list(range(num_layers)),
+        format_func=layer_names.get,
+        key="fig_layer",
+        on_change=forget_heads,
+    )
+
+    head_names = {head: t("fig.head", head=head + first) for head in range(num_heads)}
+
+    # ------------------------------------------------------------------------------------------------ Figure 3
+    st.header(figure_title(3))
+    making = metrics["figure_3"]
+    left, right = st.columns([3, 2])
+    if "error" in making:
+        right.warning(t("fig.cannot_measure", number=3, error=making["error"]))
+        best_making = []
+    else:
+        best_making = making_heads(making, layer)
+    with right:
+        if "error" not in making:
+            per_layer = making["heads_on_more_difficult_per_layer"]
+            # One metric per row: side by side, their labels are cut in a 2/5-wide column.
+            st.metric(
+                t("fig.heads_of_layer", layer=layer + first), t("fig.of", count=per_layer[layer], total=num_heads)
+            )
+            st.metric(
+                t("fig.best_layer"),
+                t("fig.layer", layer=making["best_layer_making"] + first),
+                t("fig.heads_count", count=making["making_heads_on_more_difficult"]),
+                delta_color="off",
+            )
+            tokens = point.attention[3].tokens
+            weights = point.attention[3].weights
+            m = word_index(tokens, "making")
+            on_more = word_attention(weights, tokens, m, word_index(tokens, "more"))[layer]
+            on_difficult = word_attention(weights, tokens, m, word_index(tokens, "difficult"))[layer]
+            st.dataframe(
+                {
+                    t("fig.col_head"): [head + first for head in range(num_heads)],
+                    t("fig.col_strongest"): making["strongest_word_from_making"][layer],
+                    t("fig.col_more"): np.round(on_more, 3),
+                    t("fig.col_difficult"): np.round(on_difficult, 3),
+                },
+                hide_index=True,
+            )
+            findings = t("fig.findings3", count=per_layer[layer], layer=layer + first, per_layer=per_layer)
+        else:
+            findings = t("fig.not_measurable")
+        paper_side(3, findings)
+    with left:
+        pick_heads("fig3_heads", best_making or list(range(num_heads)))
+        heads = st.multiselect(
+            t("fig.heads"),
+            list(range(num_heads)),
+            format_func=head_name,
+            key="fig3_heads",
+            help=t("fig.heads3_help"),
+        )
+        if heads:
+            show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
+            atlas_buttons("encoder", layer, heads, "figure_3_atlas", head_name)
+        else:
+            st.info(t("fig.choose_head"))
+
+    # ------------------------------------------------------------------------------------------------ Figure 4
+    st.header(figure_title(4))
+    its = metrics["figure_4"]
+    left, right = st.columns([3, 2])
+    if "error" in its:
+        right.warning(t("fig.cannot_measure", number=4, error=its["error"]))
+        best_its = paper_heads(num_heads, first == 1)
+    else:
+        best_its = anaphora_heads(its, layer)
+    with left:
+        pick_heads("fig4_heads", best_its)
+        heads = st.multiselect(
+            t("fig.heads4"),
+            list(range(num_heads)),
+            format_func=head_name,
+            key="fig4_heads",
+            help=t("fig.heads4_help", heads=", ".join(head_name(h) for h in paper_heads(num_heads, first == 1))),
+        )
+        if heads:
+            top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
+            show_figure(top, key="figure_4_top")
+            show_figure(bottom, key="figure_4_bottom")
+            atlas_buttons("encoder", layer, heads, "figure_4_atlas", head_name)
+        else:
+            st.info(t("fig.choose_head"))
+    with right:
+        if "error" not in its:
+            # Every number and head named here comes from these two arrays, rounded as the table shows them.
+            law = np.round(np.array(its["its_to_law_per_head"]), 3)
+            application = np.round(np.array(its["its_to_application_per_head"]), 3)
+            strength = np.maximum(np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"]))
+            top_layer, top_head = (int(i) for i in np.unravel_index(np.argmax(strength), strength.shape))
+            st.metric(t("fig.best_law"), f"{law[top_layer, top_head]:.3f}")
+            st.metric(t("fig.best_application"), f"{application[top_layer, top_head]:.3f}")
+            st.caption(t("fig.best_its", layer=top_layer + first, head=top_head + first))
+            st.dataframe(
+                {
+                    t("fig.col_head"): [head + first for head in range(num_heads)],
+                    "“its” → “Law”": law[layer],
+                    "“its” → “application”": application[layer],
+                },
+                hide_index=True,
+            )
+            sharpest = anaphora_heads(its, layer)[0]  # the head Figure 4 draws in full by default
+            findings = t(
+                "fig.findings4",
+                layer=layer + first,
+                head=sharpest + first,
+                law=law[layer, sharpest],
+                application=application[layer, sharpest],
+            )
+        else:
+            findings = t("fig.not_measurable")
+        paper_side(4, findings)
+
+    # ------------------------------------------------------------------------------------------------ Figure 5
+    st.header(figure_title(5))
+    law_attention = point.attention[5]
+    default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
+    left, right = st.columns([3, 2])
+    with left:
+        pick_heads("fig5_heads", default_structure, most=2)
+        heads = st.multiselect(
+            t("fig.two_heads"),
+            list(range(num_heads)),
+            max_selections=2,
+            format_func=head_name,
+            key="fig5_heads",
+            help=t("fig.heads5_help"),
+        )
+        for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
+            show_figure(panel, key=f"figure_5_{index}")
+            atlas_button("encoder", layer, heads[index], key=f"figure_5_atlas_{index}")
+        if not heads:
+            st.info(t("fig.choose_two"))
+    with right:
+        statistics = head_statistics(law_attention.weights, law_attention.tokens)  # over the real (not <pad>) queries
         st.dataframe(
             {
                 t("fig.col_head"): [head + first for head in range(num_heads)],
-                t("fig.col_strongest"): making["strongest_word_from_making"][layer],
-                t("fig.col_more"): np.round(on_more, 3),
-                t("fig.col_difficult"): np.round(on_difficult, 3),
+                t("fig.col_entropy"): np.round(statistics["entropy"][layer], 2),
+                t("fig.col_distance"): np.round(statistics["mean_distance"][layer], 2),
             },
             hide_index=True,
         )
-        findings = t("fig.findings3", count=per_layer[layer], layer=layer + first, per_layer=per_layer)
-    else:
-        findings = t("fig.not_measurable")
-    paper_side(3, findings)
-with left:
-    pick_heads("fig3_heads", best_making or list(range(num_heads)))
-    heads = st.multiselect(
-        t("fig.heads"),
-        list(range(num_heads)),
-        format_func=head_name,
-        key="fig3_heads",
-        help=t("fig.heads3_help"),
-    )
-    if heads:
-        show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
-        atlas_buttons("encoder", layer, heads, "figure_3_atlas", head_name)
-    else:
-        st.info(t("fig.choose_head"))
-
-# ------------------------------------------------------------------------------------------------ Figure 4
-st.header(figure_title(4))
-its = metrics["figure_4"]
-left, right = st.columns([3, 2])
-if "error" in its:
-    right.warning(t("fig.cannot_measure", number=4, error=its["error"]))
-    best_its = paper_heads(num_heads, first == 1)
-else:
-    best_its = anaphora_heads(its, layer)
-with left:
-    pick_heads("fig4_heads", best_its)
-    heads = st.multiselect(
-        t("fig.heads4"),
-        list(range(num_heads)),
-        format_func=head_name,
-        key="fig4_heads",
-        help=t("fig.heads4_help", heads=", ".join(head_name(h) for h in paper_heads(num_heads, first == 1))),
-    )
-    if heads:
-        top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
-        show_figure(top, key="figure_4_top")
-        show_figure(bottom, key="figure_4_bottom")
-        atlas_buttons("encoder", layer, heads, "figure_4_atlas", head_name)
-    else:
-        st.info(t("fig.choose_head"))
-with right:
-    if "error" not in its:
-        # Every number and head named here comes from these two arrays, rounded as the table shows them.
-        law = np.round(np.array(its["its_to_law_per_head"]), 3)
-        application = np.round(np.array(its["its_to_application_per_head"]), 3)
-        strength = np.maximum(np.array(its["its_to_law_per_head"]), np.array(its["its_to_application_per_head"]))
-        top_layer, top_head = (int(i) for i in np.unravel_index(np.argmax(strength), strength.shape))
-        st.metric(t("fig.best_law"), f"{law[top_layer, top_head]:.3f}")
-        st.metric(t("fig.best_application"), f"{application[top_layer, top_head]:.3f}")
-        st.caption(t("fig.best_its", layer=top_layer + first, head=top_head + first))
-        st.dataframe(
-            {
-                t("fig.col_head"): [head + first for head in range(num_heads)],
-                "“its” → “Law”": law[layer],
-                "“its” → “application”": application[layer],
-            },
-            hide_index=True,
+        real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
+        rows = law_attention.weights[layer][:, real]
+        chosen = heads if len(heads) == 2 else default_structure
+        difference = pattern_difference(rows[chosen[0]], rows[chosen[1]])
+        paper_side(
+            5, t("fig.findings5", a=chosen[0] + first, b=chosen[1] + first, layer=layer + first, difference=difference)
         )
-        sharpest = anaphora_heads(its, layer)[0]  # the head Figure 4 draws in full by default
-        findings = t(
-            "fig.findings4",
-            layer=layer + first,
-            head=sharpest + first,
-            law=law[layer, sharpest],
-            application=application[layer, sharpest],
-        )
-    else:
-        findings = t("fig.not_measurable")
-    paper_side(4, findings)
 
-# ------------------------------------------------------------------------------------------------ Figure 5
-st.header(figure_title(5))
-law_attention = point.attention[5]
-default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
-left, right = st.columns([3, 2])
-with left:
-    pick_heads("fig5_heads", default_structure, most=2)
-    heads = st.multiselect(
-        t("fig.two_heads"),
-        list(range(num_heads)),
-        max_selections=2,
-        format_func=head_name,
-        key="fig5_heads",
-        help=t("fig.heads5_help"),
+    # ------------------------------------------------------------------------------------------------ scores
+    st.header(t("fig.scores"))
+    st.caption(t("fig.scores_caption"))
+    url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
+    score_names = {key: score_text(key, "name") if key in SCORES else key for key in point.scores}
+    score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
+    score = SCORES.get(score_key)
+    name = score_names[score_key]
+    st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
+    bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
+    show_figure(
+        plot_attention.score_heatmap(
+            point.scores[score_key],
+            t("fig.at_step", name=name, step=point.step),
+            first=first,
+            zrange=score.zrange if score else None,
+            language=language(),
+            low=bounds.get("low"),
+            high=bounds.get("high"),
+            near_best=bounds.get("near_best"),
+        ),
+        key="fig_scores",
+        filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
     )
-    for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
-        show_figure(panel, key=f"figure_5_{index}")
-        atlas_button("encoder", layer, heads[index], key=f"figure_5_atlas_{index}")
-    if not heads:
-        st.info(t("fig.choose_two"))
-with right:
-    statistics = head_statistics(law_attention.weights, law_attention.tokens)  # over the real (not <pad>) queries
-    st.dataframe(
-        {
-            t("fig.col_head"): [head + first for head in range(num_heads)],
-            t("fig.col_entropy"): np.round(statistics["entropy"][layer], 2),
-            t("fig.col_distance"): np.round(statistics["mean_distance"][layer], 2),
-        },
-        hide_index=True,
-    )
-    real = [i for i, token in enumerate(law_attention.tokens) if token != "<pad>"]
-    rows = law_attention.weights[layer][:, real]
-    chosen = heads if len(heads) == 2 else default_structure
-    difference = pattern_difference(rows[chosen[0]], rows[chosen[1]])
-    paper_side(
-        5, t("fig.findings5", a=chosen[0] + first, b=chosen[1] + first, layer=layer + first, difference=difference)
-    )
-
-# ------------------------------------------------------------------------------------------------ scores
-st.header(t("fig.scores"))
-st.caption(t("fig.scores_caption"))
-url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
-score_names = {key: score_text(key, "name") if key in SCORES else key for key in point.scores}
-score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
-score = SCORES.get(score_key)
-name = score_names[score_key]
-st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
-bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
-show_figure(
-    plot_attention.score_heatmap(
-        point.scores[score_key],
-        t("fig.at_step", name=name, step=point.step),
-        first=first,
-        zrange=score.zrange if score else None,
-        language=language(),
-        low=bounds.get("low"),
-        high=bounds.get("high"),
-        near_best=bounds.get("near_best"),
-    ),
-    key="fig_scores",
-    filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
-)
-st.caption(t("fig.scores_interval", items=bounds["items"]) if bounds else t("fig.scores_no_interval"))
-st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))
-save_page(FIELDS)
+    st.caption(t("fig.scores_interval", items=bounds["items"]) if bounds else t("fig.scores_no_interval"))
+    st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import page_checkpoint, save_page, show_figure
+from pages.common import page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.model import sinusoidal_positional_encoding
@@ -31,66 +31,65 @@ def new_width() -> None:
     st.session_state["pe_dimensions"] = default_dimensions(st.session_state["pe_d_model"])
 
 
-loaded = page_checkpoint("positional", FIELDS)
-config = loaded.config
+with page("positional", FIELDS) as loaded:
+    config = loaded.config
 
-st.title(t("pe.title"))
-st.markdown(t("pe.intro"))
-st.latex(
-    r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \qquad "
-    r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)"
-)
+    st.title(t("pe.title"))
+    st.markdown(t("pe.intro"))
+    st.latex(
+        r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right), \qquad "
+        r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)"
+    )
 
-if config.positional != "paper" or config.position_offset:
-    st.info(t("pe.other_table", offset=config.position_offset))
-even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
-max_positions = min(512, config.max_positions)
-url_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)
-url_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
-left, right = st.columns(2)
-num_positions = left.slider(t("pe.positions"), 10, max_positions, key="pe_positions")
-d_model = right.select_slider(
-    "d_model",
-    even_widths,
-    key="pe_d_model",
-    on_change=new_width,
-    help=t("pe.d_model_help", d_model=config.d_model),
-)
-pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
+    if config.positional != "paper" or config.position_offset:
+        st.info(t("pe.other_table", offset=config.position_offset))
+    even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
+    max_positions = min(512, config.max_positions)
+    url_state.ensure("pe_positions", min(100, max_positions), lambda value: 10 <= value <= max_positions)
+    url_state.ensure("pe_d_model", config.d_model, even_widths.__contains__)
+    left, right = st.columns(2)
+    num_positions = left.slider(t("pe.positions"), 10, max_positions, key="pe_positions")
+    d_model = right.select_slider(
+        "d_model",
+        even_widths,
+        key="pe_d_model",
+        on_change=new_width,
+        help=t("pe.d_model_help", d_model=config.d_model),
+    )
+    pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
 
-st.subheader(t("pe.table"))
-st.caption(t("pe.table_caption"))
-show_figure(plot_positional.positional_encoding_heatmap(pe, language()), key="pe_heatmap")
+    st.subheader(t("pe.table"))
+    st.caption(t("pe.table_caption"))
+    show_figure(plot_positional.positional_encoding_heatmap(pe, language()), key="pe_heatmap")
 
-st.subheader(t("pe.sinusoids"))
-url_state.ensure("pe_dimensions", default_dimensions(d_model), url_state.indices_below(d_model))
-dimensions = st.multiselect(t("pe.dimensions"), list(range(d_model)), key="pe_dimensions")
-show_figure(plot_positional.sinusoid_curves(pe, dimensions, language()), key="pe_sinusoids")
+    st.subheader(t("pe.sinusoids"))
+    url_state.ensure("pe_dimensions", default_dimensions(d_model), url_state.indices_below(d_model))
+    dimensions = st.multiselect(t("pe.dimensions"), list(range(d_model)), key="pe_dimensions")
+    show_figure(plot_positional.sinusoid_curves(pe, dimensions, language()), key="pe_sinusoids")
 
-st.subheader(t("pe.alike"))
-st.markdown(t("pe.alike_text"))
-show_figure(plot_positional.position_similarity(pe, language()), key="pe_similarity")
+    st.subheader(t("pe.alike"))
+    st.markdown(t("pe.alike_text"))
+    show_figure(plot_positional.position_similarity(pe, language()), key="pe_similarity")
 
-st.subheader(t("pe.offset"))
-st.markdown(t("pe.offset_text"))
-st.latex(
-    r"\begin{pmatrix} PE_{(pos+k,\,2i)} \\ PE_{(pos+k,\,2i+1)} \end{pmatrix} = "
-    r"\begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}"
-    r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix},"
-    r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}"
-)
-offset = st.slider(t("pe.offset_k"), 1, 100, key="pe_offset")
-st.caption(t("pe.offset_caption", positions=2 * d_model + offset + 1))
-figure, stats = plot_positional.offset_linearity(
-    sinusoidal_positional_encoding(2 * d_model + offset + 1, d_model).numpy(), offset, language()
-)
-first, second, third = st.columns(3)
-first.metric(t("pe.largest_fitted"), f"{stats['max_residual']:.1e}")
-second.metric(t("pe.mean_fitted"), f"{stats['mean_residual']:.1e}")
-third.metric(t("pe.largest_rotation"), f"{stats['rotation_max_residual']:.1e}")
-show_figure(figure, key="pe_offset_linearity")
+    st.subheader(t("pe.offset"))
+    st.markdown(t("pe.offset_text"))
+    st.latex(
+        r"\begin{pmatrix} PE_{(pos+k,\,2i)} \\ PE_{(pos+k,\,2i+1)} \end{pmatrix} = "
+        r"\begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}"
+        r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix},"
+        r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}"
+    )
+    offset = st.slider(t("pe.offset_k"), 1, 100, key="pe_offset")
+    st.caption(t("pe.offset_caption", positions=2 * d_model + offset + 1))
+    figure, stats = plot_positional.offset_linearity(
+        sinusoidal_positional_encoding(2 * d_model + offset + 1, d_model).numpy(), offset, language()
+    )
+    first, second, third = st.columns(3)
+    first.metric(t("pe.largest_fitted"), f"{stats['max_residual']:.1e}")
+    second.metric(t("pe.mean_fitted"), f"{stats['mean_residual']:.1e}")
+    third.metric(t("pe.largest_rotation"), f"{stats['rotation_max_residual']:.1e}")
+    show_figure(figure, key="pe_offset_linearity")
 
-st.subheader(t("pe.norms"))
-st.markdown(t("pe.norms_text", norm=(config.d_model / 2) ** 0.5, tokens=config.vocab_size))
-show_figure(plot_positional.embedding_norms(loaded.model, language()), key="pe_embedding_norms")
-save_page(FIELDS)
+    st.subheader(t("pe.norms"))
+    st.markdown(t("pe.norms_text", norm=(config.d_model / 2) ** 0.5, tokens=config.vocab_size))
+    show_figure(plot_positional.embedding_norms(loaded.model, language()), key="pe_embedding_norms")

@@ -18,9 +18,9 @@ from pages.common import (
     DEFAULT_SENTENCE,
     cached_translation,
     current_options,
-    page_checkpoint,
+    leave_page,
+    page,
     presenting,
-    save_page,
     show_figure,
 )
 from pages.i18n import language, t
@@ -107,151 +107,156 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
         st.caption(t("steps.agreement", difference=steps.agreement()[step.key]))
 
 
-loaded = page_checkpoint("step_by_step", FIELDS)
-url_state.ensure("steps_text", st.session_state.get("text") or DEFAULT_SENTENCE)
-st.title(t("steps.page_title"))
-st.caption(t("steps.intro"))
-# In presenter mode the controls fold away, so that the chart fills the screen.
-controls = st.expander(t("steps.controls")) if presenting() else st.container()
-with controls:
-    text = st.text_input(t("steps.sentence"), key="steps_text", max_chars=2000).strip()
-    if not text:
-        st.info(t("steps.type_sentence"))
-        save_page(FIELDS)
-        st.stop()
-    translation = cached_translation(str(loaded.path), text, current_options(), loaded)
-    st.markdown(t("steps.translation", translation=translation.translation or "∅"))
+with page("step_by_step", FIELDS) as loaded:
+    url_state.ensure("steps_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+    st.title(t("steps.page_title"))
+    st.caption(t("steps.intro"))
+    # In presenter mode the controls fold away, so that the chart fills the screen.
+    controls = st.expander(t("steps.controls")) if presenting() else st.container()
+    with controls:
+        text = st.text_input(t("steps.sentence"), key="steps_text", max_chars=2000).strip()
+        if not text:
+            st.info(t("steps.type_sentence"))
+            leave_page()
+        translation = cached_translation(str(loaded.path), text, current_options(), loaded)
+        st.markdown(t("steps.translation", translation=translation.translation or "∅"))
 
-    config = loaded.config
-    # Names looked up now (not inside a format function, which may run later outside this page's run).
-    kind_names = {kind: t(f"kind.{kind}") for kind in KINDS}
-    kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
-    kind = kind_column.radio(t("steps.attention"), KINDS, format_func=kind_names.get, key="steps_kind", horizontal=True)
-    layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
-    url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
-    url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
-    layer = layer_column.selectbox(t("steps.layer"), range(1, layers + 1), key="steps_layer")
-    head = head_column.selectbox(t("steps.head"), range(1, config.num_heads + 1), key="steps_head")
-    with st.spinner(t("steps.recording")):
-        steps = cached_steps(
-            str(loaded.path),
-            tuple(translation.source_ids),
-            tuple(translation.output_ids),
-            kind,
-            layer - 1,
-            head - 1,
-            loaded,
+        config = loaded.config
+        # Names looked up now (not inside a format function, which may run later outside this page's run).
+        kind_names = {kind: t(f"kind.{kind}") for kind in KINDS}
+        kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
+        kind = kind_column.radio(
+            t("steps.attention"), KINDS, format_func=kind_names.get, key="steps_kind", horizontal=True
         )
-    url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
-    query = query_column.selectbox(
-        t("steps.query"),
-        range(len(steps.query_tokens)),
-        key="steps_query",
-        format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
-        help=t("steps.query_help"),
-    )
-    st.caption(
-        t(
-            "steps.shape",
-            queries=len(steps.query_tokens),
-            keys=len(steps.key_tokens),
-            d_model=config.d_model,
-            heads=config.num_heads,
-            d_k=steps.d_k,
-        )
-    )
-
-# Only the open tab is built; the URL names it (steps_tab).
-tabs = url_state.tabs("steps_tab", {tab: t(f"steps.tab_{tab}") for tab in TABS})
-stepwise, scaling, multihead, decoding = (tabs[tab] for tab in TABS)
-if stepwise.open:
-    with stepwise:
-        step_names = {n: f"{n}. {t(f'step.{step.key}.title')}" for n, step in enumerate(STEPS, start=1)}
-        show_all = st.toggle(t("steps.show_all"), key="steps_all")
-        if show_all:
-            for number in range(1, len(STEPS) + 1):
-                show_step(steps, number, query)
-        else:
-            previous, position, following = st.columns([1, 4, 1])
-            first = st.session_state["steps_step"] <= 1
-            previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=first, width="stretch")
-            last = st.session_state["steps_step"] >= len(STEPS)
-            following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
-            number = position.select_slider(
-                t("steps.step"),
-                range(1, len(STEPS) + 1),
-                key="steps_step",
-                label_visibility="collapsed",
-                format_func=step_names.get,
+        layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
+        url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
+        url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
+        layer = layer_column.selectbox(t("steps.layer"), range(1, layers + 1), key="steps_layer")
+        head = head_column.selectbox(t("steps.head"), range(1, config.num_heads + 1), key="steps_head")
+        with st.spinner(t("steps.recording")):
+            steps = cached_steps(
+                str(loaded.path),
+                tuple(translation.source_ids),
+                tuple(translation.output_ids),
+                kind,
+                layer - 1,
+                head - 1,
+                loaded,
             )
-            show_step(steps, number, query)
-
-if scaling.open:
-    with scaling:
-        st.markdown(t("steps.scaling_intro"))
-        d_k = st.select_slider(
-            t("steps.d_k"), plot_scaling.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k)
-        )
-        demo = cached_demo(d_k)
-        show_figure(
-            plot_scaling.scaling_figure(demo, [cached_demo(width) for width in plot_scaling.WIDTHS], language()),
-            key="steps_scaling_demo",
-            filename=f"why-sqrt-dk-{d_k}",
-        )
-        st.caption(
-            t("steps.scaling_caption", d_k=d_k, unscaled=demo.largest_weight(False), scaled=demo.largest_weight(True))
-        )
-        values = head_scaling(steps)
-        show_figure(
-            plot_scaling.head_scaling_figure(values, steps, language()),
-            key="steps_scaling_head",
-            filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}",
+        url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
+        query = query_column.selectbox(
+            t("steps.query"),
+            range(len(steps.query_tokens)),
+            key="steps_query",
+            format_func=lambda index: f"{index}: {steps.query_tokens[index]}",
+            help=t("steps.query_help"),
         )
         st.caption(
             t(
-                "steps.head_scaling_caption",
-                scaled=values["entropy_scaled"].mean(),
-                unscaled=values["entropy_unscaled"].mean(),
-                uniform=values["uniform"].mean(),
+                "steps.shape",
+                queries=len(steps.query_tokens),
+                keys=len(steps.key_tokens),
+                d_model=config.d_model,
+                heads=config.num_heads,
+                d_k=steps.d_k,
             )
         )
 
-if multihead.open:
-    with multihead:
-        layer_weights = translation.maps.weights(kind)[layer - 1]
-        show_figure(
-            plot_steps.multihead_figure(layer_weights, steps, query, language()),
-            key="steps_multihead",
-            filename=f"multi-head-{kind}-L{layer}-q{query}",
-        )
-        st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
+    # Only the open tab is built; the URL names it (steps_tab).
+    tabs = url_state.tabs("steps_tab", {tab: t(f"steps.tab_{tab}") for tab in TABS})
+    stepwise, scaling, multihead, decoding = (tabs[tab] for tab in TABS)
+    if stepwise.open:
+        with stepwise:
+            step_names = {n: f"{n}. {t(f'step.{step.key}.title')}" for n, step in enumerate(STEPS, start=1)}
+            show_all = st.toggle(t("steps.show_all"), key="steps_all")
+            if show_all:
+                for number in range(1, len(STEPS) + 1):
+                    show_step(steps, number, query)
+            else:
+                previous, position, following = st.columns([1, 4, 1])
+                first = st.session_state["steps_step"] <= 1
+                previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=first, width="stretch")
+                last = st.session_state["steps_step"] >= len(STEPS)
+                following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
+                number = position.select_slider(
+                    t("steps.step"),
+                    range(1, len(STEPS) + 1),
+                    key="steps_step",
+                    label_visibility="collapsed",
+                    format_func=step_names.get,
+                )
+                show_step(steps, number, query)
 
-if decoding.open:
-    with decoding:
-        upcoming = cached_next_tokens(
-            str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), loaded
-        )
-        positions = len(upcoming.position_tokens)
-        url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
-        at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
-        decoder_layer = min(layer, config.decoder_layers) - 1
-        maps = translation.maps
-        show_figure(
-            plot_steps.decoding_figure(
-                maps.decoder[decoder_layer, head - 1, at],
-                maps.cross[decoder_layer, head - 1, at],
-                maps.source_tokens,
-                upcoming,
-                at,
-                decoder_layer,
-                head - 1,
-                language(),
-            ),
-            key="steps_decoding",
-            filename=f"decoding-step-{at}",
-        )
-        options = translation.options
-        search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
-        kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)
-        st.caption(f"{kept} {t('steps.rows_chosen')}")
-save_page(FIELDS)
+    if scaling.open:
+        with scaling:
+            st.markdown(t("steps.scaling_intro"))
+            d_k = st.select_slider(
+                t("steps.d_k"), plot_scaling.WIDTHS, key="steps_dk", help=t("steps.d_k_help", d_k=steps.d_k)
+            )
+            demo = cached_demo(d_k)
+            show_figure(
+                plot_scaling.scaling_figure(demo, [cached_demo(width) for width in plot_scaling.WIDTHS], language()),
+                key="steps_scaling_demo",
+                filename=f"why-sqrt-dk-{d_k}",
+            )
+            st.caption(
+                t(
+                    "steps.scaling_caption",
+                    d_k=d_k,
+                    unscaled=demo.largest_weight(False),
+                    scaled=demo.largest_weight(True),
+                )
+            )
+            values = head_scaling(steps)
+            show_figure(
+                plot_scaling.head_scaling_figure(values, steps, language()),
+                key="steps_scaling_head",
+                filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}",
+            )
+            st.caption(
+                t(
+                    "steps.head_scaling_caption",
+                    scaled=values["entropy_scaled"].mean(),
+                    unscaled=values["entropy_unscaled"].mean(),
+                    uniform=values["uniform"].mean(),
+                )
+            )
+
+    if multihead.open:
+        with multihead:
+            layer_weights = translation.maps.weights(kind)[layer - 1]
+            show_figure(
+                plot_steps.multihead_figure(layer_weights, steps, query, language()),
+                key="steps_multihead",
+                filename=f"multi-head-{kind}-L{layer}-q{query}",
+            )
+            st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
+
+    if decoding.open:
+        with decoding:
+            upcoming = cached_next_tokens(
+                str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), loaded
+            )
+            positions = len(upcoming.position_tokens)
+            url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
+            at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
+            decoder_layer = min(layer, config.decoder_layers) - 1
+            maps = translation.maps
+            show_figure(
+                plot_steps.decoding_figure(
+                    maps.decoder[decoder_layer, head - 1, at],
+                    maps.cross[decoder_layer, head - 1, at],
+                    maps.source_tokens,
+                    upcoming,
+                    at,
+                    decoder_layer,
+                    head - 1,
+                    language(),
+                ),
+                key="steps_decoding",
+                filename=f"decoding-step-{at}",
+            )
+            options = translation.options
+            search = t("steps.greedy") if options.greedy else t("steps.beam", beam=options.beam_size)
+            kept = t("steps.kept_greedy" if options.greedy else "steps.kept_beam", search=search)
+            st.caption(f"{kept} {t('steps.rows_chosen')}")

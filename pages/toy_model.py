@@ -18,9 +18,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import url_state
-from pages.common import COMMON_FIELDS, presenter_controls, save_page, show_figure, sidebar_figure_format_picker
+from pages.common import page, show_figure
 from pages.i18n import language, t
-from pages.navigation import through_the_router
 from pages.page_slots import cores, page_slots
 from pages.url_state import Field
 from transformer.plots import toy as plot_toy
@@ -162,74 +161,69 @@ def end_job(job: Job, settings: ToySettings) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ page
-through_the_router()
-url_state.keep({**COMMON_FIELDS, **FIELDS}, "toy")
-sidebar_figure_format_picker()
-presenter_controls()
-
-st.title(t("toy.title"))
-st.markdown(t("toy.intro"))
-left, middle, right = st.columns(3)
-task_names = {name: t(f"toy.task_{name}") for name in TASKS}  # looked up now, in the page's language
-task = left.radio(t("toy.task"), TASKS, key="toy_task", format_func=task_names.__getitem__, horizontal=True)
-left.caption(t("toy.task_examples"))
-heads = middle.select_slider(t("toy.heads"), HEADS, key="toy_heads", help=t("toy.heads_help"))
-seed = middle.number_input(t("toy.seed"), 0, 999, key="toy_seed", help=t("toy.seed_help"))
-positional = right.toggle(t("toy.pe"), key="toy_pe", help=t("toy.pe_help"))
-scaled = right.toggle(t("toy.scaled"), key="toy_scaled", help=t("toy.scaled_help"))
-with st.expander(t("toy.budget")):
-    seconds = st.slider(t("toy.seconds_budget"), *SECONDS, key="toy_seconds")
-    steps = st.slider(t("toy.steps_budget"), *STEPS, key="toy_steps", step=50)
-settings = ToySettings(
-    task=task,
-    heads=heads,
-    positional_encoding=positional,
-    scaled=scaled,
-    seed=int(seed),
-    max_seconds=float(seconds),
-    max_steps=int(steps),
-)
-buttons, notes = st.columns([1, 2], gap="large")  # the buttons and what to expect above the charts
-with notes:
-    st.subheader(t("toy.expect"))
-    for note in expectations(settings):
-        st.markdown(note)
-view_names = {name: t(f"toy.view_{name}") for name in VIEWS}
-view = buttons.radio(t("toy.view"), VIEWS, key="toy_view", format_func=view_names.__getitem__)
-job = current_job(settings)
-if job is not None and job.done:
-    end_job(job, settings)
-    job = None
-run = runs().get(settings)
-failure = st.session_state.pop("_toy_failure", None)
-if failure:
-    st.error(t("toy.failed", error=failure))
-label = t("toy.train_again") if run is not None else t("toy.train")
-if job is None and buttons.button(label, key="toy_train", type="primary", icon=":material/model_training:"):
-    try:
-        job = job_queue().submit(owner(), "toy", settings_of(settings))
-        url_state.assign({"toy_job": job.id})
-    except JobError as error:
-        st.warning(t("toy.refused", reason=str(error)))
-if job is not None:
-    follow(job.id, settings, view)
-elif run is None or not run.snapshots:
-    st.info(t("toy.press_train"))
-else:
-    last = run.last
-    if run.finished:
-        st.success(t("toy.finished", steps=last.step, seconds=last.seconds))
+with page("toy", FIELDS, model=False):
+    st.title(t("toy.title"))
+    st.markdown(t("toy.intro"))
+    left, middle, right = st.columns(3)
+    task_names = {name: t(f"toy.task_{name}") for name in TASKS}  # looked up now, in the page's language
+    task = left.radio(t("toy.task"), TASKS, key="toy_task", format_func=task_names.__getitem__, horizontal=True)
+    left.caption(t("toy.task_examples"))
+    heads = middle.select_slider(t("toy.heads"), HEADS, key="toy_heads", help=t("toy.heads_help"))
+    seed = middle.number_input(t("toy.seed"), 0, 999, key="toy_seed", help=t("toy.seed_help"))
+    positional = right.toggle(t("toy.pe"), key="toy_pe", help=t("toy.pe_help"))
+    scaled = right.toggle(t("toy.scaled"), key="toy_scaled", help=t("toy.scaled_help"))
+    with st.expander(t("toy.budget")):
+        seconds = st.slider(t("toy.seconds_budget"), *SECONDS, key="toy_seconds")
+        steps = st.slider(t("toy.steps_budget"), *STEPS, key="toy_steps", step=50)
+    settings = ToySettings(
+        task=task,
+        heads=heads,
+        positional_encoding=positional,
+        scaled=scaled,
+        seed=int(seed),
+        max_seconds=float(seconds),
+        max_steps=int(steps),
+    )
+    buttons, notes = st.columns([1, 2], gap="large")  # the buttons and what to expect above the charts
+    with notes:
+        st.subheader(t("toy.expect"))
+        for note in expectations(settings):
+            st.markdown(note)
+    view_names = {name: t(f"toy.view_{name}") for name in VIEWS}
+    view = buttons.radio(t("toy.view"), VIEWS, key="toy_view", format_func=view_names.__getitem__)
+    job = current_job(settings)
+    if job is not None and job.done:
+        end_job(job, settings)
+        job = None
+    run = runs().get(settings)
+    failure = st.session_state.pop("_toy_failure", None)
+    if failure:
+        st.error(t("toy.failed", error=failure))
+    label = t("toy.train_again") if run is not None else t("toy.train")
+    if job is None and buttons.button(label, key="toy_train", type="primary", icon=":material/model_training:"):
+        try:
+            job = job_queue().submit(owner(), "toy", settings_of(settings))
+            url_state.assign({"toy_job": job.id})
+        except JobError as error:
+            st.warning(t("toy.refused", reason=str(error)))
+    if job is not None:
+        follow(job.id, settings, view)
+    elif run is None or not run.snapshots:
+        st.info(t("toy.press_train"))
     else:
-        st.warning(t("toy.stopped", step=last.step, seconds=last.seconds))
-    shown = 0
-    if len(run.snapshots) > 1:
-        steps_shown = [snapshot.step for snapshot in run.snapshots]
-        url_state.ensure("toy_step", steps_shown[-1], steps_shown.__contains__)
-        labels = {snapshot.step: snapshot.label for snapshot in run.snapshots}  # "step · seconds"
-        chosen = st.select_slider(t("toy.shown_step"), steps_shown, key="toy_step", format_func=labels.__getitem__)
-        shown = steps_shown.index(chosen)
-    show_run(run, view, shown, key="")
-    probe = {"source": " ".join(run.source_tokens), "output": " ".join(run.output_tokens)}
-    st.caption(t("toy.probe_caption", **probe))
-    st.caption(t("toy.held_out_caption", count=settings.held_out_size))
-save_page(FIELDS)
+        last = run.last
+        if run.finished:
+            st.success(t("toy.finished", steps=last.step, seconds=last.seconds))
+        else:
+            st.warning(t("toy.stopped", step=last.step, seconds=last.seconds))
+        shown = 0
+        if len(run.snapshots) > 1:
+            steps_shown = [snapshot.step for snapshot in run.snapshots]
+            url_state.ensure("toy_step", steps_shown[-1], steps_shown.__contains__)
+            labels = {snapshot.step: snapshot.label for snapshot in run.snapshots}  # "step · seconds"
+            chosen = st.select_slider(t("toy.shown_step"), steps_shown, key="toy_step", format_func=labels.__getitem__)
+            shown = steps_shown.index(chosen)
+        show_run(run, view, shown, key="")
+        probe = {"source": " ".join(run.source_tokens), "output": " ".join(run.output_tokens)}
+        st.caption(t("toy.probe_caption", **probe))
+        st.caption(t("toy.held_out_caption", count=settings.held_out_size))

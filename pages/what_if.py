@@ -23,7 +23,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import tabs, url_state
-from pages.common import DEFAULT_SENTENCE, cached_translation, current_options, page_checkpoint, save_page
+from pages.common import DEFAULT_SENTENCE, cached_translation, current_options, leave_page, page
 from pages.i18n import decoding_label, t
 from pages.url_state import Field
 from pages.what_if_tabs import TABS
@@ -37,21 +37,17 @@ FIELDS = {
     "wi_tab": tabs.choice(TABS),
     **tabs.fields_of(TABS),
 }
-
-
 # ------------------------------------------------------------------------------------------------ page
-loaded = page_checkpoint("what_if", FIELDS)
-url_state.ensure("wi_text", st.session_state.get("text") or DEFAULT_SENTENCE)
-st.title(t("whatif.page_title"))
-st.caption(t("whatif.intro"))
-text = st.text_input(t("whatif.sentence"), key="wi_text", max_chars=2000).strip()
-if not text:
-    st.info(t("whatif.type_sentence"))
-    save_page(FIELDS)
-    st.stop()
-options = current_options()
-translation = cached_translation(str(loaded.path), text, options, loaded)
-st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))
+with page("what_if", FIELDS) as loaded:
+    url_state.ensure("wi_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+    st.title(t("whatif.page_title"))
+    st.caption(t("whatif.intro"))
+    text = st.text_input(t("whatif.sentence"), key="wi_text", max_chars=2000).strip()
+    if not text:
+        st.info(t("whatif.type_sentence"))
+        leave_page()
+    options = current_options()
+    translation = cached_translation(str(loaded.path), text, options, loaded)
+    st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))
 
-tabs.show(TABS, "wi_tab", TAB_KEY, Case(loaded, text, translation, options))
-save_page(FIELDS)
+    tabs.show(TABS, "wi_tab", TAB_KEY, Case(loaded, text, translation, options))

@@ -13,7 +13,7 @@ import os
 import streamlit as st
 
 from pages import url_state
-from pages.common import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, page_checkpoint, save_page, show_figure
+from pages.common import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, leave_page, page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.complexity import (
@@ -49,89 +49,94 @@ def server_timings() -> dict[tuple[int, int], LayerTimes]:
     return {}
 
 
-loaded = page_checkpoint("why_self_attention", FIELDS)
-config = loaded.config
-url_state.ensure("why_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+with page("why_self_attention", FIELDS) as loaded:
+    config = loaded.config
+    url_state.ensure("why_text", st.session_state.get("text") or DEFAULT_SENTENCE)
 
-st.title(t("why.title"))
-st.markdown(t("why.intro"))
+    st.title(t("why.title"))
+    st.markdown(t("why.intro"))
 
-text = st.text_input(t("why.sentence"), key="why_text", max_chars=2000).strip()
-pieces = loaded.tokenizer.pieces(loaded.tokenizer.encode(text))
-cut = len(pieces) > MAX_SOURCE_TOKENS
-pieces = pieces[:MAX_SOURCE_TOKENS]
-if len(pieces) < 2:
-    st.info(t("why.type_sentence"))
-    save_page(FIELDS)
-    st.stop()
-count = len(pieces)
-url_state.ensure("why_first", 0, lambda value: 0 <= value < count)
-url_state.ensure("why_second", count - 1, lambda value: 0 <= value < count)
-first_column, second_column, kernel_column, neighbourhood_column = st.columns([2, 2, 1, 1])
-first = first_column.selectbox(
-    t("why.first"), range(count), key="why_first", format_func=lambda index: f"{index}: {pieces[index]}"
-)
-second = second_column.selectbox(
-    t("why.second"), range(count), key="why_second", format_func=lambda index: f"{index}: {pieces[index]}"
-)
-k = kernel_column.slider(t("why.kernel"), *KERNELS, key="why_k", help=t("why.kernel_help"))
-r = neighbourhood_column.slider(t("why.neighbourhood"), *NEIGHBOURHOODS, key="why_r", help=t("why.neighbourhood_help"))
-save_page(FIELDS)
-st.caption(t("why.pieces_caption", count=count, last=count - 1) + (" " + t("why.cut", count=count) if cut else ""))
-
-st.subheader(t("why.table"))
-longest = maximum_path_lengths(count, k, r)
-here = {
-    "self_attention": str(longest["self_attention"]),
-    "recurrent": str(longest["recurrent"]),
-    "convolutional": t("why.conv_cell", dilated=longest["dilated"], contiguous=longest["convolutional"]),
-    "restricted": str(longest["restricted"]),
-}
-st.table(
-    [
-        {
-            t("why.layer_type"): t(f"why.row_{row.key}"),
-            t("why.complexity"): row.complexity_per_layer,
-            t("why.sequential"): row.sequential_operations,
-            t("why.max_path"): row.maximum_path_length,
-            t("why.this_sentence"): here[row.key],
-        }
-        for row in TABLE_1
-    ]
-)
-st.caption(t("why.table_caption", n=count, k=k, r=r))
-st.markdown(t("why.argument"))
-
-st.subheader(t("why.paths"))
-st.markdown(t("why.paths_text"))
-names = plot_complexity.kind_names(language(), k, r)
-for column, kind in zip(st.columns(len(PATH_KINDS)), PATH_KINDS, strict=True):
-    column.metric(names[kind], path_length(kind, first, second, k, r))
-show_figure(plot_complexity.path_figure(pieces, first, second, k, r, language()), key="why_paths")
-
-st.subheader(t("why.timing"))
-timings = server_timings()
-measured = (config.d_model, config.num_heads)
-times = timings.get(measured)
-st.markdown(
-    t("why.timing_text", d_model=config.d_model, heads=config.num_heads, repeats=times.repeats if times else REPEATS)
-)
-if st.button(t("why.measure"), key="why_measure", icon=":material/timer:"):
-    with st.spinner(t("why.measuring")):
-        times = timings[measured] = time_layers(
-            d_model=config.d_model, num_heads=config.num_heads, threads=TIMING_THREADS
-        )
-if times is None:
-    st.info(t("why.not_measured"))
-else:
-    show_figure(plot_complexity.timing_figure(times, language()), key="why_timing")
-    st.caption(t("why.measured_caption", threads=times.threads, cores=os.cpu_count() or 1, seconds=times.seconds))
-    st.dataframe(
-        times.rows(),
-        hide_index=True,
-        column_config={
-            "n": st.column_config.NumberColumn(t("why.length_column")),
-            "self_attention_ms": st.column_config.NumberColumn(t("why.attention_ms"), format="%.3f"),
-            "recurrent_ms": st.column_config.NumberColumn(t("why.recurrent_ms"), format="%.3f"),
-        },
+    text = st.text_input(t("why.sentence"), key="why_text", max_chars=2000).strip()
+    pieces = loaded.tokenizer.pieces(loaded.tokenizer.encode(text))
+    cut = len(pieces) > MAX_SOURCE_TOKENS
+    pieces = pieces[:MAX_SOURCE_TOKENS]
+    if len(pieces) < 2:
+        st.info(t("why.type_sentence"))
+        leave_page()
+    count = len(pieces)
+    url_state.ensure("why_first", 0, lambda value: 0 <= value < count)
+    url_state.ensure("why_second", count - 1, lambda value: 0 <= value < count)
+    first_column, second_column, kernel_column, neighbourhood_column = st.columns([2, 2, 1, 1])
+    first = first_column.selectbox(
+        t("why.first"), range(count), key="why_first", format_func=lambda index: f"{index}: {pieces[index]}"
     )
+    second = second_column.selectbox(
+        t("why.second"), range(count), key="why_second", format_func=lambda index: f"{index}: {pieces[index]}"
+    )
+    k = kernel_column.slider(t("why.kernel"), *KERNELS, key="why_k", help=t("why.kernel_help"))
+    r = neighbourhood_column.slider(
+        t("why.neighbourhood"), *NEIGHBOURHOODS, key="why_r", help=t("why.neighbourhood_help")
+    )
+    st.caption(t("why.pieces_caption", count=count, last=count - 1) + (" " + t("why.cut", count=count) if cut else ""))
+
+    st.subheader(t("why.table"))
+    longest = maximum_path_lengths(count, k, r)
+    here = {
+        "self_attention": str(longest["self_attention"]),
+        "recurrent": str(longest["recurrent"]),
+        "convolutional": t("why.conv_cell", dilated=longest["dilated"], contiguous=longest["convolutional"]),
+        "restricted": str(longest["restricted"]),
+    }
+    st.table(
+        [
+            {
+                t("why.layer_type"): t(f"why.row_{row.key}"),
+                t("why.complexity"): row.complexity_per_layer,
+                t("why.sequential"): row.sequential_operations,
+                t("why.max_path"): row.maximum_path_length,
+                t("why.this_sentence"): here[row.key],
+            }
+            for row in TABLE_1
+        ]
+    )
+    st.caption(t("why.table_caption", n=count, k=k, r=r))
+    st.markdown(t("why.argument"))
+
+    st.subheader(t("why.paths"))
+    st.markdown(t("why.paths_text"))
+    names = plot_complexity.kind_names(language(), k, r)
+    for column, kind in zip(st.columns(len(PATH_KINDS)), PATH_KINDS, strict=True):
+        column.metric(names[kind], path_length(kind, first, second, k, r))
+    show_figure(plot_complexity.path_figure(pieces, first, second, k, r, language()), key="why_paths")
+
+    st.subheader(t("why.timing"))
+    timings = server_timings()
+    measured = (config.d_model, config.num_heads)
+    times = timings.get(measured)
+    st.markdown(
+        t(
+            "why.timing_text",
+            d_model=config.d_model,
+            heads=config.num_heads,
+            repeats=times.repeats if times else REPEATS,
+        )
+    )
+    if st.button(t("why.measure"), key="why_measure", icon=":material/timer:"):
+        with st.spinner(t("why.measuring")):
+            times = timings[measured] = time_layers(
+                d_model=config.d_model, num_heads=config.num_heads, threads=TIMING_THREADS
+            )
+    if times is None:
+        st.info(t("why.not_measured"))
+    else:
+        show_figure(plot_complexity.timing_figure(times, language()), key="why_timing")
+        st.caption(t("why.measured_caption", threads=times.threads, cores=os.cpu_count() or 1, seconds=times.seconds))
+        st.dataframe(
+            times.rows(),
+            hide_index=True,
+            column_config={
+                "n": st.column_config.NumberColumn(t("why.length_column")),
+                "self_attention_ms": st.column_config.NumberColumn(t("why.attention_ms"), format="%.3f"),
+                "recurrent_ms": st.column_config.NumberColumn(t("why.recurrent_ms"), format="%.3f"),
+            },
+        )

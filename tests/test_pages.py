@@ -657,3 +657,14 @@ def test_two_tabs_cannot_own_the_same_control_and_only_the_open_tab_is_drawn(mon
     monkeypatch.setattr(tabs.url_state, "tabs", lambda key, labels, widget: {"one": Strip(False), "two": Strip(True)})
     tabs.show([first, second], "view", "view_tab", "context")
     assert drawn == [("two", "context")]
+
+
+def test_every_page_runs_in_a_page_block_that_saves_its_link():
+    """A page's controls reach the URL however its run ends: each page script runs in ``with page(…)``
+    (pages/common.py), and ends early only with ``leave_page()``, never ``st.stop()``, which would skip the save."""
+    from pages.navigation import PAGE_SCRIPTS
+
+    for script in PAGE_SCRIPTS:
+        source = (PAGES / script).read_text(encoding="utf-8")
+        assert "\nwith page(" in source, script
+        assert "st.stop()" not in source and "url_state.save(" not in source, script
