@@ -41,9 +41,9 @@ except ImportError:
 import torch
 
 from transformer.checkpoint import load_checkpoint
+from transformer.ctranslate2 import export_ctranslate2
 from transformer.data import DATA_ROOT, read_lines
 from transformer.decode import DecodingOptions, encode_source, length_penalty, source_limit, translate_ids
-from transformer.export import export_ctranslate2
 
 SENTENCES = DATA_ROOT / "test" / "tatoeba_new.en"
 

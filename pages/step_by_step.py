@@ -25,6 +25,7 @@ from pages.common import (
 )
 from pages.i18n import language, t
 from pages.links import atlas_button
+from pages.pickers import head_picker
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import (
@@ -122,25 +123,16 @@ with page("step_by_step", FIELDS) as loaded:
         st.markdown(t("steps.translation", translation=translation.translation or "∅"))
 
         config = loaded.config
-        # Names looked up now (not inside a format function, which may run later outside this page's run).
-        kind_names = {kind: t(f"kind.{kind}") for kind in KINDS}
         kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])
-        kind = kind_column.radio(
-            t("steps.attention"), KINDS, format_func=kind_names.get, key="steps_kind", horizontal=True
-        )
-        layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
-        url_state.ensure("steps_layer", 1, lambda value: 1 <= int(value) <= layers)
-        url_state.ensure("steps_head", 1, lambda value: 1 <= int(value) <= config.num_heads)
-        layer = layer_column.selectbox(t("steps.layer"), range(1, layers + 1), key="steps_layer")
-        head = head_column.selectbox(t("steps.head"), range(1, config.num_heads + 1), key="steps_head")
+        kind, layer, head = head_picker(config, "steps_", (kind_column, layer_column, head_column))
         with st.spinner(t("steps.recording")):
             steps = cached_steps(
                 str(loaded.path),
                 tuple(translation.source_ids),
                 tuple(translation.output_ids),
                 kind,
-                layer - 1,
-                head - 1,
+                layer,
+                head,
                 loaded,
             )
         url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
@@ -211,7 +203,7 @@ with page("step_by_step", FIELDS) as loaded:
             show_figure(
                 plot_scaling.head_scaling_figure(values, steps, language()),
                 key="steps_scaling_head",
-                filename=f"why-sqrt-dk-{steps.kind}-L{layer}-H{head}",
+                filename=f"why-sqrt-dk-{steps.kind}-L{layer + 1}-H{head + 1}",
             )
             st.caption(
                 t(
@@ -224,13 +216,13 @@ with page("step_by_step", FIELDS) as loaded:
 
     if multihead.open:
         with multihead:
-            layer_weights = translation.maps.weights(kind)[layer - 1]
+            layer_weights = translation.maps.weights(kind)[layer]
             show_figure(
                 plot_steps.multihead_figure(layer_weights, steps, query, language()),
                 key="steps_multihead",
-                filename=f"multi-head-{kind}-L{layer}-q{query}",
+                filename=f"multi-head-{kind}-L{layer + 1}-q{query}",
             )
-            st.caption(t("steps.multihead_caption", head=head, d_k=steps.d_k, d_model=config.d_model))
+            st.caption(t("steps.multihead_caption", head=head + 1, d_k=steps.d_k, d_model=config.d_model))
 
     if decoding.open:
         with decoding:
@@ -240,17 +232,17 @@ with page("step_by_step", FIELDS) as loaded:
             positions = len(upcoming.position_tokens)
             url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
             at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))
-            decoder_layer = min(layer, config.decoder_layers) - 1
+            decoder_layer = min(layer, config.decoder_layers - 1)
             maps = translation.maps
             show_figure(
                 plot_steps.decoding_figure(
-                    maps.decoder[decoder_layer, head - 1, at],
-                    maps.cross[decoder_layer, head - 1, at],
+                    maps.decoder[decoder_layer, head, at],
+                    maps.cross[decoder_layer, head, at],
                     maps.source_tokens,
                     upcoming,
                     at,
                     decoder_layer,
-                    head - 1,
+                    head,
                     language(),
                 ),
                 key="steps_decoding",

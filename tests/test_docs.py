@@ -61,6 +61,36 @@ def test_the_documents_name_the_commands_a_reader_types():
         assert command in found, sorted(found)
 
 
+# Also read for the commands they name: the scripts, the benchmarks' help and the modules' docstrings.
+READ_TOO = sorted(
+    [
+        *(REPOSITORY / "scripts").glob("*.sh"),
+        *(REPOSITORY / "benchmarks").glob("*.py"),
+        *(REPOSITORY / "transformer").rglob("*.py"),
+    ]
+)
+CHILD_PROCESSES = ("transformer.serving.jobs", "transformer.serving.process")  # the app starts them (docs describe)
+
+
+def test_commands_are_named_by_their_doors():
+    """A command is named by its one door, ``python -m transformer.<name>`` (for each ``transformer/cli/<name>.py``),
+    never by a library or command-line module (``python -m transformer.analysis.precompute``,
+    ``python -m transformer.cli.train``): those run nothing (``tests/test_layout.py``)."""
+    doors = {f"transformer.{path.stem}" for path in (REPOSITORY / "transformer" / "cli").glob("*.py")} - {
+        "transformer.__init__"
+    }
+    named, wrong = 0, []
+    for document in [*DOCUMENTS, *READ_TOO]:
+        for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
+            for module, _, _ in COMMAND.findall(line):
+                if module.startswith("transformer"):
+                    named += 1
+                    if module not in doors and module not in CHILD_PROCESSES:
+                        wrong.append(f"{document.relative_to(REPOSITORY)}:{number}: python -m {module}")
+    assert named > 50, "the scan finds the commands"
+    assert not wrong, "name the door python -m transformer.<name> instead:\n" + "\n".join(wrong)
+
+
 @pytest.mark.slow
 def test_every_documented_command_and_subcommand_answers_help():
     found = documented_commands()

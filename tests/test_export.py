@@ -10,9 +10,9 @@ import torch
 from transformer.checkpoint import load_checkpoint
 from transformer.cli.export import main
 from transformer.config import preset
+from transformer.ctranslate2 import ctranslate2_spec
 from transformer.data import pad
 from transformer.decode import GREEDY, DecodingOptions, length_penalty, translate_ids
-from transformer.export import ctranslate2_spec
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID
 

@@ -9,8 +9,11 @@ transformer/plots/     figures
 transformer/cli/       every command line (training with its parts in training/)
 pages/, app.py         the Streamlit app
 
-A module's ``if __name__ == "__main__":`` block may hand over to its command line in transformer/cli (so that
-``python -m transformer.checkpoint`` and the other documented commands keep working): imports there do not count.
+A command has one door, ``python -m transformer.<name>``: a short module in transformer/ whose
+``if __name__ == "__main__":`` block only hands over to ``transformer.cli.<name>`` (imports there do not count), and,
+for some, a console script. No other module runs as a command: not the library's, not transformer/cli's; the
+exceptions are ``transformer.checkpoint`` (a library module whose name the documented ``python -m
+transformer.checkpoint`` takes, so it hands over itself) and the app's own child processes in transformer/serving.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -161,3 +165,108 @@ def test_no_module_imports_itself_round_a_circle():
     function (which only hides a circle until the function runs)."""
     assert circles(import_graph()) == []
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check sees one
+
+
+COMMAND_LINES = REPOSITORY / "transformer" / "cli"
+# transformer.<name> → transformer.cli.<name>: one door per command line (checkpoint's is the library module itself)
+DOORS = {
+    f"transformer.{path.stem}": f"transformer.cli.{path.stem}"
+    for path in sorted(COMMAND_LINES.glob("*.py"))
+    if path.stem not in ("__init__", "checkpoint")
+}
+# The modules besides the doors that run when run, and why. transformer.checkpoint is the library module of the
+# documented `python -m transformer.checkpoint average|export|info`: a door would need its very name, so its block
+# hands over to the command line itself. The serving modules are child processes the app starts itself
+# (`sys.executable -m …`), not commands a reader types.
+RUN_BUT_ARE_NOT_DOORS = {
+    "transformer.checkpoint": "transformer.cli.checkpoint",
+    "transformer.serving.jobs": None,
+    "transformer.serving.process": None,
+}
+
+
+def names_main(test: ast.AST) -> bool:
+    """Whether an ``if`` test compares ``__name__`` with ``"__main__"`` (either way round, alone or within a test)."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(isinstance(o, ast.Name) and o.id == "__name__" for o in operands) and any(
+                isinstance(o, ast.Constant) and o.value == "__main__" for o in operands
+            ):
+                return True
+    return False
+
+
+def main_blocks(tree: ast.Module) -> list[ast.If]:
+    """Every ``if __name__ == "__main__":`` of a module, at the top or nested anywhere."""
+    return [node for node in ast.walk(tree) if isinstance(node, ast.If) and names_main(node.test)]
+
+
+def handover(block: ast.If) -> str | None:
+    """The command line a ``__main__`` block hands over to, when that is all it does: ``from transformer.cli.<name>
+    import main`` and ``raise SystemExit(main())``, nothing else; None for any other block."""
+    if block.orelse or len(block.body) != 2:
+        return None
+    first, second = block.body
+    if not (
+        isinstance(first, ast.ImportFrom) and first.level == 0 and (first.module or "").startswith("transformer.cli.")
+    ):
+        return None
+    if ast.unparse(first) != f"from {first.module} import main" or ast.unparse(second) != "raise SystemExit(main())":
+        return None
+    return first.module
+
+
+def parsed(module: str) -> ast.Module:
+    return ast.parse((REPOSITORY / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8"))
+
+
+def test_only_the_doors_run_as_commands():
+    """A library module (analysis, plots, the core) or a command line in transformer/cli that runs when run would be
+    a second door to a command: none may, nor may a package's ``__main__.py``."""
+    stray = [
+        str(path.relative_to(REPOSITORY))
+        for path in sorted(REPOSITORY.glob("transformer/**/*.py"))
+        if module_name(path) not in DOORS
+        and module_name(path) not in RUN_BUT_ARE_NOT_DOORS
+        and (path.name == "__main__.py" or main_blocks(ast.parse(path.read_text(encoding="utf-8"))))
+    ]
+    assert stray == [], f"only the doors transformer/<name>.py may have a __main__ block: {stray}"
+    assert handover(parsed("transformer.align").body[1]) == "transformer.cli.align"  # the check reads a door as one
+
+
+@pytest.mark.parametrize("door", sorted(DOORS))
+def test_each_door_only_hands_over_to_its_command_line(door: str):
+    """``transformer/<name>.py`` exists for each ``transformer/cli/<name>.py`` and is a docstring and a ``__main__``
+    block that calls that command line's ``main``: nothing of the library lives in a door."""
+    tree = parsed(door)
+    assert ast.get_docstring(tree), f"{door} says which command it is"
+    assert len(tree.body) == 2, f"{door} holds more than a docstring and its __main__ block"
+    block = tree.body[1]
+    assert isinstance(block, ast.If) and names_main(block.test) and handover(block) == DOORS[door], (
+        f"{door} must only run `from {DOORS[door]} import main; raise SystemExit(main())`"
+    )
+
+
+def test_the_exceptions_run_only_what_they_must():
+    """transformer.checkpoint's one ``__main__`` block only hands over to its command line; the serving modules are
+    still child processes the app starts with ``python -m`` (else they need no ``__main__`` either)."""
+    for module, command_line in RUN_BUT_ARE_NOT_DOORS.items():
+        tree = parsed(module)
+        blocks = main_blocks(tree)
+        assert len(blocks) == 1 and blocks[0] is tree.body[-1], f"{module}: one __main__ block, at its end"
+        if command_line is not None:
+            assert handover(blocks[0]) == command_line, f"{module} must only hand over to {command_line}"
+        else:
+            started = f'"-m", "{module}"'
+            serving = (REPOSITORY / "transformer" / "serving").glob("*.py")
+            assert any(started in path.read_text(encoding="utf-8") for path in serving), f"nothing starts {module}"
+
+
+def test_console_scripts_call_the_command_lines():
+    """Each console script is a command line's own ``main`` (the second door of a command, not a third)."""
+    scripts = tomllib.loads((REPOSITORY / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts, "the console scripts are read"
+    for script, target in scripts.items():
+        module, _, function = target.partition(":")
+        assert function == "main" and module in {*DOORS.values(), "transformer.cli.checkpoint"}, f"{script} = {target}"

@@ -282,7 +282,9 @@ def load_checkpoint(
     )
 
 
-if __name__ == "__main__":  # the command line lives in transformer.cli
+# The one library module with a door: `python -m transformer.checkpoint average|export|info` (used throughout the
+# docs) names this module, so the door cannot be a short module of its own; it only hands over to transformer.cli.
+if __name__ == "__main__":
     from transformer.cli.checkpoint import main
 
     raise SystemExit(main())

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 ACTIVATIONS = ("relu", "silu", "gelu")
+# The attention kinds: encoder self-attention, decoder masked self-attention, encoder–decoder (cross) attention.
+ATTENTION_KINDS = ("encoder", "decoder", "cross")
 POSITIONAL_TABLES = ("paper", "tensor2tensor")
 ARCHITECTURE_FIELDS = (
     "activation",
@@ -126,6 +128,15 @@ class ModelConfig:
     def head_dim(self) -> int:
         """d_k = d_v = d_model / h (§3.2.2)."""
         return self.d_model // self.num_heads
+
+    def layers(self, kind: str) -> int:
+        """How many layers have attention of ``kind`` (one of :data:`ATTENTION_KINDS`): the encoder's for its
+        self-attention, the decoder's for its self-attention and for the cross-attention."""
+        if kind == "encoder":
+            return self.encoder_layers
+        if kind in ("decoder", "cross"):
+            return self.decoder_layers
+        raise ValueError(f"unknown attention kind {kind!r}; choose one of {', '.join(ATTENTION_KINDS)}")
 
     def replace(self, **changes: Any) -> ModelConfig:
         return dataclasses.replace(self, **changes)

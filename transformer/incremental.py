@@ -18,6 +18,10 @@ docs/speed.md measures each of these against the model's own modules and against
 
 The packed weights are made again after the model's weights change (each parameter's version counter moves on
 every in-place update) and follow the heads switched off by :meth:`Transformer.head_mask`.
+
+Shapes as in :mod:`transformer.model` (B sentences, S source length, T target length, D d_model, H heads, K head
+width, L layers), and A the rows of a step: the live hypotheses, ``beams`` per sentence. Between the products the
+residual stream is kept flat, one row per position: (B·T, D).
 """
 
 from __future__ import annotations
@@ -32,7 +36,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from transformer.config import ModelConfig
 from transformer.model import ACTIVATION_FUNCTIONS, MultiHeadAttention, Transformer, target_mask
+
+Norm = tuple[Tensor, Tensor, float]  # a LayerNorm's weight, bias and eps
+SubLayer = Callable[[Tensor, Tensor], Tensor]  # (h, x) → x + Sublayer(h), both (N, D)
 
 
 @functools.cache
@@ -109,7 +117,7 @@ class PackedLayer:
     self_out: PackedLinear
     inner: PackedLinear
     outer: PackedLinear
-    norms: tuple[tuple[Tensor, Tensor, float], ...]  # (weight, bias, eps): self[, cross], feed-forward
+    norms: tuple[Norm, ...]  # self[, cross], feed-forward
     cross_query: PackedLinear | None = None  # scaled by 1/√d_k
     cross_key_value: PackedLinear | None = None
     cross_out: PackedLinear | None = None
@@ -129,28 +137,36 @@ class PackedModel:
     embedding_scale: float  # √d_model (§3.4)
     activation: str  # the FFN's non-linearity
     norm_first: bool  # pre-norm sub-layers, and a final LayerNorm per stack
-    encoder_norm: tuple[Tensor, Tensor, float] | None = None  # pre-norm only
-    decoder_norm: tuple[Tensor, Tensor, float] | None = None
+    encoder_norm: Norm | None = None  # pre-norm only
+    decoder_norm: Norm | None = None
 
-    def before(self, x: Tensor, norm: tuple[Tensor, Tensor, float]) -> Tensor:
-        """A sub-layer's input: the residual stream, LayerNorm-ed first in a pre-norm model."""
-        return F.layer_norm(x, (x.size(-1),), *norm) if self.norm_first else x
-
-    def after(self, x: Tensor, norm: tuple[Tensor, Tensor, float]) -> Tensor:
-        """The residual stream after a sub-layer's output is added: LayerNorm-ed there in a post-norm model (§3.1)."""
-        return x if self.norm_first else F.layer_norm(x, (x.size(-1),), *norm)
+    def residual(self, x: Tensor, norm: Norm, sublayer: SubLayer) -> Tensor:
+        """§3.1 as :func:`transformer.model.residual` (without dropout): LayerNorm(x + Sublayer(x)) in a post-norm
+        model, x + Sublayer(LayerNorm(x)) in a pre-norm one. ``sublayer(h, x)`` returns x + Sublayer(h), the
+        residual added by its last product (:meth:`PackedLinear.plus`). x (N, D) → (N, D)."""
+        if self.norm_first:
+            return sublayer(_layer_norm(x, norm), x)
+        return _layer_norm(sublayer(x, x), norm)
 
     def feed_forward(self, layer: PackedLayer, x: Tensor) -> Tensor:
         """The FFN sub-layer (Eq. 2) with its residual and LayerNorm: x (N, D) → (N, D)."""
-        h = self.before(x, layer.norms[-1])
+        return self.residual(x, layer.norms[-1], functools.partial(self._feed_forward_plus, layer))
+
+    def _feed_forward_plus(self, layer: PackedLayer, h: Tensor, x: Tensor) -> Tensor:
+        """x + FFN(h), each (N, D)."""
         if self.activation == "relu":
-            inner = layer.inner(h, relu=True)
+            inner = layer.inner(h, relu=True)  # (N, d_ff)
         else:
             inner = ACTIVATION_FUNCTIONS[self.activation](layer.inner(h))
-        return self.after(layer.outer.plus(inner, x), layer.norms[-1])
+        return layer.outer.plus(inner, x)
 
-    def final(self, x: Tensor, norm: tuple[Tensor, Tensor, float] | None) -> Tensor:
-        return x if norm is None else F.layer_norm(x, (x.size(-1),), *norm)
+    def final(self, x: Tensor, norm: Norm | None) -> Tensor:
+        """A pre-norm stack's closing LayerNorm (``norm`` None: a post-norm stack, whose layers end with one)."""
+        return x if norm is None else _layer_norm(x, norm)
+
+
+def _layer_norm(x: Tensor, norm: Norm) -> Tensor:
+    return F.layer_norm(x, (x.size(-1),), *norm)
 
 
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -195,11 +211,11 @@ def _pack_layer(layer) -> PackedLayer:
     )
 
 
-def _norms(norms) -> tuple[tuple[Tensor, Tensor, float], ...]:
+def _norms(norms) -> tuple[Norm, ...]:
     return tuple((norm.weight.detach(), norm.bias.detach(), norm.eps) for norm in norms)
 
 
-def _final_norm(norm: torch.nn.LayerNorm | None) -> tuple[Tensor, Tensor, float] | None:
+def _final_norm(norm: torch.nn.LayerNorm | None) -> Norm | None:
     return None if norm is None else _norms([norm])[0]
 
 
@@ -233,8 +249,36 @@ def _gates(modules: list[MultiHeadAttention]) -> list[Tensor | None]:
 def _attend(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, gate: Tensor | None) -> Tensor:
     """Eq. 1 with the queries already scaled: query (N, H, Q, K), key/value (N, H, T, K) → (N, H, Q, K), each head
     times its gate (a head switched off: 0)."""
-    attended = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=1.0)
+    return _gated(F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=1.0), gate)
+
+
+def _attend_recording(
+    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, gate: Tensor | None, record: list[Tensor]
+) -> Tensor:
+    """:func:`_attend` that also appends the probabilities softmax(Q Kᵀ) (N, H, Q, T), before the gates, to
+    ``record``, as :meth:`MultiHeadAttention.forward` records them."""
+    scores = query @ key.transpose(-2, -1)  # (N, H, Q, T)
+    if mask is not None:
+        scores = scores + mask
+    probabilities = torch.softmax(scores, dim=-1)
+    record.append(probabilities)
+    return _gated(probabilities @ value, gate)
+
+
+def _gated(attended: Tensor, gate: Tensor | None) -> Tensor:
+    """The heads' outputs (N, H, Q, K), each times its gate (H, 1); None: every gate 1."""
     return attended if gate is None else attended * gate.to(attended.dtype).view(1, -1, 1, 1)
+
+
+def _split_heads(projected: Tensor, batch: int, parts: int, config: ModelConfig) -> Tensor:
+    """``parts`` projections side by side (queries, keys, values), (B·T, parts·D) → (parts, B, H, T, K)."""
+    return projected.view(batch, -1, parts, config.num_heads, config.head_dim).permute(2, 0, 3, 1, 4)
+
+
+def _merge_heads(attended: Tensor) -> Tensor:
+    """Concat(head_1, …, head_h) of §3.2.2, one row per position: (B, H, T, K) → (B·T, D)."""
+    batch, heads, length, width = attended.shape
+    return attended.transpose(1, 2).reshape(batch * length, heads * width)
 
 
 def _padding_mask(source: Tensor, pad_id: int, dtype: torch.dtype) -> Tensor | None:
@@ -246,17 +290,44 @@ def _padding_mask(source: Tensor, pad_id: int, dtype: torch.dtype) -> Tensor | N
     return mask.masked_fill_(padding[:, None, None, :], float("-inf"))
 
 
-def _attend_recording(
-    query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, gate: Tensor | None
-) -> tuple[Tensor, Tensor]:
-    """:func:`_attend` that also returns the probabilities softmax(Q Kᵀ) (N, H, Q, T) before the gates, as
-    :meth:`MultiHeadAttention.forward` records them."""
-    scores = query @ key.transpose(-2, -1)
-    if mask is not None:
-        scores = scores + mask
-    probabilities = torch.softmax(scores, dim=-1)
-    attended = probabilities @ value
-    return (attended if gate is None else attended * gate.to(attended.dtype).view(1, -1, 1, 1)), probabilities
+def _self_attention(
+    layer: PackedLayer,
+    config: ModelConfig,
+    batch: int,
+    mask: Tensor | None,
+    gate: Tensor | None,
+    record: list[Tensor] | None,
+    h: Tensor,
+    x: Tensor,
+) -> Tensor:
+    """x + self-attention over whole sequences of ``batch`` rows, h and x (B·T, D) → (B·T, D); the probabilities
+    (B, H, T, T) appended to ``record`` unless it is None."""
+    query, key, value = _split_heads(layer.self_qkv(h), batch, 3, config)  # (B, H, T, K) each
+    if record is None:
+        attended = _attend(query, key, value, mask, gate)
+    else:
+        attended = _attend_recording(query, key, value, mask, gate, record)
+    return layer.self_out.plus(_merge_heads(attended), x)
+
+
+def _cross_attention(
+    layer: PackedLayer,
+    config: ModelConfig,
+    memory: Tensor,
+    mask: Tensor | None,
+    gate: Tensor | None,
+    record: list[Tensor],
+    h: Tensor,
+    x: Tensor,
+) -> Tensor:
+    """x + cross-attention of whole targets over the encoder's ``memory`` (B, S, D), h and x (B·T, D) → (B·T, D);
+    the probabilities (B, H, T, S) appended to ``record``."""
+    batch = memory.size(0)
+    query = _split_heads(layer.cross_query(h), batch, 1, config)[0]  # (B, H, T, K)
+    projected = layer.cross_key_value(memory.reshape(-1, config.d_model))  # (B·S, 2·D)
+    key, value = _split_heads(projected, batch, 2, config)  # (B, H, S, K) each
+    attended = _attend_recording(query, key, value, mask, gate, record)
+    return layer.cross_out.plus(_merge_heads(attended), x)
 
 
 def _embed(packed: PackedModel, ids: Tensor) -> Tensor:
@@ -270,24 +341,17 @@ def _embed(packed: PackedModel, ids: Tensor) -> Tensor:
 
 
 def _encode(model: Transformer, source: Tensor, record: list[Tensor] | None) -> Tensor:
-    packed = packed_weights(model)
-    config = model.config
-    batch, length = source.shape
-    heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
-    x = _embed(packed, source)
-    mask = _padding_mask(source, config.pad_id, x.dtype)
-    for layer, gate in zip(packed.encoder, _gates(model.attention_modules("encoder")), strict=True):
-        h = packed.before(x, layer.norms[0])
-        query, key, value = layer.self_qkv(h).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
-        if record is None:
-            attended = _attend(query, key, value, mask, gate)
-        else:
-            attended, probabilities = _attend_recording(query, key, value, mask, gate)
-            record.append(probabilities)
-        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = packed.after(layer.self_out.plus(attended, x), layer.norms[0])
+    """The encoder on the packed weights, source (B, S) → memory (B, S, D); each layer's self-attention
+    probabilities (B, H, S, S) appended to ``record`` unless it is None."""
+    packed, config = packed_weights(model), model.config
+    x = _embed(packed, source)  # (B·S, D)
+    mask = _padding_mask(source, config.pad_id, x.dtype)  # (B, 1, 1, S), or None
+    gates = _gates(model.attention_modules("encoder"))
+    for layer, gate in zip(packed.encoder, gates, strict=True):
+        attend = functools.partial(_self_attention, layer, config, source.size(0), mask, gate, record)
+        x = packed.residual(x, layer.norms[0], attend)
         x = packed.feed_forward(layer, x)
-    return packed.final(x, packed.encoder_norm).view(batch, length, d_model)
+    return packed.final(x, packed.encoder_norm).view(*source.shape, config.d_model)
 
 
 @torch.no_grad()
@@ -311,31 +375,20 @@ def decoder_attention(model: Transformer, memory: Tensor, source: Tensor, target
     """The decoder's self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S) over a whole (right-shifted)
     target (B, T) at once, as ``model.decode(target, memory, model.source_mask(source), need_weights=True)`` records
     them, on the packed weights (the app's maps of a finished translation; no logits)."""
-    packed = packed_weights(model)
-    config = model.config
-    batch, length = target.shape
-    heads, width, d_model = config.num_heads, config.d_model // config.num_heads, config.d_model
-    x = _embed(packed, target)
+    packed, config = packed_weights(model), model.config
+    x = _embed(packed, target)  # (B·T, D)
     # Causal and padding mask of Transformer.target_mask, added to the scores: (B, 1, T, T).
     allowed = target_mask(target, config.pad_id)
     self_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device).masked_fill_(~allowed, float("-inf"))
-    cross_mask = _padding_mask(source, config.pad_id, x.dtype)
-    flat_memory = memory.reshape(-1, d_model)
+    cross_mask = _padding_mask(source, config.pad_id, x.dtype)  # (B, 1, 1, S), or None
     gates = zip(_gates(model.attention_modules("decoder")), _gates(model.attention_modules("cross")), strict=True)
-    own_weights, cross_weights = [], []
+    own_weights: list[Tensor] = []
+    cross_weights: list[Tensor] = []
     for layer, (self_gate, cross_gate) in zip(packed.layers, gates, strict=True):
-        h = packed.before(x, layer.norms[0])
-        query, key, value = layer.self_qkv(h).view(batch, length, 3, heads, width).permute(2, 0, 3, 1, 4)
-        attended, probabilities = _attend_recording(query, key, value, self_mask, self_gate)
-        own_weights.append(probabilities)
-        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = packed.after(layer.self_out.plus(attended, x), layer.norms[0])
-        query = layer.cross_query(packed.before(x, layer.norms[1])).view(batch, length, heads, width).transpose(1, 2)
-        key, value = layer.cross_key_value(flat_memory).view(batch, -1, 2, heads, width).permute(2, 0, 3, 1, 4)
-        attended, probabilities = _attend_recording(query, key, value, cross_mask, cross_gate)
-        cross_weights.append(probabilities)
-        attended = attended.transpose(1, 2).reshape(batch * length, d_model)
-        x = packed.after(layer.cross_out.plus(attended, x), layer.norms[1])
+        attend = functools.partial(_self_attention, layer, config, target.size(0), self_mask, self_gate, own_weights)
+        x = packed.residual(x, layer.norms[0], attend)
+        attend = functools.partial(_cross_attention, layer, config, memory, cross_mask, cross_gate, cross_weights)
+        x = packed.residual(x, layer.norms[1], attend)
         x = packed.feed_forward(layer, x)
     return torch.stack(own_weights, dim=1), torch.stack(cross_weights, dim=1)
 
@@ -348,23 +401,22 @@ class StepDecoder:
     """
 
     def __init__(self, model: Transformer, memory: Tensor, source: Tensor, beams: int = 1) -> None:
-        config = model.config
+        self.config = config = model.config
         self.packed = packed_weights(model)
-        self.heads, self.head_dim = config.num_heads, config.d_model // config.num_heads
+        self.heads, self.head_dim = config.num_heads, config.head_dim
         self.d_model, self.beams = config.d_model, beams
         self.embedding_scale = self.packed.embedding_scale
         self.self_gates = _gates(model.attention_modules("decoder"))
         self.cross_gates = _gates(model.attention_modules("cross"))
         batch, length, _ = memory.shape
-        flat = memory.reshape(batch * length, self.d_model)
+        flat = memory.reshape(batch * length, self.d_model)  # (B·S, D)
         # Cross-attention keys and values of every layer, per sentence: (B, H, S, K) each.
         self.cross_keys, self.cross_values = [], []
         for layer in self.packed.layers:
-            projected = layer.cross_key_value(flat)
-            key, value = projected.view(batch, length, 2, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            key, value = _split_heads(layer.cross_key_value(flat), batch, 2, config)
             self.cross_keys.append(key.contiguous())
             self.cross_values.append(value.contiguous())
-        self.cross_mask = _padding_mask(source, config.pad_id, flat.dtype)
+        self.cross_mask = _padding_mask(source, config.pad_id, flat.dtype)  # (B, 1, 1, S), or None
         # A short sentence's keys and values (H·S ≤ D) absorb the query and output projections, per sentence:
         # scores = x (Wq_h K_hᵀ) + bq_h K_hᵀ and out = Σ_h P_h (V_h Wo_h) + bo, so a step's cross-attention is two
         # small batched products instead of two products by D × D weights and the attention between them. Only for
@@ -407,53 +459,55 @@ class StepDecoder:
 
     def step(self, tokens: Tensor) -> Tensor:
         """The newest tokens (A,) of the live hypotheses → the decoder's output at that position (A, D)."""
-        packed, heads, width, d_model = self.packed, self.heads, self.head_dim, self.d_model
-        rows = tokens.size(0)
-        sentences = rows // self.beams
-        position = self.length
+        packed, position = self.packed, self.length
         if position >= packed.positions.size(0):
             raise ValueError(f"sequence exceeds the model's {packed.positions.size(0)} positions")
-        x = F.embedding(tokens, packed.embedding).mul_(self.embedding_scale)
+        x = F.embedding(tokens, packed.embedding).mul_(self.embedding_scale)  # (A, D)
         x = x.add_(packed.positions[position].to(x.dtype))
-        self._grow(rows, x)
+        self._grow(tokens.size(0), x)
         assert self.buffer is not None
         slot = self.buffer.select(4, position)  # (L, 2, A, H, K): where this step's keys and values go
         history = self.buffer.narrow(4, 0, position + 1)  # (L, 2, A, H, T, K)
+        cross_attention = self._folded_cross_attention if self.folded else self._cross_attention
         for index, layer in enumerate(packed.layers):
-            qkv = layer.self_qkv(packed.before(x, layer.norms[0])).view(rows, 3, heads, width)
-            slot[index].copy_(qkv[:, 1:].transpose(0, 1))
-            keys, values = history[index]
-            attended = _attend(qkv[:, 0].unsqueeze(2), keys, values, None, self.self_gates[index])
-            x = packed.after(layer.self_out.plus(attended.view(rows, d_model), x), layer.norms[0])
-
-            h = packed.before(x, layer.norms[1])
-            if self.folded:
-                x = packed.after(self._folded_cross(index, h, x, sentences), layer.norms[1])
-            else:
-                query = (
-                    layer.cross_query(h).view(sentences, self.beams, heads, width).transpose(1, 2)
-                )  # (B, H, beams, K)
-                attended = _attend(
-                    query, self.cross_keys[index], self.cross_values[index], self.cross_mask, self.cross_gates[index]
-                )
-                attended = attended.transpose(1, 2).reshape(rows, d_model)
-                x = packed.after(layer.cross_out.plus(attended, x), layer.norms[1])
-
+            attend = functools.partial(self._self_attention, index, slot[index], history[index])
+            x = packed.residual(x, layer.norms[0], attend)
+            x = packed.residual(x, layer.norms[1], functools.partial(cross_attention, index))
             x = packed.feed_forward(layer, x)
         self.length += 1
         return packed.final(x, packed.decoder_norm)
 
-    def _folded_cross(self, index: int, h: Tensor, x: Tensor, sentences: int) -> Tensor:
-        """Cross-attention of layer ``index`` on its input h (A, D) plus the residual x (A, D), on the folded
-        weights → (A, D)."""
+    def _self_attention(self, index: int, slot: Tensor, history: Tensor, h: Tensor, x: Tensor) -> Tensor:
+        """x + the masked self-attention of layer ``index`` at this step's position, h and x (A, D) → (A, D). The
+        position's key and value go into ``slot`` (2, A, H, K) of the cache; its query attends to ``history``
+        (2, A, H, T, K), the keys and values up to it (no later position is there to be masked)."""
+        layer, rows = self.packed.layers[index], h.size(0)
+        qkv = layer.self_qkv(h).view(rows, 3, self.heads, self.head_dim)  # (A, 3, H, K)
+        slot.copy_(qkv[:, 1:].transpose(0, 1))
+        keys, values = history  # (A, H, T, K) each
+        attended = _attend(qkv[:, 0].unsqueeze(2), keys, values, None, self.self_gates[index])  # (A, H, 1, K)
+        return layer.self_out.plus(attended.view(rows, self.d_model), x)
+
+    def _cross_attention(self, index: int, h: Tensor, x: Tensor) -> Tensor:
+        """x + the cross-attention of layer ``index``, h and x (A, D) → (A, D): the beams of a sentence are the query
+        rows of one product over that sentence's keys and values."""
+        layer = self.packed.layers[index]
+        query = _split_heads(layer.cross_query(h), h.size(0) // self.beams, 1, self.config)[0]  # (B, H, beams, K)
+        key, value = self.cross_keys[index], self.cross_values[index]  # (B, H, S, K) each
+        attended = _attend(query, key, value, self.cross_mask, self.cross_gates[index])  # (B, H, beams, K)
+        return layer.cross_out.plus(_merge_heads(attended), x)
+
+    def _folded_cross_attention(self, index: int, h: Tensor, x: Tensor) -> Tensor:
+        """:meth:`_cross_attention` on the folded weights (:meth:`_fold`), h and x (A, D) → (A, D)."""
+        sentences = h.size(0) // self.beams
         grouped = x.view(sentences, self.beams, self.d_model)
         queries = h.view(sentences, self.beams, self.d_model)
         scores = torch.baddbmm(self.fold_bias[index], queries, self.fold_scores[index])  # (B, beams, H·S)
-        probabilities = torch.softmax(scores.view(sentences, self.beams, self.heads, -1), dim=-1)
+        probabilities = torch.softmax(scores.view(sentences, self.beams, self.heads, -1), dim=-1)  # (B, beams, H, S)
         gate = self.cross_gates[index]
         if gate is not None:
             probabilities = probabilities * gate.to(probabilities.dtype).view(1, 1, -1, 1)
-        residual = grouped + self.packed.layers[index].cross_out_plain[1]
+        residual = grouped + self.packed.layers[index].cross_out_plain[1]  # (B, beams, D)
         out = torch.baddbmm(residual, probabilities.view(sentences, self.beams, -1), self.fold_values[index])
         return out.view(-1, self.d_model)
 

@@ -19,10 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transformer.config import ModelConfig
+from transformer.config import ATTENTION_KINDS, ModelConfig
 from transformer.loss import label_smoothed_losses, projected_label_smoothed_loss
 
-ATTENTION_KINDS = ("encoder", "decoder", "cross")
 HeadMask = Mapping[str, "Tensor | list"]  # attention kind → [layers, heads] factors (1 keep, 0 off)
 
 

@@ -90,7 +90,7 @@ def default_view(loaded) -> None:
         return
     stored = stored_heads(loaded)
     kind, layer, head = FALLBACK_VIEW if stored is None else precompute.default_head(stored.tables)
-    layers = loaded.config.encoder_layers if kind == "encoder" else loaded.config.decoder_layers
+    layers = loaded.config.layers(kind)
     url_state.ensure("kind", kind)
     url_state.ensure("layer", str(min(layer, layers - 1) + 1))
     url_state.ensure("head", str(head + 1))

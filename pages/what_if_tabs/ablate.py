@@ -20,7 +20,6 @@ from pages.what_if_tabs.shared import (
     head_pickers,
     heads_off,
     heatmap,
-    layers_of,
     set_heads_off,
     translation_line,
     view_fields,
@@ -44,12 +43,12 @@ def render(case: Case) -> None:
     config = loaded.config
     names = {}
     for kind in KINDS:
-        for layer in range(layers_of(loaded, kind)):
+        for layer in range(loaded.config.layers(kind)):
             for head in range(config.num_heads):
                 names[(kind, layer * config.num_heads + head)] = t("whatif.head_name", layer=layer + 1, head=head + 1)
     columns = st.columns(3)
     for column, kind in zip(columns, KINDS, strict=True):
-        count = layers_of(loaded, kind) * config.num_heads
+        count = loaded.config.layers(kind) * config.num_heads
         url_state.ensure(f"wi_off_{kind}", [], url_state.indices_below(count))
         column.multiselect(
             t("whatif.off", kind=t(f"kind.{kind}")),
@@ -58,7 +57,7 @@ def render(case: Case) -> None:
             format_func=lambda i, kind=kind: names[(kind, i)],
             placeholder=t("whatif.none_off"),
         )
-        every = [(kind, layer, head) for layer in range(layers_of(loaded, kind)) for head in range(config.num_heads)]
+        every = [(kind, layer, head) for layer in range(loaded.config.layers(kind)) for head in range(config.num_heads)]
         column.button(
             t("whatif.all_off", kind=t(f"kind.{kind}")),
             key=f"wi_all_{kind}",

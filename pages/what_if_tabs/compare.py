@@ -18,7 +18,6 @@ from pages.what_if_tabs.shared import (
     file_name,
     head_pickers,
     heatmap,
-    layers_of,
     translation_line,
     view_fields,
 )
@@ -60,7 +59,7 @@ def render(case: Case) -> None:
         sides = ((text, translation), (other_text, second))
         compared = loaded
     kind, layer, head = head_pickers(loaded, "wi_compare_")
-    if layer >= layers_of(compared, kind) or head >= compared.config.num_heads:
+    if layer >= compared.config.layers(kind) or head >= compared.config.num_heads:
         st.warning(t("whatif.no_such_head"))
         return
     columns = st.columns(2)

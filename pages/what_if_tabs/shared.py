@@ -14,6 +14,7 @@ from pages import url_state
 from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
 from pages.links import atlas_button
+from pages.pickers import head_picker
 from pages.url_state import Field
 from transformer.analysis import ablation, precompute
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
@@ -53,10 +54,6 @@ def kind_names() -> dict[str, str]:
     return {kind: t(f"kind.{kind}") for kind in KINDS}
 
 
-def layers_of(loaded: LoadedCheckpoint, kind: str) -> int:
-    return loaded.config.encoder_layers if kind == "encoder" else loaded.config.decoder_layers
-
-
 def heads_off(loaded: LoadedCheckpoint) -> list[ablation.Head]:
     """The heads chosen on the ablation tab, as (kind, layer, head), 0-based."""
     heads = loaded.config.num_heads
@@ -90,16 +87,7 @@ def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, in
         st.session_state[f"{prefix}kind"] = kind
         st.session_state.setdefault(f"{prefix}layer", layer + 1)
         st.session_state.setdefault(f"{prefix}head", head + 1)
-    kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind = kind_column.radio(
-        t("whatif.attention"), KINDS, key=f"{prefix}kind", format_func=kind_names().get, horizontal=True
-    )
-    layers, heads = layers_of(loaded, kind), loaded.config.num_heads
-    url_state.ensure(f"{prefix}layer", 1, lambda value: 1 <= int(value) <= layers)
-    url_state.ensure(f"{prefix}head", 1, lambda value: 1 <= int(value) <= heads)
-    layer = layer_column.selectbox(t("whatif.layer"), range(1, layers + 1), key=f"{prefix}layer")
-    head = head_column.selectbox(t("whatif.head"), range(1, heads + 1), key=f"{prefix}head")
-    return kind, layer - 1, head - 1
+    return head_picker(loaded.config, prefix)
 
 
 def heatmap(

@@ -38,10 +38,9 @@ IMPORTANCE_FILE = "importance.json"  # beside a checkpoint's weights: `python -m
 def head_mask(model: Transformer, off: Iterable[Head]) -> dict[str, torch.Tensor]:
     """The [layers, heads] gates of every attention kind with the heads ``off`` set to 0."""
     config = model.config
-    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
-    mask = {kind: torch.ones(layers[kind], config.num_heads) for kind in KINDS}
+    mask = {kind: torch.ones(config.layers(kind), config.num_heads) for kind in KINDS}
     for kind, layer, head in off:
-        if kind not in mask or not 0 <= layer < layers[kind] or not 0 <= head < config.num_heads:
+        if kind not in mask or not 0 <= layer < config.layers(kind) or not 0 <= head < config.num_heads:
             raise ValueError(f"no head {kind} layer {layer} head {head} (0-based) in this model")
         mask[kind][layer, head] = 0.0
     return mask
@@ -101,10 +100,9 @@ def _one_based(value: str, part: str) -> int:
 def expand_heads(model: Transformer, heads: Iterable[Head]) -> list[Head]:
     """Heads with -1 for "every layer" or "every head" spelled out (see :func:`parse_heads`)."""
     config = model.config
-    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
     expanded: list[Head] = []
     for kind, layer, head in heads:
-        for one_layer in range(layers[kind]) if layer == -1 else [layer]:
+        for one_layer in range(config.layers(kind)) if layer == -1 else [layer]:
             for one_head in range(config.num_heads) if head == -1 else [head]:
                 if (kind, one_layer, one_head) not in expanded:
                     expanded.append((kind, one_layer, one_head))

@@ -173,9 +173,3 @@ def build_dictionary(
         for dice, german in sorted(best[english], reverse=True)[:per_word]:
             rows.append((english, german, round(dice, 3)))
     return rows
-
-
-if __name__ == "__main__":  # the command line lives in transformer.cli
-    from transformer.cli.dictionary import main
-
-    raise SystemExit(main())

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from transformer.config import ATTENTION_KINDS as KINDS
 from transformer.data import pad
 from transformer.decode import (
     DEFAULT_DECODING,
@@ -36,7 +37,6 @@ from transformer.incremental import decoder_attention, encode_recording
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
 
-KINDS = ("encoder", "decoder", "cross")
 KIND_TITLES = {
     "encoder": "Encoder self-attention",
     "decoder": "Decoder masked self-attention",

@@ -53,6 +53,7 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.checkpoint import LoadedCheckpoint
+from transformer.config import ATTENTION_KINDS as KINDS
 from transformer.data import DEV_PREFIX
 from transformer.decode import GREEDY, translate_ids
 
@@ -420,9 +421,6 @@ SCORES: dict[str, HeadScore] = {
 }
 
 
-KINDS = ("encoder", "decoder", "cross")
-
-
 def score_keys(kind: str) -> tuple[str, ...]:
     """The registry's keys measured on one attention kind, in registry order."""
     return tuple(key for key, score in SCORES.items() if kind in score.kinds)
@@ -447,11 +445,7 @@ def head_score_tables(
     kinds = KINDS if cross else ("encoder",)
     measured = Sample(loaded, sentences)
     config = loaded.config
-    shapes = {
-        "encoder": (config.encoder_layers, config.num_heads),
-        "decoder": (config.decoder_layers, config.num_heads),
-        "cross": (config.decoder_layers, config.num_heads),
-    }
+    shapes = {kind: (config.layers(kind), config.num_heads) for kind in KINDS}
     tables: dict[str, dict[str, Counts]] = {kind: {} for kind in kinds}
     counts: dict[str, int] = {}
     per_query = {kind for score in SCORES.values() if score.per_query for kind in score.kinds}

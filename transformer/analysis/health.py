@@ -36,13 +36,13 @@ from transformer.analysis import intervals
 from transformer.analysis.alignment import AlignmentTally, load_dictionary
 from transformer.analysis.attention import entropy_bits
 from transformer.analysis.heads import dev_sample
+from transformer.config import ATTENTION_KINDS as KINDS
 from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
 from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 from transformer.model import Transformer
 from transformer.tokenizer import Tokenizer
 
 HEALTH_SENTENCES = 100
-KINDS = ("encoder", "decoder", "cross")
 HEALTH_KEYS = (
     "encoder_position_cosine",
     *(f"{kind}_entropy_normalised" for kind in KINDS),
@@ -103,7 +103,7 @@ def measure(
     hooks on the encoder layers keep their outputs for the position cosines."""
     config = model.config
     device = next(model.parameters()).device
-    layers = {"encoder": config.encoder_layers, "decoder": config.decoder_layers, "cross": config.decoder_layers}
+    layers = {kind: config.layers(kind) for kind in KINDS}
     entropy_sum = {kind: torch.zeros(count) for kind, count in layers.items()}
     entropy_count = {kind: torch.zeros(count) for kind, count in layers.items()}
     cosine_sum, sentences = torch.zeros(config.encoder_layers), 0

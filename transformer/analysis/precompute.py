@@ -114,9 +114,3 @@ def default_head(tables: dict) -> tuple[str, int, int]:
     entropy = np.asarray(tables["encoder"]["entropy"], dtype=float)
     layer, head = np.unravel_index(np.nanargmin(entropy), entropy.shape)
     return "encoder", int(layer), int(head)
-
-
-if __name__ == "__main__":  # the command line lives in transformer.cli
-    from transformer.cli.precompute import main
-
-    raise SystemExit(main())

@@ -127,9 +127,3 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
             )
         )
     return points
-
-
-if __name__ == "__main__":  # the command line lives in transformer.cli
-    from transformer.cli.timeline import main
-
-    raise SystemExit(main())

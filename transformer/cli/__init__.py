@@ -2,8 +2,9 @@
 what-if tools, and the commands of the other layers — the alignment dictionary, the paper's figures, the stored
 measurements, the heads-over-training timeline and checkpoint averaging/export.
 
-The documented ``python -m transformer.<name>`` commands keep working: each of those modules hands its
-``__main__`` over to the command line here.
+A command has one door: its short module ``transformer/<name>.py``, run with ``python -m``, that only calls ``main``
+of ``transformer.cli.<name>`` (``transformer-train``, ``-translate`` and ``-evaluate`` are console scripts too). The
+modules here have no ``__main__`` block of their own, nor do the library's (``tests/test_layout.py``).
 """
 
 from __future__ import annotations

@@ -123,7 +123,3 @@ def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, 
     chosen_on = f"AER {result['aer']:.3f} on the {result['pairs']} pairs it was chosen on"
     print(f"stored {result['method']} ({chosen_on}) in {path}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -106,7 +106,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         if index is not None:
             print(f"stored {atlas_index.save(loaded, index)}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

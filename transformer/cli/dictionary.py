@@ -36,7 +36,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = len({row[0] for row in rows})
     print(f"wrote {len(rows)} pairs for {words} English words to {args.out}", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -163,7 +163,3 @@ def compare(hypotheses: list[str], other: list[str], references: list[str], resa
         "high": round(difference.high, 2),
         "p": tested["this"]["p"],
     }
-
-
-if __name__ == "__main__":
-    sys.exit(main())

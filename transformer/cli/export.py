@@ -1,4 +1,4 @@
-"""Export a checkpoint for another engine (:mod:`transformer.export`) or as a Hugging Face model
+"""Export a checkpoint for another engine (:mod:`transformer.ctranslate2`) or as a Hugging Face model
 (:mod:`transformer.hub`).
 
     python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from transformer.analysis.word_alignment import default_method
 from transformer.cli import load_or_report
-from transformer.export import ExportError, export_ctranslate2
+from transformer.ctranslate2 import ExportError, export_ctranslate2
 from transformer.hub import HubError, export_marian
 from transformer.i18n import LANGUAGES
 from transformer.web import WebExportError, export_web
@@ -64,7 +64,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     what = "Hugging Face MarianMTModel" if arguments.engine == "huggingface" else "CTranslate2 model"
     print(f"wrote {out}: float32 {what} of {loaded.path.name}, {size:.1f} MB")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -87,7 +87,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"({result['heads_off_clear_within_1_bleu']} with the whole 95% interval within 1 BLEU)"
         )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

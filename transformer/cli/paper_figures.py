@@ -142,7 +142,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         print(f"  {key}: {metrics[key]}")
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

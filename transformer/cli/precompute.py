@@ -29,7 +29,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"layer {layer + 1}, head {head + 1}"
         )
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -39,7 +39,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     save_timeline(points, args.out)
     print(f"wrote {len(points)} points to {args.out} ({args.out.stat().st_size / 1e6:.1f} MB)", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

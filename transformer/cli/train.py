@@ -438,7 +438,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ckpt.CheckpointError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -85,7 +85,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     for result in results:
         print(result)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

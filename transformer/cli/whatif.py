@@ -203,7 +203,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             print(f"{key}: {json.dumps(value, ensure_ascii=False)}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

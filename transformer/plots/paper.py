@@ -153,9 +153,3 @@ def figure_page(number: int, panels: Sequence[go.Figure], summary: str) -> str:
         + f"<figcaption><b>Paper:</b> {html.escape(figure.caption)}<br><b>This model:</b> {html.escape(summary)}"
         "</figcaption></body></html>"
     )
-
-
-if __name__ == "__main__":  # the command line lives in transformer.cli
-    from transformer.cli.paper_figures import main
-
-    raise SystemExit(main())

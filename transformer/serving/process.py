@@ -34,13 +34,13 @@ import numpy as np
 import torch
 
 from transformer.analysis.attention import AttentionMaps, Translation, translate_many_with_attention
+from transformer.config import ATTENTION_KINDS
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.model import Transformer
 
 READY, REQUEST, ANSWER, FAILURE = b"R", b"Q", b"A", b"F"
 HEADER = struct.Struct("<cQ")
 MAX_FRAME = 1 << 31  # a corrupt length must not make the reader allocate without end
-ARRAYS = ("encoder", "decoder", "cross")
 
 
 class TranslationProcessError(RuntimeError):
@@ -93,7 +93,7 @@ def encode_translations(translations: Sequence[Translation]) -> bytes:
     for translation in translations:
         maps = translation.maps
         shapes = {}
-        for name in ARRAYS:
+        for name in ATTENTION_KINDS:  # the fields of AttentionMaps holding arrays
             array = np.ascontiguousarray(getattr(maps, name), dtype=np.float32)
             shapes[name] = list(array.shape)
             blobs.append(array.tobytes())
@@ -127,7 +127,7 @@ def decode_translations(payload: bytes, options: DecodingOptions) -> list[Transl
         translations, offset = [], 0
         for record in header["translations"]:
             values = {}
-            for name in ARRAYS:
+            for name in ATTENTION_KINDS:
                 shape = [int(n) for n in record["shapes"][name]]
                 count = int(np.prod(shape))
                 values[name] = np.frombuffer(arrays, np.float32, count, offset).reshape(shape).copy()
