@@ -37,16 +37,18 @@ def cached_timeline(path: str, modified: float) -> list[TimelinePoint]:
     return load_timeline(path)
 
 
-HEADS = url_state.integers(0, 63)
+HEADS, OLD_HEADS = url_state.numbered_list(64), url_state.integers(0, 63)  # from 1; from 0 before v2
 FIELDS = {
     "fig_first": Field(1, url_state.choice((1, 0))),
     "fig_words": Field(True, url_state.flag, url_state.dump_flag),
     "fig_specials": Field(True, url_state.flag, url_state.dump_flag),
     "fig_step": Field(None, int),  # a training step of the timeline (the loaded model's by default)
-    "fig_layer": Field(None, url_state.integer(0, 63)),  # 0-based, whatever the numbering shown
-    "fig3_heads": Field(None, HEADS, url_state.dump_integers),
-    "fig4_heads": Field(None, HEADS, url_state.dump_integers),
-    "fig5_heads": Field(None, HEADS, url_state.dump_integers),
+    # Layers and heads are kept from 0 and named from 1 in the URL, whatever the numbering the page shows.
+    "fig_layer": Field(None, url_state.numbered(64), url_state.dump_numbered, url_state.integer(0, 63)),
+    **{
+        key: Field(None, HEADS, url_state.dump_numbered_list, OLD_HEADS)
+        for key in ("fig3_heads", "fig4_heads", "fig5_heads")
+    },
     "fig_score": Field(None),
 }
 

@@ -33,11 +33,16 @@ class Field:
 
     A ``default`` of None leaves the value to the page (for defaults that depend on the model or the sentence):
     :func:`keep` then sets nothing unless the URL gives a value, and the page calls :func:`ensure`.
+
+    Links name layers and heads as the app shows them, from 1 (:func:`numbered`, :func:`numbered_list`, and the
+    ``kind-layer-head`` of :func:`heads`), whatever a page keeps inside; ``legacy`` reads a link written before
+    :data:`LINK_VERSION`, which named some of them from 0, so that old links still open the view they showed.
     """
 
     default: Any
     parse: Parse = str
     dump: Callable[[Any], str] = str
+    legacy: Parse | None = None  # how a link written before LINK_VERSION spelled it (layers and heads from 0)
 
 
 # ------------------------------------------------------------------------------------------------ parsers
@@ -118,16 +123,64 @@ def dump_optional(value: Any) -> str:
     return "all" if value is None else str(value)
 
 
+def numbered(most: int) -> Parse:
+    """A layer or head as the app shows it, 1 to ``most`` (clamped), kept from 0."""
+    return lambda text: integer(1, most)(text) - 1
+
+
+def dump_numbered(value: int) -> str:
+    return str(value + 1)
+
+
+def numbered_list(most: int) -> Parse:
+    """Layers or heads as the app shows them (``1,3,4``), kept from 0."""
+    return lambda text: [value - 1 for value in integers(1, most)(text)]
+
+
+def dump_numbered_list(values: Sequence[int]) -> str:
+    return ",".join(str(value + 1) for value in values)
+
+
+def heads(text: str) -> list[tuple[int, int]]:
+    """Heads of one attention kind as ``layer-head`` pairs from 1 (``2-4,5-1``), kept as 0-based (layer, head)."""
+    found = []
+    for part in (part.strip() for part in text.split(",")):
+        if part:
+            layer, head = (int(number) for number in part.split("-"))
+            if layer < 1 or head < 1:
+                raise ValueError(text)
+            found.append((layer - 1, head - 1))
+    return list(dict.fromkeys(found))
+
+
+def dump_heads(values: Sequence[tuple[int, int]]) -> str:
+    """``layer-head`` pairs from 1; an old link's single numbers, which need the model's head count to be read as
+    pairs, wait until the page has read them (they are left out until then)."""
+    return ",".join(f"{value[0] + 1}-{value[1] + 1}" for value in values if isinstance(value, tuple | list))
+
+
 def text(max_characters: int) -> Parse:
     """Text as given, cut to ``max_characters`` (what a link can carry is bounded anyway)."""
     return lambda value: value[:max_characters]
 
 
 # ------------------------------------------------------------------------------------------------ state
+VERSION_KEY, LINK_VERSION = "v", "2"  # in every link since layers and heads are named from 1 in all of them
 KEPT = "_url_state_kept"  # key → last value of every declared control, in the session (not a widget key)
 DECLARED = "_url_state_declared"  # key → Field of every control a page declared in this run (app.py empties it)
 CARRIED = "_url_state_carried"  # URL entries that belong to no page and stay in the URL of every page (a lesson's)
 FRESH = "_url_state_fresh"  # the next page opened reads its controls from the link alone (open_link)
+
+
+def parsed(field: Field, raw: str, old_link: bool) -> Any:
+    """A control's value from its URL text: its default when malformed. A link without :data:`LINK_VERSION` is read
+    the old way first (where the spelling changed), then the new way (a hand-made link of today's spelling)."""
+    for parse in (field.legacy, field.parse) if old_link and field.legacy else (field.parse,):
+        try:
+            return parse(raw)
+        except (ValueError, TypeError):
+            continue
+    return field.default
 
 
 def kept() -> dict[str, Any]:
@@ -143,6 +196,7 @@ def keep(fields: dict[str, Field], page: str) -> None:
     if not st.session_state.get(restored):
         st.session_state[restored] = True
         fresh = st.session_state.pop(FRESH, False)
+        old_link = st.query_params.get(VERSION_KEY) != LINK_VERSION
         for key, field in fields.items():
             raw = st.query_params.get(key)
             if raw is None and fresh:  # a control the link does not name: its default, as in a fresh browser
@@ -152,10 +206,7 @@ def keep(fields: dict[str, Field], page: str) -> None:
             elif raw is None:
                 value = kept().get(key, field.default)
             else:
-                try:
-                    value = field.parse(raw)
-                except (ValueError, TypeError):
-                    value = field.default
+                value = parsed(field, raw, old_link)
             if value is not None:
                 st.session_state[key] = value
     remembered = kept()
@@ -254,6 +305,7 @@ def save(fields: dict[str, Field]) -> None:
         {
             **carried(),
             **{key: url_text(field.dump(remembered[key])) for key, field in fields.items() if key in remembered},
+            VERSION_KEY: LINK_VERSION,
         }
     )
 

@@ -27,7 +27,7 @@ from pages.common import DEFAULT_SENTENCE, cached_translation, current_options, 
 from pages.i18n import decoding_label, t
 from pages.url_state import Field
 from pages.what_if_tabs import TABS
-from pages.what_if_tabs.shared import Case
+from pages.what_if_tabs.shared import Case, read_old_links
 
 st.set_page_config(page_title=t("whatif.page_title"), page_icon="🧪", layout="wide")
 
@@ -39,6 +39,7 @@ FIELDS = {
 }
 # ------------------------------------------------------------------------------------------------ page
 with page("what_if", FIELDS) as loaded:
+    read_old_links(loaded)
     url_state.ensure("wi_text", st.session_state.get("text") or DEFAULT_SENTENCE)
     st.title(t("whatif.page_title"))
     st.caption(t("whatif.intro"))

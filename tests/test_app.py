@@ -299,7 +299,9 @@ def test_choices_hold_when_tabs_change(checkpoint):
     )
     assert "all layers" in charts(app)[0]["figure"]["layout"]["title"]["text"]
     assert app.query_params["kind"] == "cross" and app.query_params["layer"] == "avg"
-    assert app.query_params["grid_kind"] == "decoder" and app.query_params["focus_heads"] == "1,3"
+    # The link names layers and heads as the app shows them, from 1: heads 2 and 4, layer 1.
+    assert app.query_params["grid_kind"] == "decoder" and app.query_params["focus_heads"] == "2,4"
+    assert app.query_params["focus_layer"] == "1" and app.query_params["v"] == "2"
     open_tab(app, "Model view")
     assert app.radio(key="grid_kind").value == "decoder" and app.selectbox(key="grid_head").value == "2"
     open_tab(app, "Token focus")
@@ -387,3 +389,20 @@ def test_labels_name_the_checkpoints_language_pair(checkpoint, tmp_path: Path, m
     assert app.text_area(key="text").label == "English sentence"
     assert any("English→French" in caption.value for caption in app.caption)
     assert any(caption.value.startswith("French translation") for caption in app.caption)
+
+
+def test_a_link_from_before_heads_were_named_from_1_opens_the_same_view(checkpoint):
+    """Links written before version 2 named the token focus's layer and heads from 0; without ``v=2`` they are read
+    that way, and the page's new link names the same heads from 1."""
+    old = AppTest.from_file(APP, default_timeout=120)
+    for key, value in {"view": "Token focus", "focus_layer": "1", "focus_heads": "0,2"}.items():
+        old.query_params[key] = value
+    old.run()
+    no_exceptions(old)
+    assert old.selectbox(key="focus_layer").value == 1 and old.multiselect(key="focus_heads").value == [0, 2]
+    assert (old.query_params["focus_layer"], old.query_params["focus_heads"]) == ("2", "1,3")
+    new = AppTest.from_file(APP, default_timeout=120)
+    for key, value in dict(old.query_params).items():
+        new.query_params[key] = value
+    new.run()
+    assert new.selectbox(key="focus_layer").value == 1 and new.multiselect(key="focus_heads").value == [0, 2]

@@ -3,6 +3,7 @@ controls, and a link reopens the same view."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -205,3 +206,14 @@ def test_every_tab_opens_on_the_models_clearest_head(monkeypatch):
             app.selectbox(key=f"{prefix}head").value,
         )
         assert shown == (kind, layer + 1, head + 1), tab
+
+
+def test_switched_off_heads_are_named_layer_head_from_1_and_old_links_still_open(checkpoint, sentence):
+    """``wi_off_cross=2-4`` is layer 2, head 4; a link from before version 2 gave layer × heads + head from 0."""
+    app = open_page(sentence, wi_off_cross="2-4", v="2")
+    no_exceptions(app)
+    assert app.multiselect(key="wi_off_cross").value == [(1, 3)]
+    heads = json.loads((Path(checkpoint) / "config.json").read_text())["num_heads"]
+    old = open_page(sentence, wi_off_cross=str(1 * heads + 3))  # no v: the old spelling of the same head
+    no_exceptions(old)
+    assert old.multiselect(key="wi_off_cross").value == [(1, 3)] and old.query_params["wi_off_cross"] == "2-4"

@@ -52,10 +52,12 @@ TAB = Tab(
     "Token focus",
     "explore.view_token_focus",
     render,
-    {  # layer, query position and heads as 0-based indices
+    {  # layer and heads kept from 0 (named from 1 in the URL), the query position from 0
         "focus_kind": Field("encoder", url_state.choice(KINDS)),
-        "focus_layer": Field(None, url_state.integer(0, 63), str),
+        "focus_layer": Field(None, url_state.numbered(64), url_state.dump_numbered, url_state.integer(0, 63)),
         "focus_query": Field(None, url_state.optional_integer(0, 10_000), url_state.dump_optional),
-        "focus_heads": Field(None, url_state.integers(0, 63), url_state.dump_integers),
+        "focus_heads": Field(
+            None, url_state.numbered_list(64), url_state.dump_numbered_list, url_state.integers(0, 63)
+        ),
     },
 )

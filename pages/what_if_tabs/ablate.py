@@ -41,31 +41,26 @@ def render(case: Case) -> None:
     loaded, text, translation, options = case.loaded, case.text, case.translation, case.options
     st.caption(t("whatif.ablate_intro"))
     config = loaded.config
-    names = {}
-    for kind in KINDS:
-        for layer in range(loaded.config.layers(kind)):
-            for head in range(config.num_heads):
-                names[(kind, layer * config.num_heads + head)] = t("whatif.head_name", layer=layer + 1, head=head + 1)
     columns = st.columns(3)
     for column, kind in zip(columns, KINDS, strict=True):
-        count = loaded.config.layers(kind) * config.num_heads
-        url_state.ensure(f"wi_off_{kind}", [], url_state.indices_below(count))
+        every = [(layer, head) for layer in range(config.layers(kind)) for head in range(config.num_heads)]
+        key = f"wi_off_{kind}"
+        url_state.ensure(key, [], lambda chosen, every=set(every): all(pair in every for pair in chosen))
         column.multiselect(
             t("whatif.off", kind=t(f"kind.{kind}")),
-            list(range(count)),
-            key=f"wi_off_{kind}",
-            format_func=lambda i, kind=kind: names[(kind, i)],
+            every,
+            key=key,
+            format_func=lambda pair: t("whatif.head_name", layer=pair[0] + 1, head=pair[1] + 1),
             placeholder=t("whatif.none_off"),
         )
-        every = [(kind, layer, head) for layer in range(loaded.config.layers(kind)) for head in range(config.num_heads)]
         column.button(
             t("whatif.all_off", kind=t(f"kind.{kind}")),
             key=f"wi_all_{kind}",
             on_click=set_heads_off,
-            args=([*[h for h in heads_off(loaded) if h[0] != kind], *every], config.num_heads),
+            args=([*[h for h in heads_off(loaded) if h[0] != kind], *((kind, *pair) for pair in every)],),
         )
     off = heads_off(loaded)
-    st.button(t("whatif.clear"), on_click=set_heads_off, args=([], config.num_heads), disabled=not off)
+    st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off)
     with st.spinner(t("whatif.translating")):
         ablated = cached_ablation(str(loaded.path), text, tuple(off), options, loaded)
     left, right = st.columns(2)
@@ -102,8 +97,11 @@ TAB = Tab(
     "ablate",
     "whatif.tab_ablate",
     render,
-    {  # the heads switched off (layer × heads + head, 0-based, per kind) and the head shown with and without them
-        **{f"wi_off_{kind}": Field([], url_state.integers(0, 4095), url_state.dump_integers) for kind in KINDS},
+    {  # the heads switched off (per kind, layer-head from 1) and the head shown with and without them
+        **{
+            f"wi_off_{kind}": Field([], url_state.heads, url_state.dump_heads, legacy=url_state.integers(0, 4095))
+            for kind in KINDS
+        },
         **view_fields(""),
     },
 )

@@ -124,7 +124,7 @@ def render(case: Case) -> None:
     st.button(
         t("whatif.switch_k", k=k),
         on_click=set_heads_off,
-        args=(chosen, loaded.config.num_heads),
+        args=(chosen,),
         disabled=k == 0,
         help=t("whatif.switch_k_help"),
     )

@@ -54,15 +54,29 @@ def kind_names() -> dict[str, str]:
     return {kind: t(f"kind.{kind}") for kind in KINDS}
 
 
+def heads_off_of(loaded: LoadedCheckpoint, kind: str) -> list[tuple[int, int]]:
+    """The heads of one kind chosen on the ablation tab, as 0-based (layer, head). A link written before layers and
+    heads were named from 1 gave each as layer × heads + head: read with the model's head count."""
+    heads = loaded.config.num_heads
+    chosen = st.session_state.get(f"wi_off_{kind}", [])
+    return [divmod(item, heads) if isinstance(item, int) else tuple(item) for item in chosen]
+
+
+def read_old_links(loaded: LoadedCheckpoint) -> None:
+    """The heads switched off as (layer, head) pairs, also where a link named them the old way (one number each)."""
+    for kind in KINDS:
+        if f"wi_off_{kind}" in st.session_state:
+            st.session_state[f"wi_off_{kind}"] = heads_off_of(loaded, kind)
+
+
 def heads_off(loaded: LoadedCheckpoint) -> list[ablation.Head]:
     """The heads chosen on the ablation tab, as (kind, layer, head), 0-based."""
-    heads = loaded.config.num_heads
-    return [(kind, index // heads, index % heads) for kind in KINDS for index in st.session_state[f"wi_off_{kind}"]]
+    return [(kind, layer, head) for kind in KINDS for layer, head in heads_off_of(loaded, kind)]
 
 
-def set_heads_off(heads: list[ablation.Head], num_heads: int) -> None:
+def set_heads_off(heads: list[ablation.Head]) -> None:
     for kind in KINDS:
-        st.session_state[f"wi_off_{kind}"] = sorted(layer * num_heads + head for k, layer, head in heads if k == kind)
+        st.session_state[f"wi_off_{kind}"] = sorted((layer, head) for k, layer, head in heads if k == kind)
     st.session_state["wi_tab"] = "ablate"
 
 
