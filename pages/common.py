@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.i18n import LANGUAGE_KEY, language_picker, t
 from pages.navigation import through_the_router
 from pages.page_slots import called_outside_the_slot
@@ -79,15 +80,15 @@ def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
     return load_checkpoint(name_or_path)
 
 
-@st.cache_resource(show_spinner="Measuring the model's heads (once per model: stored beside it)…", max_entries=4)
-def measured_heads(_loaded: LoadedCheckpoint, name: str) -> Measured:
-    """The figure pages' measurements of a loaded checkpoint (cached by ``name``): read from its folder when stored
+@per_model(max_entries=4, resource=True, spinner="Measuring the model's heads (once per model: stored beside it)…")
+def measured_heads(loaded: LoadedCheckpoint) -> Measured:
+    """The figure pages' measurements of a loaded checkpoint: read from its folder when stored
     there for these weights, otherwise measured and stored (:mod:`transformer.analysis.precompute`)."""
     from transformer.analysis.precompute import (
         measured,  # only the figure pages need it; the main page starts faster without
     )
 
-    return measured(_loaded)
+    return measured(loaded)
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
@@ -116,11 +117,11 @@ def shared_translator(loaded: LoadedCheckpoint) -> Translator:
     return translator(loaded, str(loaded.path), id(loaded))
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _stored_heads(_loaded: LoadedCheckpoint, name: str, modified: float) -> Measured | None:
+@per_model(max_entries=4, resource=True)
+def _stored_heads(loaded: LoadedCheckpoint, modified: float) -> Measured | None:
     from transformer.analysis.precompute import read
 
-    return read(_loaded)
+    return read(loaded)
 
 
 def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
@@ -129,21 +130,21 @@ def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
     from transformer.analysis.precompute import PRECOMPUTED_FILE
 
     path = loaded.store / PRECOMPUTED_FILE
-    return _stored_heads(loaded, str(loaded.path), path.stat().st_mtime if path.is_file() else 0.0)
+    return _stored_heads(loaded, path.stat().st_mtime if path.is_file() else 0.0)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
-def _stored_beside(_loaded: LoadedCheckpoint, name: str, file: str, modified: float) -> dict | None:
+@per_model(max_entries=16, resource=True)
+def _stored_beside(loaded: LoadedCheckpoint, file: str, modified: float) -> dict | None:
     from transformer.checkpoint import read_beside
 
-    return read_beside(_loaded, file)
+    return read_beside(loaded, file)
 
 
 def stored_beside(loaded: LoadedCheckpoint, file: str) -> dict | None:
     """A measurement stored beside these weights (``alignment.json``, ``faithfulness.json``; None without it), read
     and checked against the weights once per version of the file."""
     path = loaded.store / file
-    return _stored_beside(loaded, str(loaded.path), file, path.stat().st_mtime if path.is_file() else 0.0)
+    return _stored_beside(loaded, file, path.stat().st_mtime if path.is_file() else 0.0)
 
 
 def available_checkpoints() -> list[str]:
@@ -400,13 +401,13 @@ MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a s
 
 
 @called_outside_the_slot
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_translation(checkpoint_path: str, text: str, options: DecodingOptions, _loaded) -> Translation:
+@per_model(max_entries=64)
+def cached_translation(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> Translation:
     """Translations are cached per checkpoint folder, sentence and decoding options; sentences that several
     sessions submit at once are searched together (:class:`~transformer.serving.translator.Translator`). The page
     leaves its slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the
     batch."""
-    return shared_translator(_loaded).translate(text, options, MAX_SOURCE_TOKENS)
+    return shared_translator(loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
 def decoding_options() -> DecodingOptions:

@@ -11,6 +11,7 @@ import html
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import (
     CHECKPOINT_KEY,
     available_checkpoints,
@@ -49,9 +50,9 @@ def head_id(record: dict) -> str:
 
 # A minute or more of model work each: outside the page slots, so that other visitors' pages never wait for it.
 @called_outside_the_slot
-@st.cache_data(show_spinner=False, max_entries=4)
-def measured_here(_loaded: LoadedCheckpoint, checkpoint: str) -> dict:
-    return atlas.build(_loaded, SAMPLE)
+@per_model(max_entries=4)
+def measured_here(loaded: LoadedCheckpoint) -> dict:
+    return atlas.build(loaded, SAMPLE)
 
 
 def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[dict | None, bool]:
@@ -70,26 +71,26 @@ def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[di
         st.session_state[asked] = True
         with st.spinner(t("atlas.measuring", sentences=SAMPLE)):
             try:
-                return measured_here(loaded, str(loaded.path)), False
+                return measured_here(loaded), False
             except atlas.AtlasError as error:
                 st.error(str(error))
                 return None, False
     return None, False
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def stored_index(_loaded: LoadedCheckpoint, checkpoint: str, modified: float) -> atlas_index.Index | None:
-    return atlas_index.load(_loaded)
+@per_model(max_entries=4, resource=True)
+def stored_index(loaded: LoadedCheckpoint, modified: float) -> atlas_index.Index | None:
+    return atlas_index.load(loaded)
 
 
 @called_outside_the_slot
-@st.cache_resource(show_spinner=False, max_entries=4)
-def built_index(_loaded: LoadedCheckpoint, checkpoint: str) -> atlas_index.Index:
+@per_model(max_entries=4, resource=True)
+def built_index(loaded: LoadedCheckpoint) -> atlas_index.Index:
     """Build the index once per server and checkpoint, and store it beside the checkpoint when the folder allows."""
-    pairs, names = atlas_index.default_pairs(_loaded.config.languages)
-    index = atlas_index.build(_loaded, pairs, names)
+    pairs, names = atlas_index.default_pairs(loaded.config.languages)
+    index = atlas_index.build(loaded, pairs, names)
     with contextlib.suppress(OSError):  # a read-only folder: the index lives as long as the server
-        atlas_index.save(_loaded, index)
+        atlas_index.save(loaded, index)
     return index
 
 
@@ -97,13 +98,13 @@ def sentence_index(loaded: LoadedCheckpoint, build: bool = False) -> atlas_index
     """The index of dev and test sentences: stored, built in this server, or (``build``) built now."""
     path = loaded.store / atlas_index.INDEX_FILE
     modified = path.stat().st_mtime if path.is_file() else 0.0
-    found = stored_index(loaded, str(loaded.path), modified)
+    found = stored_index(loaded, modified)
     if found is not None:
         return found
     if build or st.session_state.get(f"atlas_index_{loaded.path}"):
         st.session_state[f"atlas_index_{loaded.path}"] = True
         with st.spinner(t("atlas.building_index")):
-            return built_index(loaded, str(loaded.path))
+            return built_index(loaded)
     return None
 
 

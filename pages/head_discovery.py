@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import leave_page, measured_heads, page, show_figure
 from pages.i18n import language, sample_label, score_text, t
 from pages.page_slots import called_outside_the_slot
@@ -21,14 +22,14 @@ st.set_page_config(page_title=t("heads.title"), page_icon="🔎", layout="wide")
 
 
 @called_outside_the_slot  # up to 300 sentences of model work: other visitors' pages never wait for it
-@st.cache_data(show_spinner=False, max_entries=8)
-def sample_tables(_loaded: LoadedCheckpoint, name: str, sample: int) -> dict:
-    return head_score_tables(_loaded, sample=sample)
+@per_model(max_entries=8)
+def sample_tables(loaded: LoadedCheckpoint, sample: int) -> dict:
+    return head_score_tables(loaded, sample=sample)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def sentence_tables(_loaded: LoadedCheckpoint, name: str, sentence: str) -> dict:
-    return head_score_tables(_loaded, sentences=[sentence])
+@per_model(max_entries=16)
+def sentence_tables(loaded: LoadedCheckpoint, sentence: str) -> dict:
+    return head_score_tables(loaded, sentences=[sentence])
 
 
 SOURCES = ("dev sample", "one sentence")
@@ -69,18 +70,18 @@ with page("heads", FIELDS) as loaded:
     if source == "dev sample":
         st.session_state["heads_sample"] = int(st.session_state["heads_sample"]) // 10 * 10
         count = st.slider(t("heads.sentences"), 10, 300, step=10, key="heads_sample")
-        measured = measured_heads(loaded, name)
+        measured = measured_heads(loaded)
         with st.spinner(t("heads.scoring_sample")):
-            tables = measured.tables if count == measured.sample else sample_tables(loaded, name, count)
+            tables = measured.tables if count == measured.sample else sample_tables(loaded, count)
     else:
         sentence = st.text_input(t("heads.sentence"), key="heads_sentence", max_chars=2000).strip()
         if not sentence:
             st.info(t("heads.type_sentence"))
             leave_page()
         with st.spinner(t("heads.scoring_sentence")):
-            tables = sentence_tables(loaded, name, sentence)
+            tables = sentence_tables(loaded, sentence)
 
-    point = measured_heads(loaded, name).point
+    point = measured_heads(loaded).point
     by_kind = {
         kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
         for kind in KINDS

@@ -137,7 +137,7 @@ with page("figures", FIELDS) as loaded:
     except CheckpointError as error:
         st.warning(t("fig.timeline_error", error=error))
         timeline = []
-    measured = measured_heads(loaded, key)
+    measured = measured_heads(loaded)
     live = measured.point
     live_step = int((loaded.meta or {}).get("step", 0))
     points = [point for point in timeline if point.step != live_step] + [live]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import (
     DEFAULT_SENTENCE,
     cached_translation,
@@ -59,17 +60,11 @@ FIELDS = {
 }
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@per_model(max_entries=32)
 def cached_steps(
-    checkpoint_path: str,
-    source_ids: tuple[int, ...],
-    output_ids: tuple[int, ...],
-    kind: str,
-    layer: int,
-    head: int,
-    _loaded: LoadedCheckpoint,
+    loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...], kind: str, layer: int, head: int
 ) -> HeadSteps:
-    return head_steps(_loaded.model, _loaded.tokenizer, source_ids, output_ids, kind, layer, head)
+    return head_steps(loaded.model, loaded.tokenizer, source_ids, output_ids, kind, layer, head)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -77,9 +72,9 @@ def cached_demo(d_k: int):
     return scaling_demo(d_k)
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_next_tokens(checkpoint_path: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], _loaded):
-    return next_tokens(_loaded.model, _loaded.tokenizer, source_ids, output_ids)
+@per_model(max_entries=32)
+def cached_next_tokens(loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...]):
+    return next_tokens(loaded.model, loaded.tokenizer, source_ids, output_ids)
 
 
 def move(by: int) -> None:
@@ -119,7 +114,7 @@ with page("step_by_step", FIELDS) as loaded:
         if not text:
             st.info(t("steps.type_sentence"))
             leave_page()
-        translation = cached_translation(str(loaded.path), text, current_options(), loaded)
+        translation = cached_translation(loaded, text, current_options())
         st.markdown(t("steps.translation", translation=translation.translation or "∅"))
 
         config = loaded.config
@@ -127,13 +122,7 @@ with page("step_by_step", FIELDS) as loaded:
         kind, layer, head = head_picker(config, "steps_", (kind_column, layer_column, head_column))
         with st.spinner(t("steps.recording")):
             steps = cached_steps(
-                str(loaded.path),
-                tuple(translation.source_ids),
-                tuple(translation.output_ids),
-                kind,
-                layer,
-                head,
-                loaded,
+                loaded, tuple(translation.source_ids), tuple(translation.output_ids), kind, layer, head
             )
         url_state.ensure("steps_query", 0, lambda value: 0 <= int(value) < len(steps.query_tokens))
         query = query_column.selectbox(
@@ -226,9 +215,7 @@ with page("step_by_step", FIELDS) as loaded:
 
     if decoding.open:
         with decoding:
-            upcoming = cached_next_tokens(
-                str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids), loaded
-            )
+            upcoming = cached_next_tokens(loaded, tuple(translation.source_ids), tuple(translation.output_ids))
             positions = len(upcoming.position_tokens)
             url_state.ensure("steps_t", 0, lambda value: 0 <= int(value) < positions)
             at = st.slider(t("steps.position"), 0, positions - 1, key="steps_t", help=t("steps.position_help"))

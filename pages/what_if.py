@@ -48,7 +48,7 @@ with page("what_if", FIELDS) as loaded:
         st.info(t("whatif.type_sentence"))
         leave_page()
     options = current_options()
-    translation = cached_translation(str(loaded.path), text, options, loaded)
+    translation = cached_translation(loaded, text, options)
     st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))
 
     tabs.show(TABS, "wi_tab", TAB_KEY, Case(loaded, text, translation, options))

@@ -167,7 +167,7 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    result = common.cached_translation(str(loaded.path), SENTENCES[1], DecodingOptions(), loaded)
+    result = common.cached_translation(loaded, SENTENCES[1], DecodingOptions())
     queue = common.shared_translator(loaded)
     assert list(queue.batches) == [1] and result.seconds["batch"] == 1
     assert common.shared_translator(loaded) is queue
@@ -196,7 +196,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
     def page() -> None:
         start.wait(10)
         with slots.run():
-            results.append(common.cached_translation(str(loaded.path), SENTENCES[0], DecodingOptions(), loaded))
+            results.append(common.cached_translation(loaded, SENTENCES[0], DecodingOptions()))
 
     threads = [threading.Thread(target=page, daemon=True) for _ in range(pages)]
     for thread in threads:

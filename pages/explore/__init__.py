@@ -214,7 +214,7 @@ def translation_panel(loaded) -> None:
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
     with st.spinner(t("explore.translating"), show_time=True):  # the seconds so far, after the first half second
-        translation = cached_translation(str(loaded.path), text, decoding_options(), loaded)
+        translation = cached_translation(loaded, text, decoding_options())
     if translation.truncated or pasted > len(text):
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()

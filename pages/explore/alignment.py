@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown, layer_head_pickers
 from pages.i18n import language, t
@@ -61,17 +62,15 @@ def render(shown: Shown) -> None:
     omission_note(found, support)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_omissions(_loaded: LoadedCheckpoint, checkpoint: str, text: str, output_ids: tuple[int, ...]) -> Omissions:
-    return omissions(_loaded, text.split(), output_ids)
+@per_model(max_entries=64)
+def cached_omissions(loaded: LoadedCheckpoint, text: str, output_ids: tuple[int, ...]) -> Omissions:
+    return omissions(loaded, text.split(), output_ids)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_support(
-    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]
-) -> Support:
-    words, owners = wa.words_of(_loaded.tokenizer.pieces(output_ids))
-    return source_support(_loaded, source_ids, output_ids, owners, words)
+@per_model(max_entries=64)
+def cached_support(loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...]) -> Support:
+    words, owners = wa.words_of(loaded.tokenizer.pieces(output_ids))
+    return source_support(loaded, source_ids, output_ids, owners, words)
 
 
 def word_checks(loaded: LoadedCheckpoint, translation: Translation) -> tuple[Omissions | None, Support | None]:
@@ -82,8 +81,8 @@ def word_checks(loaded: LoadedCheckpoint, translation: Translation) -> tuple[Omi
         return None, None
     output_ids = tuple(translation.output_ids)
     return (
-        cached_omissions(loaded, str(loaded.path), text, output_ids),
-        cached_support(loaded, str(loaded.path), tuple(translation.source_ids), output_ids),
+        cached_omissions(loaded, text, output_ids),
+        cached_support(loaded, tuple(translation.source_ids), output_ids),
     )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown
 from pages.i18n import language, t
@@ -23,25 +24,24 @@ ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not
 NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@per_model(max_entries=64)
 def cached_attribution(
-    _loaded: LoadedCheckpoint,
-    checkpoint: str,
+    loaded: LoadedCheckpoint,
     source_ids: tuple[int, ...],
     output_ids: tuple[int, ...],
     position: int,
     method: str,
     alternative: int | None,
 ) -> at.Attribution:
-    return at.attribute(_loaded.model, source_ids, output_ids, position, method, alternative)
+    return at.attribute(loaded.model, source_ids, output_ids, position, method, alternative)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@per_model(max_entries=64)
 def alternatives(
-    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...], position: int
+    loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...], position: int
 ) -> list[int]:
     """The most probable tokens at the position other than the one written."""
-    log_p = at.log_probabilities(_loaded.model, source_ids, output_ids, position)
+    log_p = at.log_probabilities(loaded.model, source_ids, output_ids, position)
     ranked = [int(i) for i in log_p.topk(ALTERNATIVES + 1).indices]
     return [token for token in ranked if token != output_ids[position]][:ALTERNATIVES]
 
@@ -76,7 +76,7 @@ def render(shown: Shown) -> None:
         format_func=lambda name: t(f"explore.attr_{name}"),
         help=t("explore.attr_method_help"),
     )
-    options = [NO_CONTRAST, *alternatives(loaded, str(loaded.path), source_ids, output_ids, position)]
+    options = [NO_CONTRAST, *alternatives(loaded, source_ids, output_ids, position)]
     url_state.ensure("attr_against", NO_CONTRAST, lambda value: value in options)
     against_column.selectbox(
         t("explore.attr_against"),
@@ -90,7 +90,7 @@ def render(shown: Shown) -> None:
     method = st.session_state["attr_method"]
     against = None if st.session_state["attr_against"] == NO_CONTRAST else st.session_state["attr_against"]
     with st.spinner(t("explore.attr_computing")):
-        found = cached_attribution(loaded, str(loaded.path), source_ids, output_ids, position, method, against)
+        found = cached_attribution(loaded, source_ids, output_ids, position, method, against)
     written = pieces[position] if against is None else f"{pieces[position]} / {loaded.tokenizer.pieces([against])[0]}"
     attention = translation.maps.cross[:, :, position, :].mean(axis=(0, 1))
     name = f"{sentence_slug(translation.source_text)}-attribution-{position + 1}-{method}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages.caching import per_model
 from pages.common import sentence_slug, show_figure
 from pages.explore.shared import Shown
 from pages.i18n import language, t
@@ -14,11 +15,9 @@ from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import logit_lens as plot_lens
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
-def cached_lens(
-    _loaded: LoadedCheckpoint, checkpoint: str, source_ids: tuple[int, ...], output_ids: tuple[int, ...]
-) -> LogitLens:
-    return logit_lens(_loaded, source_ids, output_ids)
+@per_model(max_entries=64)
+def cached_lens(loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...]) -> LogitLens:
+    return logit_lens(loaded, source_ids, output_ids)
 
 
 def render(shown: Shown) -> None:
@@ -26,7 +25,7 @@ def render(shown: Shown) -> None:
     if not translation.output_ids:
         st.info(t("explore.lens_empty"))
         return
-    lens = cached_lens(loaded, str(loaded.path), tuple(translation.source_ids), tuple(translation.output_ids))
+    lens = cached_lens(loaded, tuple(translation.source_ids), tuple(translation.output_ids))
     show_figure(
         plot_lens.lens_figure(lens, t("explore.lens_title"), language()),
         key="logit_lens",

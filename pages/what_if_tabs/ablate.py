@@ -9,6 +9,7 @@ import html
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import MAX_SOURCE_TOKENS
 from pages.i18n import t
 from pages.tabs import Tab
@@ -26,15 +27,16 @@ from pages.what_if_tabs.shared import (
 )
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS, Translation
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 from transformer.serving.translator import scratch_model
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_ablation(checkpoint: str, text: str, off: tuple, options: DecodingOptions, _loaded) -> Translation:
-    with scratch_model(_loaded) as model:  # switching heads off changes a model: never the one all sessions share
-        return ablation.translate_ablated(model, _loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
+@per_model(max_entries=32)
+def cached_ablation(loaded: LoadedCheckpoint, text: str, off: tuple, options: DecodingOptions) -> Translation:
+    with scratch_model(loaded) as model:  # switching heads off changes a model: never the one all sessions share
+        return ablation.translate_ablated(model, loaded.tokenizer, text, list(off), options, MAX_SOURCE_TOKENS)
 
 
 def render(case: Case) -> None:
@@ -62,7 +64,7 @@ def render(case: Case) -> None:
     off = heads_off(loaded)
     st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off)
     with st.spinner(t("whatif.translating")):
-        ablated = cached_ablation(str(loaded.path), text, tuple(off), options, loaded)
+        ablated = cached_ablation(loaded, text, tuple(off), options)
     left, right = st.columns(2)
     with left:
         translation_line(t("whatif.original"), translation.translation)

@@ -6,26 +6,28 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import MAX_SOURCE_TOKENS, show_figure
 from pages.i18n import decoding_label, language, t
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, cached_score, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.beam import BeamTree, explore_beam
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_beam(checkpoint: str, text: str, options: DecodingOptions, _loaded) -> BeamTree:
-    return explore_beam(_loaded.model, _loaded.tokenizer, text, options, MAX_SOURCE_TOKENS)
+@per_model(max_entries=16)
+def cached_beam(loaded: LoadedCheckpoint, text: str, options: DecodingOptions) -> BeamTree:
+    return explore_beam(loaded.model, loaded.tokenizer, text, options, MAX_SOURCE_TOKENS)
 
 
 def render(case: Case) -> None:
     loaded, text, options = case.loaded, case.text, case.options
     st.caption(t("whatif.beam_intro", decoding=decoding_label(options)))
     with st.spinner(t("whatif.searching")):
-        tree = cached_beam(str(loaded.path), text, options, loaded)
+        tree = cached_beam(loaded, text, options)
     finished = tree.finished()
     if not finished:
         st.warning(t("whatif.no_hypothesis"))
@@ -62,7 +64,7 @@ def render(case: Case) -> None:
         )
     )
     output = tree.tokens(node.id)
-    scored = cached_score(str(loaded.path), tuple(tree.source_ids), tuple(output), loaded)
+    scored = cached_score(loaded, tuple(tree.source_ids), tuple(output))
     probabilities, maps = scored.tokens, scored.maps
     show_figure(
         plot_whatif.token_probabilities({labels[chosen]: probabilities}, t("whatif.per_token"), language()),

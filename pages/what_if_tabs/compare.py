@@ -47,7 +47,7 @@ def render(case: Case) -> None:
         except CheckpointError as error:
             st.error(t("whatif.other_failed", name=other_name, message=str(error).splitlines()[0]))
             return
-        second = cached_translation(str(other.path), text, options, other)
+        second = cached_translation(other, text, options)
         sides = ((loaded.path.name, translation), (other.path.name, second))
         compared = other
     else:
@@ -55,7 +55,7 @@ def render(case: Case) -> None:
         if not other_text:
             st.info(t("whatif.type_other"))
             return
-        second = cached_translation(str(loaded.path), other_text, options, loaded)
+        second = cached_translation(loaded, other_text, options)
         sides = ((text, translation), (other_text, second))
         compared = loaded
     kind, layer, head = head_pickers(loaded, "wi_compare_")

@@ -6,19 +6,22 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import show_figure
+from pages.caching import per_model
+from pages.common import cached_translation, show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.forced import ForcedDecoding, force, reference_for
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def cached_force(checkpoint: str, text: str, given: str, options: DecodingOptions, _translation, _loaded):
-    return force(_loaded.model, _loaded.tokenizer, _translation, given)
+@per_model(max_entries=16)
+def cached_force(loaded: LoadedCheckpoint, text: str, given: str, options: DecodingOptions) -> ForcedDecoding:
+    """``given`` scored teacher-forced beside the model's own translation of ``text`` (the page's, from its cache)."""
+    return force(loaded.model, loaded.tokenizer, cached_translation(loaded, text, options), given)
 
 
 def render(case: Case) -> None:
@@ -36,7 +39,7 @@ def render(case: Case) -> None:
         st.info(t("whatif.type_given"))
         return
     with st.spinner(t("whatif.scoring")):
-        forced: ForcedDecoding = cached_force(str(loaded.path), text, given, options, translation, loaded)
+        forced: ForcedDecoding = cached_force(loaded, text, given, options)
     if forced.given.truncated:
         st.warning(t("whatif.given_truncated", tokens=len(forced.given.output_ids)))
     bleu_column, chrf_column, given_column, model_column = st.columns(4)

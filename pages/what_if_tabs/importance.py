@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.caching import per_model
 from pages.common import show_figure
 from pages.i18n import decoding_label, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
@@ -16,6 +17,7 @@ from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, download_json, set_heads_off
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS
+from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import DEV_PREFIX, has_pairs, read_pairs
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
@@ -27,11 +29,11 @@ IMPORTANCE_SAMPLE = (5, 50)  # dev sentences the page may measure on (every head
 
 # Minutes of model work: outside the page slots, so that other pages and translation batches never wait for it.
 @called_outside_the_slot
-@st.cache_data(max_entries=8, show_spinner=False)
-def cached_importance(checkpoint: str, sample: int, with_ablation: bool, _loaded) -> dict:
-    pairs = read_pairs(DEV_PREFIX, _loaded.config.languages)[:sample]
-    with scratch_model(_loaded) as model:
-        result = ablation.measure_importance(model, _loaded.tokenizer, pairs, ablation=with_ablation)
+@per_model(max_entries=8)
+def cached_importance(loaded: LoadedCheckpoint, sample: int, with_ablation: bool) -> dict:
+    pairs = read_pairs(DEV_PREFIX, loaded.config.languages)[:sample]
+    with scratch_model(loaded) as model:
+        result = ablation.measure_importance(model, loaded.tokenizer, pairs, ablation=with_ablation)
     return {**result, "source": f"{DEV_PREFIX.name}, first {sample} pairs"}
 
 
@@ -58,7 +60,7 @@ def render(case: Case) -> None:
             st.session_state[f"_wi_measured_{sample}"] = True
             st.session_state["wi_measure"] = "bleu_drop"  # what was just measured
         with st.spinner(t("whatif.measuring")):
-            result = cached_importance(str(loaded.path), sample, with_ablation, loaded)
+            result = cached_importance(loaded, sample, with_ablation)
     else:
         result = stored
     source = sample_label(result.get("source", ""))

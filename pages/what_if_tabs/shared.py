@@ -11,6 +11,7 @@ import streamlit as st
 
 import transformer.checkpoint
 from pages import url_state
+from pages.caching import per_model
 from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
 from pages.i18n import language, t
 from pages.links import atlas_button
@@ -44,10 +45,10 @@ def view_fields(prefix: str) -> dict[str, Field]:
     }
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
-def cached_score(checkpoint: str, source_ids: tuple, output_ids: tuple, _loaded) -> Scored:
+@per_model(max_entries=32)
+def cached_score(loaded: LoadedCheckpoint, source_ids: tuple, output_ids: tuple) -> Scored:
     """One hypothesis's attention and per-token probabilities, from one teacher-forced pass."""
-    return score_output(_loaded.model, _loaded.tokenizer, list(source_ids), list(output_ids), "")
+    return score_output(loaded.model, loaded.tokenizer, list(source_ids), list(output_ids), "")
 
 
 def kind_names() -> dict[str, str]:
