@@ -35,7 +35,7 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
-from transformer.decode import DEFAULT_DECODING, DecodingOptions
+from transformer.decode import DecodingOptions
 from transformer.hub import FAMILIES
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
 from transformer.plots.style import for_projector
@@ -408,21 +408,6 @@ def cached_translation(loaded: LoadedCheckpoint, text: str, options: DecodingOpt
     leaves its slot while its sentence waits and is searched (:mod:`pages.page_slots`), so others can join the
     batch."""
     return shared_translator(loaded).translate(text, options, MAX_SOURCE_TOKENS)
-
-
-def decoding_options() -> DecodingOptions:
-    """The sidebar's decoding choices as one object."""
-    state = st.session_state
-    return DecodingOptions(int(state["beam"]), float(state["alpha"]), precision=state["precision"])
-
-
-def current_options() -> DecodingOptions:
-    """The main page's decoding choices when it has been visited in this session, else the paper's (for the
-    pages that show the same translation)."""
-    try:
-        return decoding_options()
-    except (KeyError, ValueError):
-        return DEFAULT_DECODING
 
 
 def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> str:

@@ -18,12 +18,12 @@ from pages.caching import per_model
 from pages.common import (
     DEFAULT_SENTENCE,
     cached_translation,
-    current_options,
     leave_page,
     page,
     presenting,
     show_figure,
 )
+from pages.decoding import current_options
 from pages.i18n import language, t
 from pages.links import atlas_button
 from pages.pickers import head_picker

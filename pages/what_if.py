@@ -23,7 +23,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import tabs, url_state
-from pages.common import DEFAULT_SENTENCE, cached_translation, current_options, leave_page, page
+from pages.common import DEFAULT_SENTENCE, cached_translation, leave_page, page
+from pages.decoding import current_options
 from pages.i18n import decoding_label, t
 from pages.url_state import Field
 from pages.what_if_tabs import TABS

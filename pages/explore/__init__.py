@@ -13,13 +13,12 @@ import html
 
 import streamlit as st
 
-from pages import tabs, url_state
+from pages import decoding, tabs, url_state
 from pages.common import (
     COMMON_FIELDS,
     DEFAULT_SENTENCE,
     MAX_SOURCE_TOKENS,
     cached_translation,
-    decoding_options,
     presenter_controls,
     presenting,
     selected_checkpoint,
@@ -36,7 +35,6 @@ from transformer.analysis import precompute
 from transformer.analysis.attention import AttentionMaps, Translation, merged_view, without_specials
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import not_source_reasons, unknown_characters
-from transformer.decode import PRECISIONS, default_precision
 
 # The paper's two attention-figure sentences (newstest2013), one click away.
 PAPER_SENTENCES = {  # message key of the button → sentence
@@ -54,10 +52,7 @@ VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label 
 SCALES = ("0 to 1", "fitted")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
-    "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)
-    "beam": Field(4, url_state.integer(1, 8)),
-    "alpha": Field(0.6, url_state.number(0.0, 2.0)),
-    "precision": Field(default_precision(), url_state.choice(PRECISIONS)),
+    **decoding.FIELDS,
     "merge": Field(False, url_state.flag, url_state.dump_flag),
     "specials": Field(True, url_state.flag, url_state.dump_flag),
     "predicted": Field(True, url_state.flag, url_state.dump_flag),  # decoder rows by the token they write
@@ -128,23 +123,7 @@ def main(loading=None) -> None:
         st.header(t("explore.model"))
         sidebar_checkpoint_picker()
         st.header(t("explore.decoding"))
-        url_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
-        searches = {"beam": t("explore.beam"), "greedy": t("explore.greedy")}
-        st.radio(t("explore.search"), ["beam", "greedy"], key="search", horizontal=True, format_func=searches.get)
-        if st.session_state["search"] == "beam":
-            if st.session_state["beam"] < 2:
-                st.session_state["beam"] = 4
-            st.slider(t("explore.beam_size"), 2, 8, key="beam")
-            st.slider(t("explore.alpha"), 0.0, 2.0, step=0.1, key="alpha")
-        else:
-            st.session_state["beam"] = 1
-        st.radio(
-            t("explore.precision"),
-            PRECISIONS,
-            key="precision",
-            horizontal=True,
-            help=t("explore.precision_help"),
-        )
+        decoding.controls()
         st.header(t("explore.display"))
         st.toggle(t("explore.merge"), key="merge")
         st.toggle(t("explore.specials"), key="specials")
@@ -214,7 +193,7 @@ def translation_panel(loaded) -> None:
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
     with st.spinner(t("explore.translating"), show_time=True):  # the seconds so far, after the first half second
-        translation = cached_translation(loaded, text, decoding_options())
+        translation = cached_translation(loaded, text, decoding.options())
     if translation.truncated or pasted > len(text):
         read = translation.read_text.strip()
         ending = read[-40:].lstrip()
@@ -234,11 +213,11 @@ def translation_panel(loaded) -> None:
         f"{html.escape(translation.translation) or '∅'}</div>",
         unsafe_allow_html=True,
     )
-    decoding = decoding_label(translation.options)
+    search = decoding_label(translation.options)
     timing = t(
         "explore.timing",
         target=target,
-        decoding=decoding,
+        decoding=search,
         decode=translation.seconds["decode"] * 1000,
         attention=translation.seconds["attention"] * 1000,
     )
