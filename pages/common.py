@@ -410,6 +410,16 @@ def cached_translation(loaded: LoadedCheckpoint, text: str, options: DecodingOpt
     return shared_translator(loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
+def sentence_input(label: str, key: str, when_empty: str) -> str | None:
+    """A one-line sentence box (at most 2,000 characters) and its text, stripped; when there is none, ``when_empty``
+    says what to type and None comes back (``sentence_input(…) or leave_page()`` ends the page there)."""
+    text = st.text_input(label, key=key, max_chars=2000).strip()
+    if not text:
+        st.info(when_empty)
+        return None
+    return text
+
+
 def matrix_csv(matrix: np.ndarray, query_tokens: list[str], key_tokens: list[str]) -> str:
     """A matrix with query tokens as the first column and key tokens as the header (CSV-quoted)."""
     buffer = io.StringIO()

@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import leave_page, measured_heads, page, show_figure
+from pages.common import leave_page, measured_heads, page, sentence_input, show_figure
 from pages.i18n import language, sample_label, score_text, t
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
@@ -74,10 +74,7 @@ with page("heads", FIELDS) as loaded:
         with st.spinner(t("heads.scoring_sample")):
             tables = measured.tables if count == measured.sample else sample_tables(loaded, count)
     else:
-        sentence = st.text_input(t("heads.sentence"), key="heads_sentence", max_chars=2000).strip()
-        if not sentence:
-            st.info(t("heads.type_sentence"))
-            leave_page()
+        sentence = sentence_input(t("heads.sentence"), "heads_sentence", t("heads.type_sentence")) or leave_page()
         with st.spinner(t("heads.scoring_sentence")):
             tables = sentence_tables(loaded, sentence)
 

@@ -30,6 +30,15 @@ def load(name: str) -> Lesson:
     return read_lesson(name)
 
 
+def load_or_say(name: str) -> Lesson | None:
+    """The lesson, or None after saying what is wrong with its file."""
+    try:
+        return load(name)
+    except LessonError as error:
+        st.error(t("lesson.broken", error=str(error)))
+        return None
+
+
 def step_link(name: str, number: int) -> str:
     """A link that opens step ``number`` of lesson ``name`` from any page, in a fresh browser too."""
     return f"?{LESSON_PARAM}={name}&{STEP_PARAM}={number}"
@@ -81,10 +90,8 @@ def play(page) -> None:
             st.error(t("lesson.unknown", name=name))
             page.run()
             return
-        try:
-            lesson = load(name)
-        except LessonError as error:
-            st.error(t("lesson.broken", error=str(error)))
+        lesson = load_or_say(name)
+        if lesson is None:
             page.run()
             return
         number = min(number, len(lesson.steps))
@@ -98,10 +105,8 @@ def play(page) -> None:
         page.run()
         return
     name, number = playing
-    try:
-        lesson = load(name)
-    except LessonError as error:
-        st.error(t("lesson.broken", error=str(error)))
+    lesson = load_or_say(name)
+    if lesson is None:
         stop()
         page.run()
         return

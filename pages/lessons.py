@@ -7,8 +7,8 @@ import streamlit as st
 
 from pages.common import page
 from pages.i18n import language, t
-from pages.lesson_bar import load, open_step, step_link
-from transformer.lessons import LessonError, available_lessons
+from pages.lesson_bar import load_or_say, open_step, step_link
+from transformer.lessons import available_lessons
 
 st.set_page_config(page_title=t("lessons.title"), page_icon="🧑‍🏫", layout="wide")
 with page("lessons"):
@@ -20,10 +20,8 @@ with page("lessons"):
     if not names:
         st.info(t("lessons.none"))
     for name in names:
-        try:
-            lesson = load(name)
-        except LessonError as error:
-            st.error(t("lesson.broken", error=str(error)))
+        lesson = load_or_say(name)
+        if lesson is None:
             continue
         with st.container(border=True):
             st.subheader(lesson.words("title", words))

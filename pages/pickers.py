@@ -15,14 +15,17 @@ def kind_labels() -> dict[str, str]:
     return {kind: t(f"explore.kind_{kind}") for kind in ATTENTION_KINDS}
 
 
+def kind_picker(key: str, where=st) -> str:
+    """A radio of the three attention kinds (key ``key``) in ``where``; returns the kind."""
+    return where.radio(t("explore.attention"), ATTENTION_KINDS, key=key, format_func=kind_labels().get, horizontal=True)
+
+
 def head_picker(config: ModelConfig, prefix: str, columns=None) -> tuple[str, int, int]:
     """A radio for the attention kind and selectboxes for the layer and head (keys ``{prefix}kind``,
     ``{prefix}layer``, ``{prefix}head``; 1-based numbers, brought into range when the kind or the model changes) in
     ``columns`` (default: a row of three). Returns the kind and the 0-based layer and head."""
     kind_column, layer_column, head_column = columns or st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind = kind_column.radio(
-        t("explore.attention"), ATTENTION_KINDS, key=f"{prefix}kind", format_func=kind_labels().get, horizontal=True
-    )
+    kind = kind_picker(f"{prefix}kind", kind_column)
     layers, heads = config.layers(kind), config.num_heads
     url_state.ensure(f"{prefix}layer", 1, lambda value: 1 <= int(value) <= layers)
     url_state.ensure(f"{prefix}head", 1, lambda value: 1 <= int(value) <= heads)

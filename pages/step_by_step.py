@@ -21,6 +21,7 @@ from pages.common import (
     leave_page,
     page,
     presenting,
+    sentence_input,
     show_figure,
 )
 from pages.decoding import current_options
@@ -110,10 +111,7 @@ with page("step_by_step", FIELDS) as loaded:
     # In presenter mode the controls fold away, so that the chart fills the screen.
     controls = st.expander(t("steps.controls")) if presenting() else st.container()
     with controls:
-        text = st.text_input(t("steps.sentence"), key="steps_text", max_chars=2000).strip()
-        if not text:
-            st.info(t("steps.type_sentence"))
-            leave_page()
+        text = sentence_input(t("steps.sentence"), "steps_text", t("steps.type_sentence")) or leave_page()
         translation = cached_translation(loaded, text, current_options())
         st.markdown(t("steps.translation", translation=translation.translation or "∅"))
 

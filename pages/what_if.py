@@ -23,7 +23,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import tabs, url_state
-from pages.common import DEFAULT_SENTENCE, cached_translation, leave_page, page
+from pages.common import DEFAULT_SENTENCE, cached_translation, leave_page, page, sentence_input
 from pages.decoding import current_options
 from pages.i18n import decoding_label, t
 from pages.url_state import Field
@@ -44,10 +44,7 @@ with page("what_if", FIELDS) as loaded:
     url_state.ensure("wi_text", st.session_state.get("text") or DEFAULT_SENTENCE)
     st.title(t("whatif.page_title"))
     st.caption(t("whatif.intro"))
-    text = st.text_input(t("whatif.sentence"), key="wi_text", max_chars=2000).strip()
-    if not text:
-        st.info(t("whatif.type_sentence"))
-        leave_page()
+    text = sentence_input(t("whatif.sentence"), "wi_text", t("whatif.type_sentence")) or leave_page()
     options = current_options()
     translation = cached_translation(loaded, text, options)
     st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))

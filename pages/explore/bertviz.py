@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.explore.shared import Shown, kind_labels
+from pages.explore.shared import Shown
 from pages.i18n import t
+from pages.pickers import kind_labels
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS

@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import show_figure
-from pages.explore.shared import Shown, figure_name, kind_labels, query_labels
+from pages.explore.shared import Shown, figure_name, kind_choice
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
@@ -17,8 +17,7 @@ from transformer.plots import attention as plot_attention
 
 def render(shown: Shown) -> None:
     maps = shown.maps
-    kind = st.radio(t("explore.attention"), KINDS, key="focus_kind", format_func=kind_labels().get, horizontal=True)
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    kind, queries, keys = kind_choice(maps, "focus_kind")
     left, right = st.columns(2)
     url_state.ensure("focus_layer", min(4, maps.num_layers - 1), lambda i: 0 <= i < maps.num_layers)
     layer = left.selectbox(

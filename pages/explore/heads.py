@@ -6,8 +6,9 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import matrix_csv
-from pages.explore.shared import Shown, figure_name, kind_labels, layer_head_pickers, maps_npz, query_labels, show_head
+from pages.explore.shared import Shown, figure_name, layer_head_pickers, maps_npz, query_labels, show_head
 from pages.i18n import t
+from pages.pickers import kind_picker
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
@@ -16,8 +17,7 @@ from transformer.analysis.attention import KINDS
 def render(shown: Shown) -> None:
     maps, translation = shown.maps, shown.translation
     kind_column, layer_column, head_column = st.columns([3, 1, 1], vertical_alignment="bottom")
-    kind_column.radio(t("explore.attention"), KINDS, key="kind", format_func=kind_labels().get, horizontal=True)
-    kind = st.session_state["kind"]
+    kind = kind_picker("kind", kind_column)
     layer, head = layer_head_pickers(maps, columns=(layer_column, head_column))
     chart, guide = st.columns([3, 1])
     with chart:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import show_figure
-from pages.explore.shared import Shown, figure_name, kind_labels, layer_head_pickers, query_labels, show_head
+from pages.explore.shared import Shown, figure_name, kind_choice, layer_head_pickers, show_head
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
@@ -25,8 +25,7 @@ def open_clicked_head(chart_key: str) -> None:
 
 def render(shown: Shown) -> None:
     maps = shown.maps
-    kind = st.radio(t("explore.attention"), KINDS, key="grid_kind", format_func=kind_labels().get, horizontal=True)
-    queries, keys = query_labels(maps, kind), maps.tokens(kind)[1]
+    kind, queries, keys = kind_choice(maps, "grid_kind")
     fitted = st.session_state["scale"] == "fitted"
     title = t("explore.grid_title", kind=t(f"kind.{kind}"))
     grid = st.container()

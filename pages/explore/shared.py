@@ -12,7 +12,8 @@ import streamlit as st
 from pages.common import sentence_slug, show_figure
 from pages.i18n import language, t
 from pages.links import atlas_button
-from transformer.analysis.attention import KINDS, AttentionMaps, Translation
+from pages.pickers import kind_picker
+from transformer.analysis.attention import AttentionMaps, Translation
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
@@ -89,15 +90,16 @@ def figure_name(maps: AttentionMaps, kind: str, layer: int | None, head: int | N
     return f"{sentence}-{kind}-layer{'avg' if layer is None else layer + 1}-head{'avg' if head is None else head + 1}"
 
 
-def kind_labels() -> dict[str, str]:
-    """The attention kinds' short names in the chosen language (looked up now, not inside a format function)."""
-    return {kind: t(f"explore.kind_{kind}") for kind in KINDS}
-
-
 def describe(kind: str, layer: int | None, head: int | None) -> str:
     where = t("explore.all_layers") if layer is None else t("explore.layer", layer=layer + 1)
     which = t("explore.all_heads") if head is None else t("explore.head", head=head + 1)
     return f"{t(f'kind.{kind}')}, {where}, {which}"
+
+
+def kind_choice(maps: AttentionMaps, key: str, where=st) -> tuple[str, list[str], list[str]]:
+    """The attention kind picked with the radio ``key``, and its query and key tokens as the views label them."""
+    kind = kind_picker(key, where)
+    return kind, query_labels(maps, kind), maps.tokens(kind)[1]
 
 
 def query_labels(maps: AttentionMaps, kind: str) -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import cached_translation, get_checkpoint, matrix_csv, show_figure
+from pages.common import cached_translation, get_checkpoint, matrix_csv, sentence_input, show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
@@ -15,7 +15,7 @@ from pages.what_if_tabs.shared import (
     Case,
     comparison_checkpoints,
     describe,
-    file_name,
+    download,
     head_pickers,
     heatmap,
     translation_line,
@@ -51,9 +51,8 @@ def render(case: Case) -> None:
         sides = ((loaded.path.name, translation), (other.path.name, second))
         compared = other
     else:
-        other_text = st.text_input(t("whatif.other_sentence"), key="wi_other_text", max_chars=2000).strip()
-        if not other_text:
-            st.info(t("whatif.type_other"))
+        other_text = sentence_input(t("whatif.other_sentence"), "wi_other_text", t("whatif.type_other"))
+        if other_text is None:
             return
         second = cached_translation(loaded, other_text, options)
         sides = ((text, translation), (other_text, second))
@@ -80,13 +79,7 @@ def render(case: Case) -> None:
         key="wi_difference",
     )
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
-    st.download_button(
-        t("whatif.download_csv"),
-        lambda: matrix_csv(delta, queries, keys),
-        file_name=file_name("difference", "csv"),
-        mime="text/csv",
-        key="wi_difference_download",
-    )
+    download("wi_difference", "difference", lambda: matrix_csv(delta, queries, keys), "csv", "text/csv")
 
 
 TAB = Tab(

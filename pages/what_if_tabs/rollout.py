@@ -13,7 +13,7 @@ from pages.common import show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
-from pages.what_if_tabs.shared import Case, file_name, heatmap
+from pages.what_if_tabs.shared import Case, download, heatmap
 from transformer.analysis import rollout
 from transformer.plots import attention as plot_attention
 
@@ -90,13 +90,7 @@ def render(case: Case) -> None:
         np.savez_compressed(buffer, **arrays)
         return buffer.getvalue()
 
-    st.download_button(
-        t("whatif.download_npz"),
-        archive,
-        file_name=file_name("rollout", "npz"),
-        mime="application/octet-stream",
-        key="wi_rollout_download",
-    )
+    download("wi_rollout", "rollout", archive, "npz", "application/octet-stream")
 
 
 TAB = Tab(

@@ -51,10 +51,6 @@ def cached_score(loaded: LoadedCheckpoint, source_ids: tuple, output_ids: tuple)
     return score_output(loaded.model, loaded.tokenizer, list(source_ids), list(output_ids), "")
 
 
-def kind_names() -> dict[str, str]:
-    return {kind: t(f"kind.{kind}") for kind in KINDS}
-
-
 def heads_off_of(loaded: LoadedCheckpoint, kind: str) -> list[tuple[int, int]]:
     """The heads of one kind chosen on the ablation tab, as 0-based (layer, head). A link written before layers and
     heads were named from 1 gave each as layer × heads + head: read with the model's head count."""
@@ -120,19 +116,17 @@ def heatmap(
         atlas_button(kind, layer, head, key=f"{key}_atlas")
 
 
+def download(name: str, what: str, make, extension: str, mime: str) -> None:
+    """A download button (key ``{name}_download``) for a file named after the page's sentence and ``what``; ``make``
+    makes its content when the button is pressed, not at every run of the page."""
+    label = {"json": "whatif.download_json", "csv": "whatif.download_csv", "npz": "whatif.download_npz"}[extension]
+    st.download_button(t(label), make, file_name=file_name(what, extension), mime=mime, key=f"{name}_download")
+
+
 def download_json(name: str, value: dict) -> None:
     """The tab's numbers as a JSON download (the figures download with their camera button)."""
-
-    def document() -> str:  # made when the button is pressed, not at every run of the page
-        return json.dumps(value, ensure_ascii=False, indent=1, default=float)
-
-    st.download_button(
-        t("whatif.download_json"),
-        document,
-        file_name=file_name(name.removeprefix("wi_"), "json"),
-        mime="application/json",
-        key=f"{name}_download",
-    )
+    text = lambda: json.dumps(value, ensure_ascii=False, indent=1, default=float)  # noqa: E731  (made on a press)
+    download(name, name.removeprefix("wi_"), text, "json", "application/json")
 
 
 def file_name(what: str, extension: str) -> str:
