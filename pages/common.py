@@ -410,6 +410,15 @@ def cached_translation(loaded: LoadedCheckpoint, text: str, options: DecodingOpt
     return shared_translator(loaded).translate(text, options, MAX_SOURCE_TOKENS)
 
 
+def section(heading: str, text: str | None = None, formula: str | None = None) -> None:
+    """A section of an explaining page: its heading, what it shows in words, and its formula (LaTeX)."""
+    st.subheader(heading)
+    if text:
+        st.markdown(text)
+    if formula:
+        st.latex(formula)
+
+
 def sentence_input(label: str, key: str, when_empty: str) -> str | None:
     """A one-line sentence box (at most 2,000 characters) and its text, stripped; when there is none, ``when_empty``
     says what to type and None comes back (``sentence_input(…) or leave_page()`` ends the page there)."""

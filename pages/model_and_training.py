@@ -10,7 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from pages import url_state
-from pages.common import page, show_figure
+from pages.common import page, section, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor
@@ -105,11 +105,11 @@ with page("model", FIELDS) as loaded:
     else:
         st.info(t("model.no_health"))
 
-    st.subheader(t("model.schedule"))
-    st.markdown(t("model.schedule_text"))
-    st.latex(
+    section(
+        t("model.schedule"),
+        t("model.schedule_text"),
         r"lrate = scale \cdot d_{\text{model}}^{-0.5} \cdot "
-        r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)"
+        r"\min\left(step^{-0.5},\; step \cdot warmup\_steps^{-1.5}\right)",
     )
     arguments = trained_schedule(loaded.path, meta)
     trained_warmup, trained_scale = arguments.get("warmup"), arguments.get("lr_scale")
@@ -176,11 +176,11 @@ with page("model", FIELDS) as loaded:
         else:
             st.caption(t("model.recorded_schedule_unknown"))
 
-    st.subheader(t("model.smoothing"))
-    st.markdown(t("model.smoothing_text"))
-    st.latex(
+    section(
+        t("model.smoothing"),
+        t("model.smoothing_text"),
         r"q(y) = (1 - \varepsilon_{ls})\,[y = y^{*}] + \frac{\varepsilon_{ls}}{V}, \qquad "
-        r"\min_{p}\, H(q, p) = H(q) = -\sum_{y} q(y) \ln q(y)"
+        r"\min_{p}\, H(q, p) = H(q) = -\sum_{y} q(y) \ln q(y)",
     )
     recorded_epsilon = arguments.get("label_smoothing")
     trained_epsilon = (

@@ -103,6 +103,17 @@ def paper_side(number: int, findings: str) -> None:
     st.markdown(t("fig.reference", line=figure.dev_line, reference=figure.reference))
 
 
+def figure_section(number: int) -> tuple[dict, object, object]:
+    """A paper figure's heading, its numbers at the chosen step, and its two columns (the figure, then what it
+    shows); a figure that could not be measured says why in the second."""
+    st.header(figure_title(number))
+    found = metrics[f"figure_{number}"]
+    left, right = st.columns([3, 2])
+    if "error" in found:
+        right.warning(t("fig.cannot_measure", number=number, error=found["error"]))
+    return found, left, right
+
+
 def figure_title(number: int) -> str:
     return t(
         "fig.figure", number=number, title=t(f"fig.title{number}") if language() != "en" else FIGURES[number].title
@@ -185,14 +196,8 @@ with page("figures", FIELDS) as loaded:
     head_names = {head: t("fig.head", head=head + first) for head in range(num_heads)}
 
     # ------------------------------------------------------------------------------------------------ Figure 3
-    st.header(figure_title(3))
-    making = metrics["figure_3"]
-    left, right = st.columns([3, 2])
-    if "error" in making:
-        right.warning(t("fig.cannot_measure", number=3, error=making["error"]))
-        best_making = []
-    else:
-        best_making = making_heads(making, layer)
+    making, left, right = figure_section(3)
+    best_making = [] if "error" in making else making_heads(making, layer)
     with right:
         if "error" not in making:
             per_layer = making["heads_on_more_difficult_per_layer"]
@@ -240,14 +245,8 @@ with page("figures", FIELDS) as loaded:
             st.info(t("fig.choose_head"))
 
     # ------------------------------------------------------------------------------------------------ Figure 4
-    st.header(figure_title(4))
-    its = metrics["figure_4"]
-    left, right = st.columns([3, 2])
-    if "error" in its:
-        right.warning(t("fig.cannot_measure", number=4, error=its["error"]))
-        best_its = paper_heads(num_heads, first == 1)
-    else:
-        best_its = anaphora_heads(its, layer)
+    its, left, right = figure_section(4)
+    best_its = paper_heads(num_heads, first == 1) if "error" in its else anaphora_heads(its, layer)
     with left:
         pick_heads("fig4_heads", best_its)
         heads = st.multiselect(

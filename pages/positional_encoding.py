@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import page, show_figure
+from pages.common import page, section, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.model import sinusoidal_positional_encoding
@@ -67,17 +67,16 @@ with page("positional", FIELDS) as loaded:
     dimensions = st.multiselect(t("pe.dimensions"), list(range(d_model)), key="pe_dimensions")
     show_figure(plot_positional.sinusoid_curves(pe, dimensions, language()), key="pe_sinusoids")
 
-    st.subheader(t("pe.alike"))
-    st.markdown(t("pe.alike_text"))
+    section(t("pe.alike"), t("pe.alike_text"))
     show_figure(plot_positional.position_similarity(pe, language()), key="pe_similarity")
 
-    st.subheader(t("pe.offset"))
-    st.markdown(t("pe.offset_text"))
-    st.latex(
+    section(
+        t("pe.offset"),
+        t("pe.offset_text"),
         r"\begin{pmatrix} PE_{(pos+k,\,2i)} \\ PE_{(pos+k,\,2i+1)} \end{pmatrix} = "
         r"\begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}"
         r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix},"
-        r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}"
+        r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}",
     )
     offset = st.slider(t("pe.offset_k"), 1, 100, key="pe_offset")
     st.caption(t("pe.offset_caption", positions=2 * d_model + offset + 1))
@@ -90,6 +89,5 @@ with page("positional", FIELDS) as loaded:
     third.metric(t("pe.largest_rotation"), f"{stats['rotation_max_residual']:.1e}")
     show_figure(figure, key="pe_offset_linearity")
 
-    st.subheader(t("pe.norms"))
-    st.markdown(t("pe.norms_text", norm=(config.d_model / 2) ** 0.5, tokens=config.vocab_size))
+    section(t("pe.norms"), t("pe.norms_text", norm=(config.d_model / 2) ** 0.5, tokens=config.vocab_size))
     show_figure(plot_positional.embedding_norms(loaded.model, language()), key="pe_embedding_norms")
