@@ -145,23 +145,22 @@ def _layer_names(kind: str, index: int) -> dict[str, tuple[str, str]]:
     """This project's name → (the Hugging Face name, how the width enters it) for one layer's tensors."""
     ours, theirs = f"{kind}_layers.{index}", f"model.{kind}.layers.{index}"
     names: dict[str, tuple[str, str]] = {}
+
+    def module(mine: str, hf: str, weight: str, bias: str) -> None:  # a Linear or LayerNorm: weight, then bias
+        names[f"{ours}.{mine}.weight"] = (f"{theirs}.{hf}.weight", weight)
+        names[f"{ours}.{mine}.bias"] = (f"{theirs}.{hf}.bias", bias)
+
     attentions = [("self_attention", "self_attn")] + (
         [("cross_attention", "encoder_attn")] if kind == "decoder" else []
     )
     for mine, hf in attentions:
         for projection, hf_projection in (("query", "q_proj"), ("key", "k_proj"), ("value", "v_proj")):
-            names[f"{ours}.{mine}.{projection}.weight"] = (f"{theirs}.{hf}.{hf_projection}.weight", "columns")
-            names[f"{ours}.{mine}.{projection}.bias"] = (f"{theirs}.{hf}.{hf_projection}.bias", "none")
-        names[f"{ours}.{mine}.output.weight"] = (f"{theirs}.{hf}.out_proj.weight", "rows")
-        names[f"{ours}.{mine}.output.bias"] = (f"{theirs}.{hf}.out_proj.bias", "rows")
-        for part in ("weight", "bias"):
-            names[f"{ours}.{mine}_norm.{part}"] = (f"{theirs}.{hf}_layer_norm.{part}", "rows")
-    names[f"{ours}.feed_forward.inner.weight"] = (f"{theirs}.fc1.weight", "columns")
-    names[f"{ours}.feed_forward.inner.bias"] = (f"{theirs}.fc1.bias", "none")
-    names[f"{ours}.feed_forward.outer.weight"] = (f"{theirs}.fc2.weight", "rows")
-    names[f"{ours}.feed_forward.outer.bias"] = (f"{theirs}.fc2.bias", "rows")
-    for part in ("weight", "bias"):
-        names[f"{ours}.feed_forward_norm.{part}"] = (f"{theirs}.final_layer_norm.{part}", "rows")
+            module(f"{mine}.{projection}", f"{hf}.{hf_projection}", "columns", "none")
+        module(f"{mine}.output", f"{hf}.out_proj", "rows", "rows")
+        module(f"{mine}_norm", f"{hf}_layer_norm", "rows", "rows")
+    module("feed_forward.inner", "fc1", "columns", "none")
+    module("feed_forward.outer", "fc2", "rows", "rows")
+    module("feed_forward_norm", "final_layer_norm", "rows", "rows")
     return names
 
 

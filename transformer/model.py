@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -200,44 +200,60 @@ def residual(x: Tensor, sublayer, norm: nn.LayerNorm, dropout: nn.Module, norm_f
     return norm(x + dropout(sublayer(x)))
 
 
-class EncoderLayer(nn.Module):
+def _attention_sublayer(config: ModelConfig) -> tuple[MultiHeadAttention, nn.LayerNorm]:
+    """One attention sub-layer's attention and its LayerNorm."""
+    return MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout), nn.LayerNorm(config.d_model)
+
+
+def _recording(attention: MultiHeadAttention, weights: list, *args, **kwargs) -> Callable[[Tensor], Tensor]:
+    """``attention`` as a sub-layer h → attention(h, *args, **kwargs) that appends the weights it finds (or None)
+    to ``weights``."""
+
+    def attend(h: Tensor) -> Tensor:
+        attended, found = attention(h, *args, **kwargs)
+        weights.append(found)
+        return attended
+
+    return attend
+
+
+class _Layer(nn.Module):
+    """What a layer of either stack holds: self-attention, with ``cross`` the encoder–decoder attention, then the
+    FFN, each with its LayerNorm, and the dropout of their residual sub-layers (:func:`residual`)."""
+
+    def __init__(self, config: ModelConfig, cross: bool) -> None:
+        super().__init__()
+        self.norm_first = config.norm_first
+        self.self_attention, self.self_attention_norm = _attention_sublayer(config)
+        if cross:
+            self.cross_attention, self.cross_attention_norm = _attention_sublayer(config)
+        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation)
+        self.feed_forward_norm = nn.LayerNorm(config.d_model)
+        self.dropout = Dropout(config.dropout)
+
+    def _residual(self, x: Tensor, sublayer, norm: nn.LayerNorm) -> Tensor:
+        return residual(x, sublayer, norm, self.dropout, self.norm_first)
+
+
+class EncoderLayer(_Layer):
     """§3.1: self-attention then FFN, each as LayerNorm(x + Dropout(Sublayer(x))) (post-norm, §5.4 dropout)."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.norm_first = config.norm_first
-        self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
-        self.self_attention_norm = nn.LayerNorm(config.d_model)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation)
-        self.feed_forward_norm = nn.LayerNorm(config.d_model)
-        self.dropout = Dropout(config.dropout)
+        super().__init__(config, cross=False)
 
     def forward(self, x: Tensor, mask: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         weights = []
-
-        def attend(h: Tensor) -> Tensor:
-            attended, found = self.self_attention(h, mask=mask, need_weights=need_weights)
-            weights.append(found)
-            return attended
-
-        x = residual(x, attend, self.self_attention_norm, self.dropout, self.norm_first)
-        x = residual(x, self.feed_forward, self.feed_forward_norm, self.dropout, self.norm_first)
+        attend = _recording(self.self_attention, weights, mask=mask, need_weights=need_weights)
+        x = self._residual(x, attend, self.self_attention_norm)
+        x = self._residual(x, self.feed_forward, self.feed_forward_norm)
         return x, weights[0]
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(_Layer):
     """§3.1: masked self-attention, encoder–decoder attention, FFN; each sub-layer post-norm with residual."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.norm_first = config.norm_first
-        self.self_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
-        self.self_attention_norm = nn.LayerNorm(config.d_model)
-        self.cross_attention = MultiHeadAttention(config.d_model, config.num_heads, config.attention_dropout)
-        self.cross_attention_norm = nn.LayerNorm(config.d_model)
-        self.feed_forward = PositionwiseFeedForward(config.d_model, config.d_ff, config.activation)
-        self.feed_forward_norm = nn.LayerNorm(config.d_model)
-        self.dropout = Dropout(config.dropout)
+        super().__init__(config, cross=True)
 
     def forward(
         self,
@@ -248,20 +264,11 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         weights = []
-
-        def attend_self(h: Tensor) -> Tensor:
-            attended, found = self.self_attention(h, mask=self_mask, need_weights=need_weights)
-            weights.append(found)
-            return attended
-
-        def attend_memory(h: Tensor) -> Tensor:
-            attended, found = self.cross_attention(h, memory, mask=memory_mask, need_weights=need_weights)
-            weights.append(found)
-            return attended
-
-        x = residual(x, attend_self, self.self_attention_norm, self.dropout, self.norm_first)
-        x = residual(x, attend_memory, self.cross_attention_norm, self.dropout, self.norm_first)
-        x = residual(x, self.feed_forward, self.feed_forward_norm, self.dropout, self.norm_first)
+        attend_self = _recording(self.self_attention, weights, mask=self_mask, need_weights=need_weights)
+        attend_memory = _recording(self.cross_attention, weights, memory, mask=memory_mask, need_weights=need_weights)
+        x = self._residual(x, attend_self, self.self_attention_norm)
+        x = self._residual(x, attend_memory, self.cross_attention_norm)
+        x = self._residual(x, self.feed_forward, self.feed_forward_norm)
         return x, weights[0], weights[1]
 
 

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from transformer.model import MultiHeadAttention
+from transformer.toy import torch_threads
 
 
 @dataclass(frozen=True)
@@ -182,25 +183,19 @@ def time_layers(
     if repeats < 1 or not widths or min(widths) < 1:
         raise ValueError("need at least one repeat and sequence lengths ≥ 1")
     started = time.perf_counter()
-    with _ONE_AT_A_TIME:
-        previous = torch.get_num_threads()
-        if threads is not None:
-            torch.set_num_threads(threads)
-        try:
-            generator = torch.Generator().manual_seed(seed)
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(seed)
-                attention = MultiHeadAttention(d_model, num_heads).eval()
-                recurrent = nn.LSTM(d_model, d_model, batch_first=True).eval()
-            attention_ms, recurrent_ms = [], []
-            with torch.inference_mode():
-                for n in widths:
-                    x = torch.randn(1, n, d_model, generator=generator)  # (B=1, n, d)
-                    attention_ms.append(_median_ms(lambda x: attention(x), x, repeats))
-                    recurrent_ms.append(_median_ms(lambda x: recurrent(x), x, repeats))
-            used = torch.get_num_threads()
-        finally:
-            torch.set_num_threads(previous)
+    with _ONE_AT_A_TIME, torch_threads(threads):
+        generator = torch.Generator().manual_seed(seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            attention = MultiHeadAttention(d_model, num_heads).eval()
+            recurrent = nn.LSTM(d_model, d_model, batch_first=True).eval()
+        attention_ms, recurrent_ms = [], []
+        with torch.inference_mode():
+            for n in widths:
+                x = torch.randn(1, n, d_model, generator=generator)  # (B=1, n, d)
+                attention_ms.append(_median_ms(lambda x: attention(x), x, repeats))
+                recurrent_ms.append(_median_ms(lambda x: recurrent(x), x, repeats))
+        used = torch.get_num_threads()
     return LayerTimes(
         d_model=d_model,
         num_heads=num_heads,

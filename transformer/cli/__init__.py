@@ -9,16 +9,35 @@ modules here have no ``__main__`` block of their own, nor do the library's (``te
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+
+import torch
 
 from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 
 
-def load_or_report(name_or_path: str | Path | None, device: str = "cpu") -> LoadedCheckpoint | None:
-    """A command's checkpoint, or None after printing why it cannot be loaded (the command then exits with 1)."""
+def command_parser(name: str, doc: str) -> argparse.ArgumentParser:
+    """The parser of ``python -m transformer.<name>``, described by the first paragraph of its module's ``doc``."""
+    return argparse.ArgumentParser(prog=f"python -m transformer.{name}", description=doc.split("\n\n")[0])
+
+
+def fail(message: object) -> int:
+    """Print ``error: <message>`` on standard error; returns the failing command's exit status, 1."""
+    print(f"error: {message}", file=sys.stderr)
+    return 1
+
+
+def load_or_report(
+    name_or_path: str | Path | None, device: str = "cpu", threads: int | None = None
+) -> LoadedCheckpoint | None:
+    """A command's checkpoint, or None after printing why it cannot be loaded (the command then exits with 1).
+    ``threads`` (the commands' --threads): torch's CPU threads, set first (None or 0 leaves them as they are)."""
+    if threads:
+        torch.set_num_threads(threads)
     try:
         return load_checkpoint(name_or_path, device=device)
     except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
+        fail(error)
         return None

@@ -19,17 +19,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import torch
-
 from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attribution import AttributionUnavailable
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, fail, load_or_report
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(prog="python -m transformer.align", description=__doc__.split("\n\n")[0])
+    parse = command_parser("align", __doc__)
     parse.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parse.add_argument("--src", type=Path, required=True, help="English sentences, words separated by spaces")
     parse.add_argument("--tgt", type=Path, required=True, help="their German translations, likewise")
@@ -53,9 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = command.parse_args(argv)
     if args.choose and not args.gold:
         command.error("--choose needs --gold")
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    loaded = load_or_report(args.checkpoint, device=args.device)
+    loaded = load_or_report(args.checkpoint, device=args.device, threads=args.threads)
     if loaded is None:
         return 1
     config = loaded.model.config
@@ -69,8 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if gradients:
             wa.add_gradients(loaded, pairs, gradients)
     except (OSError, ValueError, AttributionUnavailable) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     if args.choose:
         return choose(loaded, pairs, gold, args.json, bool(gradients))
     found = [wa.links(pair, method) for pair in pairs]

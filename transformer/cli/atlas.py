@@ -24,11 +24,11 @@ from collections.abc import Sequence
 import torch
 
 from transformer.analysis import atlas, atlas_index
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, fail, load_or_report
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(prog="python -m transformer.atlas", description=__doc__.split("\n\n")[0])
+    parse = command_parser("atlas", __doc__)
     parse.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parse.add_argument("--json", action="store_true", help="print one JSON record per head, one per line")
     parse.add_argument(
@@ -73,8 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     for path in (atlas.ENGLISH_TREES, atlas.GERMAN_TREES, atlas.ALIGNMENT_GOLD.with_suffix(".de-en.wa")):
         if not path.is_file():
-            print(f"error: {path} not found: the atlas needs the gold data in ../shared/data", file=sys.stderr)
-            return 1
+            return fail(f"{path} not found: the atlas needs the gold data in ../shared/data")
     for path in (atlas.HELD_OUT_ENGLISH, atlas.HELD_OUT_GERMAN):
         if not path.is_file():
             print(f"warning: {path} not found: no held-out syntax scores (PUD only)", file=sys.stderr)
@@ -85,8 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         found = atlas.build(loaded, args.sentences)
     except atlas.AtlasError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     pairs, names = atlas_index.default_pairs(loaded.config.languages)
     index = atlas_index.build(loaded, pairs, names) if pairs else None
     if index is not None:

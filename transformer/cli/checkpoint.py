@@ -3,18 +3,17 @@ print one's configuration and metadata."""
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.checkpoint import CheckpointError, load_checkpoint
+from transformer.cli import command_parser, fail
 from transformer.runs import export, run_checkpoints
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.checkpoint", description=__doc__.split("\n\n")[0])
+    parser = command_parser("checkpoint", __doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     average = commands.add_parser("average", help="average checkpoints (§6.1) into one shippable checkpoint")
     average.add_argument("inputs", nargs="+", type=Path, help="a training run folder, or checkpoint folders")
@@ -46,6 +45,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(loaded.config.to_json(), end="")
             print(json.dumps(loaded.meta, indent=2, sort_keys=True))
     except CheckpointError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     return 0

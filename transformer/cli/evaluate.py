@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,10 +19,11 @@ from pathlib import Path
 import sacrebleu
 
 from transformer.analysis.health import format_health, model_health
-from transformer.checkpoint import META_FILE, folder_lock, read_json, write_json
-from transformer.cli.translate import add_decoding_arguments, start
+from transformer.checkpoint import META_FILE, LoadedCheckpoint, folder_lock, read_json, write_json
+from transformer.cli import command_parser, fail
+from transformer.cli.translate import add_decoding_arguments, run_decoding
 from transformer.data import read_lines, read_parallel
-from transformer.decode import translate
+from transformer.decode import DecodingOptions, translate
 
 
 def record_scores(checkpoint: Path, result: dict) -> None:
@@ -41,7 +41,7 @@ def record_scores(checkpoint: Path, result: dict) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n\n")[0])
+    parser = command_parser("evaluate", __doc__)
     add_decoding_arguments(parser)
     parser.add_argument("--src", type=Path, required=True, help="source sentences, one per line (plain or .gz)")
     parser.add_argument("--ref", type=Path, required=True, help="reference translations, line-aligned with --src")
@@ -70,15 +70,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_false",
         help="skip the model-health measures (encoder position cosines, attention entropies, cross alignment)",
     )
-    started = start(parser, argv)
-    if started is None:
-        return 1
-    args, options, loaded = started
+    return run_decoding(parser, argv, _evaluate)
+
+
+def _evaluate(args: argparse.Namespace, options: DecodingOptions, loaded: LoadedCheckpoint) -> int:
     try:
         pairs = read_parallel(args.src, args.ref)
     except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     if args.limit is not None:
         pairs = pairs[: args.limit]
     started = time.time()
@@ -116,11 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             other = read_lines(args.compare)
         except OSError as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 1
+            return fail(error)
         if len(other) < len(hypotheses):
-            print(f"error: {args.compare} has {len(other)} lines for {len(hypotheses)} sentences", file=sys.stderr)
-            return 1
+            return fail(f"{args.compare} has {len(other)} lines for {len(hypotheses)} sentences")
         result["compare"] = compare(
             hypotheses, other[: len(hypotheses)], references[0], max(resamples, 1000), args.compare
         )

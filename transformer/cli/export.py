@@ -15,12 +15,11 @@ export is one HTML file that translates and draws every head in a browser, opene
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.word_alignment import default_method
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, fail, load_or_report
 from transformer.ctranslate2 import ExportError, export_ctranslate2
 from transformer.hub import HubError, export_marian
 from transformer.i18n import LANGUAGES
@@ -28,7 +27,7 @@ from transformer.web import WebExportError, export_web
 
 
 def parser() -> argparse.ArgumentParser:
-    result = argparse.ArgumentParser(prog="python -m transformer.export", description=__doc__.split("\n\n")[0])
+    result = command_parser("export", __doc__)
     result.add_argument(
         "engine", choices=["ctranslate2", "huggingface", "web"], help="the engine or format to export for"
     )
@@ -58,8 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             out = export_ctranslate2(loaded, arguments.out, force=arguments.force)
     except (ExportError, HubError, WebExportError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     size = sum(path.stat().st_size for path in out.iterdir()) / 1e6
     what = "Hugging Face MarianMTModel" if arguments.engine == "huggingface" else "CTranslate2 model"
     print(f"wrote {out}: float32 {what} of {loaded.path.name}, {size:.1f} MB")

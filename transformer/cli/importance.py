@@ -20,12 +20,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.ablation import measure_importance, save_importance
-from transformer.cli.translate import add_decoding_arguments, start
+from transformer.checkpoint import LoadedCheckpoint
+from transformer.cli import command_parser, fail
+from transformer.cli.translate import add_decoding_arguments, run_decoding
 from transformer.data import DEV_PREFIX, read_parallel
+from transformer.decode import DecodingOptions
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.importance", description=__doc__.split("\n\n")[0])
+    parser = command_parser("importance", __doc__)
     add_decoding_arguments(parser)
     parser.set_defaults(beam=1)  # greedy: one search per head keeps the whole table to minutes
     parser.add_argument("--src", type=Path, help="source sentences (default: newstest2013 in the model's pair)")
@@ -37,10 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gradient-only", action="store_true", help="skip the ablations (one backward pass only)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--save", action="store_true", help="store the result beside the checkpoint for the app")
-    started = start(parser, argv)
-    if started is None:
-        return 1
-    args, options, loaded = started
+    return run_decoding(parser, argv, _importance)
+
+
+def _importance(args: argparse.Namespace, options: DecodingOptions, loaded: LoadedCheckpoint) -> int:
     source, target = (Path(f"{DEV_PREFIX}.{language}") for language in loaded.config.languages)
     args.src, args.ref = args.src or source, args.ref or target
     try:
@@ -50,8 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if report is None and args.report > 0:
             print(f"no pairs after the first {args.sample}: reporting on the ranking pairs", file=sys.stderr)
     except (FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     result = {
         "checkpoint": str(loaded.path),
         **measure_importance(

@@ -15,17 +15,14 @@ types and opens the step's head on it.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import torch
 
 from transformer.analysis.attention import KINDS, translate_with_attention
 from transformer.analysis.steps import STEPS, head_steps, scaling_demo
 from transformer.analysis.word_alignment import default_method
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, fail, load_or_report
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
 from transformer.lessons import Lesson, LessonError, Step, read_lesson
 from transformer.model import sinusoidal_positional_encoding
@@ -218,7 +215,7 @@ def export(
 
 
 def parser() -> argparse.ArgumentParser:
-    parse = argparse.ArgumentParser(prog="python -m transformer.lesson", description=__doc__.split("\n\n")[0])
+    parse = command_parser("lesson", __doc__)
     commands = parse.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="read a lesson file and say what is wrong with it, step by step")
     check.add_argument("lesson", help="a lesson file, or the name of a lesson in lessons/")
@@ -242,22 +239,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         lesson = read_lesson(arguments.lesson)
     except LessonError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return fail(error)
     if arguments.command == "check":
         pages = ", ".join(dict.fromkeys(step.page for step in lesson.steps))
         print(f"{lesson.name}: {len(lesson.steps)} steps, on the pages {pages}")
         return 0
-    if arguments.threads:
-        torch.set_num_threads(arguments.threads)
-    loaded = load_or_report(arguments.checkpoint)
+    loaded = load_or_report(arguments.checkpoint, threads=arguments.threads)
     if loaded is None:
         return 1
     try:
         count = export(lesson, loaded, arguments.out, arguments.language, arguments.explorer)
     except WebExportError as error:
-        print(f"error: {error} (--no-explorer writes the lesson without the model)", file=sys.stderr)
-        return 1
+        return fail(f"{error} (--no-explorer writes the lesson without the model)")
     size = arguments.out.stat().st_size / 1e6
     print(f"wrote {arguments.out}: {len(lesson.steps)} steps, {count} figures, {size:.1f} MB")
     return 0

@@ -4,7 +4,6 @@ number the figures page shows."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from transformer.analysis.heads import anaphora_held_out, dev_sample, dictionary_held_out, head_score_tables
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, load_or_report
 from transformer.plots.paper import figure_page, paper_figures
 from transformer.runs import portable_path
 
@@ -117,7 +116,7 @@ def write_figures(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.paper_figures", description=__doc__.split("\n\n")[0])
+    parser = command_parser("paper_figures", __doc__)
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the figures and metrics.json")
     parser.add_argument("--zero-based", action="store_true", help="read the paper's 'layer 5' as 0-based")

@@ -3,17 +3,16 @@ each checkpoint (:mod:`transformer.analysis.precompute`)."""
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.precompute import default_head, measure_all, write
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, load_or_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.precompute", description=__doc__.split("\n\n")[0])
+    parser = command_parser("precompute", __doc__)
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
     args = parser.parse_args(argv)
     for folder in args.checkpoints:

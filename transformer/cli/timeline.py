@@ -3,17 +3,16 @@ snapshot (:mod:`transformer.analysis.timeline`)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.timeline import TIMELINE_FILE, measure, save_timeline
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, load_or_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.timeline", description=__doc__.split("\n\n")[0])
+    parser = command_parser("timeline", __doc__)
     parser.add_argument("checkpoints", nargs="+", help="snapshot or checkpoint folders, in any order")
     parser.add_argument("--out", type=Path, required=True, help=f"the {TIMELINE_FILE} to write")
     parser.add_argument(

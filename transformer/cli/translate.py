@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-
-import torch
+from collections.abc import Callable, Sequence
 
 from transformer.checkpoint import LoadedCheckpoint
-from transformer.cli import load_or_report
+from transformer.cli import command_parser, load_or_report
 from transformer.decode import (
     EXTRA_OUTPUT_TOKENS,
     PRECISIONS,
@@ -52,26 +50,27 @@ def decoding_options(parser: argparse.ArgumentParser, args: argparse.Namespace) 
         parser.error(str(error))
 
 
-def start(
-    parser: argparse.ArgumentParser, argv: Sequence[str] | None
-) -> tuple[argparse.Namespace, DecodingOptions, LoadedCheckpoint] | None:
-    """The decoding commands' start: parse the command line (with :func:`add_decoding_arguments`), set the threads
-    and load the checkpoint; None, after a message on standard error, when the checkpoint cannot be loaded."""
+DecodingCommand = Callable[[argparse.Namespace, DecodingOptions, LoadedCheckpoint], int]
+
+
+def run_decoding(parser: argparse.ArgumentParser, argv: Sequence[str] | None, command: DecodingCommand) -> int:
+    """A decoding command: parse the command line (with :func:`add_decoding_arguments`), set the threads, load the
+    checkpoint and run ``command`` on the arguments, the decoding options and the checkpoint; 1, after a message on
+    standard error, when the checkpoint cannot be loaded."""
     args = parser.parse_args(argv)
     options = decoding_options(parser, args)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    loaded = load_or_report(args.checkpoint, device=args.device)
-    return None if loaded is None else (args, options, loaded)
+    loaded = load_or_report(args.checkpoint, device=args.device, threads=args.threads)
+    return 1 if loaded is None else command(args, options, loaded)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m transformer.translate", description=__doc__.split("\n\n")[0])
+    parser = command_parser("translate", __doc__)
     add_decoding_arguments(parser)
-    started = start(parser, argv)
-    if started is None:
-        return 1
-    args, options, loaded = started
+    return run_decoding(parser, argv, _translate_lines)
+
+
+def _translate_lines(args: argparse.Namespace, options: DecodingOptions, loaded: LoadedCheckpoint) -> int:
+    """Standard input, line by line, to standard output."""
     lines = [line.rstrip("\n") for line in sys.stdin]
     limit = max_source_tokens(loaded.model)
     for number, line in enumerate(lines, start=1):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,11 +25,12 @@ from transformer.analysis.beam import explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import force
 from transformer.checkpoint import CheckpointError, load_checkpoint
-from transformer.cli.translate import add_decoding_arguments, start
+from transformer.cli import command_parser, fail
+from transformer.cli.translate import add_decoding_arguments, run_decoding
 
 
 def parser() -> argparse.ArgumentParser:
-    main = argparse.ArgumentParser(prog="python -m transformer.whatif", description=__doc__.split("\n\n")[0])
+    main = command_parser("whatif", __doc__)
     commands = main.add_subparsers(dest="command", required=True)
     helps = {
         "ablate": "translate with heads switched off, beside the intact model",
@@ -183,15 +183,15 @@ def run(args: argparse.Namespace, options, loaded) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    started = start(parser(), argv)
-    if started is None:
-        return 1
-    args, options, loaded = started
+    return run_decoding(parser(), argv, _answer)
+
+
+def _answer(args: argparse.Namespace, options, loaded) -> int:
+    """The chosen command's result on standard output (one JSON object with --json)."""
     try:
         result = run(args, options, loaded)
     except (ValueError, CheckpointError) as error:
-        print(f"error: {str(error).splitlines()[0]}", file=sys.stderr)
-        return 1
+        return fail(str(error).splitlines()[0])
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
         return 0

@@ -37,6 +37,22 @@ def check_tokens(shape: tuple[int, ...], query_tokens: Sequence[str], key_tokens
         )
 
 
+def checked_weights(
+    weights: np.ndarray,
+    query_tokens: Sequence[str],
+    key_tokens: Sequence[str],
+    leading: tuple[str, ...] = ("layers", "heads"),
+    what: str = "weights",
+) -> np.ndarray:
+    """``weights`` as floats, checked to be [*leading, queries, keys] with one query and one key per token (the error
+    calls them ``what``)."""
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != len(leading) + 2:
+        raise ValueError(f"expected {what} shaped [{', '.join(leading)}, queries, keys], got {weights.shape}")
+    check_tokens(weights.shape, query_tokens, key_tokens)
+    return weights
+
+
 def future_cells(num_queries: int, num_keys: int) -> np.ndarray:
     """True where the key comes after the query: what the decoder's causal mask hides (§3.2.3)."""
     return np.arange(num_keys)[None, :] > np.arange(num_queries)[:, None]
@@ -88,7 +104,8 @@ def _tick_size(count: int) -> int:
     return 12 if count <= 30 else 10 if count <= 60 else 8
 
 
-def _heatmap_height(rows: int) -> int:
+def heatmap_height(rows: int) -> int:
+    """The height of a heatmap with ``rows`` token rows: 20 px a row, within 380 to 1100 px."""
     return int(min(1100, max(380, 20 * rows + 200)))
 
 
@@ -132,7 +149,7 @@ def attention_heatmap(
     key_angle = -60 if num_keys <= 25 else -90
     layout = {
         "title": {"text": safe_label(title), "subtitle": {"text": note}} if note else {"text": safe_label(title)},
-        "height": _heatmap_height(num_queries),
+        "height": heatmap_height(num_queries),
         **base_layout(),
         "margin": _token_margins(queries, keys, key_angle),
         "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
@@ -237,10 +254,7 @@ def token_lines(
     ``min_weight`` are left out to keep the figure light, and opacities are rounded to 1/20 so that a head needs
     at most 20 traces rather than one per line.
     """
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 3:
-        raise ValueError(f"expected one layer's weights shaped [heads, queries, keys], got {weights.shape}")
-    check_tokens(weights.shape, query_tokens, key_tokens)
+    weights = checked_weights(weights, query_tokens, key_tokens, ("heads",), "one layer's weights")
     num_heads, num_queries, num_keys = weights.shape
     heads = list(range(num_heads)) if heads is None else list(heads)
     if any(not 0 <= head < num_heads for head in heads):

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.style import base_layout, figure, safe_label
+from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 
 ATTENTION_COLOUR = "#9ecae1"
 ATTRIBUTION_COLOUR = "#e6550d"
@@ -63,12 +63,7 @@ def attribution_figure(
         "title": {"text": safe_label(title), "x": 0.5, "xanchor": "center"},
         "barmode": "relative" if attention is None else "group",
         "height": 330,
-        "xaxis": {
-            "tickmode": "array",
-            "tickvals": list(range(len(tokens))),
-            "ticktext": [safe_label(token) for token in tokens],
-            "tickangle": -45 if len(tokens) > 12 else 0,
-        },
+        "xaxis": {**token_ticks(tokens), "tickangle": -45 if len(tokens) > 12 else 0},
         "yaxis": {"title": {"text": text["share"]}, "rangemode": "tozero"},
         "legend": {"orientation": "h", "y": 1.12, "x": 1, "xanchor": "right"},
     }

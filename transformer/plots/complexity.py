@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from transformer.analysis.complexity import PATH_KINDS, LayerTimes, path_length, route
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.style import base_layout, figure, safe_label
+from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 
 COLOURS = {
     "recurrent": "#e45756",
@@ -80,9 +80,7 @@ def path_figure(
             )
         },
         "xaxis": {
-            "tickmode": "array",
-            "tickvals": list(range(len(tokens))),
-            "ticktext": [safe_label(token) for token in tokens],
+            **token_ticks(tokens),
             "tickangle": -45 if len(tokens) > 12 else 0,
             "range": [-0.6, len(tokens) - 0.4],
         },

@@ -9,7 +9,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.attention import ATTENTION_TRACE, MASK_FILL, check_tokens, finite_max, future_cells, token_labels
+from transformer.plots.attention import (
+    ATTENTION_TRACE,
+    MASK_FILL,
+    checked_weights,
+    finite_max,
+    future_cells,
+    token_labels,
+)
 from transformer.plots.style import base_layout, figure, safe_label
 
 OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
@@ -47,10 +54,7 @@ def model_view_grid(
     (0-based layer, head) outlines the tile that is open.
     """
     text = words(language, "plot_attention")
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 4:
-        raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
-    check_tokens(weights.shape, query_tokens, key_tokens)
+    weights = checked_weights(weights, query_tokens, key_tokens)
     canvas, mask = _canvas(weights, causal)
     x, y = _categories(weights.shape, token_labels(query_tokens), token_labels(key_tokens))
     num_layers, num_heads, num_queries, num_keys = weights.shape
@@ -113,18 +117,18 @@ def _canvas(weights: np.ndarray, causal: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def _categories(shape: tuple[int, ...], queries: list[str], keys: list[str]) -> tuple[list[str], list[str]]:
     """The canvas's column and row names: "head h · key k (j)" and "layer l · query q (i)", gaps in between."""
-    num_layers, num_heads, num_queries, num_keys = shape
-    x = [
-        f"head {head + 1} · key {keys[j]} ({j})" if j < num_keys else f"gap {head}"
-        for head in range(num_heads)
-        for j in range(num_keys + 1)
+    num_layers, num_heads = shape[:2]
+    return _blocks("head", num_heads, "key", keys), _blocks("layer", num_layers, "query", queries)
+
+
+def _blocks(block: str, count: int, item: str, labels: list[str]) -> list[str]:
+    """``count`` blocks of one category per label ("block b · item label (i)") with a gap category between."""
+    names = [
+        f"{block} {b + 1} · {item} {labels[i]} ({i})" if i < len(labels) else f"gap {b}"
+        for b in range(count)
+        for i in range(len(labels) + 1)
     ]
-    y = [
-        f"layer {layer + 1} · query {queries[i]} ({i})" if i < num_queries else f"gap {layer}"
-        for layer in range(num_layers)
-        for i in range(num_queries + 1)
-    ]
-    return x[:-1], y[:-1]
+    return names[:-1]
 
 
 def _tile_markers(head_centres: list[str], layer_centres: list[str], hover: str) -> dict:

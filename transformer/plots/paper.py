@@ -9,7 +9,7 @@ PNG when a Chromium is installed) plus ``metrics.json`` with every number the fi
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 
@@ -32,6 +32,27 @@ from transformer.plots.attention import token_lines
 
 
 # ------------------------------------------------------------------------------------------------ the figures
+def _drawer(attention: SentenceAttention, layer: int, first: int, language: str, view: dict) -> Callable:
+    """Draws heads of ``layer`` on the sentence (its tokens labelled) in the paper's style: ``draw(heads, title)``
+    every query's attentions (``heads`` None = all), ``draw(heads, title, word)`` only those of ``word``."""
+    tokens, weights = attention.view(**view)
+    tokens = label(tokens)
+
+    def draw(heads: Sequence[int] | None, title: str, word: str | None = None) -> go.Figure:
+        return token_lines(
+            weights[layer],
+            tokens,
+            tokens,
+            heads=None if heads is None else list(heads),
+            query_index=None if word is None else query_position(tokens, word),
+            title=title,
+            first=first,
+            language=language,
+        )
+
+    return draw
+
+
 def figure_3(
     attention: SentenceAttention,
     layer: int,
@@ -41,18 +62,8 @@ def figure_3(
     **view,
 ) -> go.Figure:
     """Only the attentions of "making", for ``heads`` (None = all heads of the layer)."""
-    tokens, weights = attention.view(**view)
-    tokens = label(tokens)
-    return token_lines(
-        weights[layer],
-        tokens,
-        tokens,
-        heads=None if heads is None else list(heads),
-        query_index=query_position(tokens, "making"),
-        title=message(language, "plot_paper.figure3", layer=layer + first),
-        first=first,
-        language=language,
-    )
+    draw = _drawer(attention, layer, first, language, view)
+    return draw(heads, message(language, "plot_paper.figure3", layer=layer + first), "making")
 
 
 def figure_4(
@@ -64,25 +75,11 @@ def figure_4(
     **view,
 ) -> tuple[go.Figure, go.Figure]:
     """Top: the full pattern of ``heads[0]``; bottom: only "its", for ``heads`` (two heads in the paper)."""
-    tokens, weights = attention.view(**view)
-    tokens = label(tokens)
+    draw = _drawer(attention, layer, first, language, view)
     names = ", ".join(str(head + first) for head in heads)
     top = message(language, "plot_paper.figure4_top", layer=layer + first, head=heads[0] + first)
     bottom = message(language, "plot_paper.figure4_bottom", layer=layer + first, heads=names)
-    its = query_position(tokens, "its")
-    return (
-        token_lines(weights[layer], tokens, tokens, heads=[heads[0]], title=top, first=first, language=language),
-        token_lines(
-            weights[layer],
-            tokens,
-            tokens,
-            heads=list(heads),
-            query_index=its,
-            title=bottom,
-            first=first,
-            language=language,
-        ),
-    )
+    return draw([heads[0]], top), draw(heads, bottom, "its")
 
 
 def figure_5(
@@ -94,15 +91,10 @@ def figure_5(
     **view,
 ) -> list[go.Figure]:
     """The full patterns of ``heads``, one panel each."""
-    tokens, weights = attention.view(**view)
-    tokens = label(tokens)
-    panels = []
-    for head in heads:
-        title = message(language, "plot_paper.figure5", layer=layer + first, head=head + first)
-        panels.append(
-            token_lines(weights[layer], tokens, tokens, heads=[head], title=title, first=first, language=language)
-        )
-    return panels
+    draw = _drawer(attention, layer, first, language, view)
+    return [
+        draw([head], message(language, "plot_paper.figure5", layer=layer + first, head=head + first)) for head in heads
+    ]
 
 
 def paper_figures(loaded: LoadedCheckpoint, one_based: bool = True) -> tuple[dict[str, go.Figure], dict]:

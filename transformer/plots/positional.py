@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
-from transformer.plots.style import base_layout
+from transformer.plots.style import lay_out
 
 
 def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -33,12 +33,8 @@ def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE
     )
     fig.update_xaxes(title_text=text["dimension_axis"])
     fig.update_yaxes(title_text=text["position"], autorange="reversed")
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["table_title"].format(positions=num_positions, d_model=d_model)},
-        height=int(min(900, max(380, 3 * num_positions + 160))),
-    )
-    return fig
+    title = text["table_title"].format(positions=num_positions, d_model=d_model)
+    return lay_out(fig, title, int(min(900, max(380, 3 * num_positions + 160))))
 
 
 def wavelength(dimension: int, d_model: int) -> float:
@@ -67,13 +63,7 @@ def sinusoid_curves(pe: np.ndarray, dimensions: list[int], language: str = DEFAU
         )
     fig.update_xaxes(title_text=text["position"])
     fig.update_yaxes(title_text="PE(pos, dim)", range=[-1.1, 1.1])
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["curves_title"]},
-        height=420,
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
+    return lay_out(fig, text["curves_title"], 420, legend_y=-0.2)
 
 
 def position_similarity(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -91,12 +81,7 @@ def position_similarity(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.
     )
     fig.update_xaxes(title_text=text["position"], scaleanchor="y", constrain="domain")
     fig.update_yaxes(title_text=text["position"], autorange="reversed", constrain="domain")
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["similarity_title"].format(diagonal=f"{pe.shape[1] / 2:g}")},
-        height=560,
-    )
-    return fig
+    return lay_out(fig, text["similarity_title"].format(diagonal=f"{pe.shape[1] / 2:g}"), 560)
 
 
 def offset_rotation(d_model: int, offset: int) -> np.ndarray:
@@ -149,37 +134,18 @@ def offset_linearity(pe: np.ndarray, offset: int, language: str = DEFAULT_LANGUA
         "test_positions": len(held_out),
     }
     fig = go.Figure()
-    fig.add_trace(
-        go.Scatter(
-            x=held_out,
-            y=fitted_residual,
-            mode="markers",
-            name=text["fitted"],
-            hovertemplate=f"pos %{{x}}<br>{text['relative_residual']} %{{y:.2e}}<extra></extra>",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=np.arange(len(source)),
-            y=rotation_residual,
-            mode="lines",
-            name=text["rotation"],
-            hovertemplate=f"pos %{{x}}<br>{text['relative_residual']} %{{y:.2e}}<extra></extra>",
-        )
-    )
+    hover = f"pos %{{x}}<br>{text['relative_residual']} %{{y:.2e}}<extra></extra>"
+    for positions, residual, mode, name in (
+        (held_out, fitted_residual, "markers", text["fitted"]),
+        (np.arange(len(source)), rotation_residual, "lines", text["rotation"]),
+    ):
+        fig.add_trace(go.Scatter(x=positions, y=residual, mode=mode, name=name, hovertemplate=hover))
     fig.update_xaxes(title_text=text["position_pos"])
     fig.update_yaxes(title_text=text["relative_residual"], type="log", exponentformat="e")
-    fig.update_layout(
-        **base_layout(),
-        title={
-            "text": text["linearity_title"].format(
-                offset=offset, largest=stats["max_residual"], rotation=stats["rotation_max_residual"]
-            )
-        },
-        height=420,
-        legend={"orientation": "h", "y": -0.25},
+    title = text["linearity_title"].format(
+        offset=offset, largest=stats["max_residual"], rotation=stats["rotation_max_residual"]
     )
-    return fig, stats
+    return lay_out(fig, title, 420, legend_y=-0.25), stats
 
 
 def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -239,11 +205,4 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
     fig.update_yaxes(title_text=text["tokens"], row=1, col=1)
     fig.update_xaxes(title_text=text["position"], row=1, col=2)
     fig.update_yaxes(title_text=text["norm"], rangemode="tozero", row=1, col=2)
-    fig.update_layout(
-        **base_layout(80),
-        title={"text": text["norms_title"]},
-        height=420,
-        legend={"orientation": "h", "y": -0.25},
-        bargap=0.05,
-    )
-    return fig
+    return lay_out(fig, text["norms_title"], 420, top=80, legend_y=-0.25, bargap=0.05)

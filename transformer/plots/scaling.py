@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 from transformer.analysis.steps import HeadSteps, ScalingDemo
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.steps import BAR, HIGHLIGHT, head_name, position_labels, say
-from transformer.plots.style import base_layout
+from transformer.plots.style import lay_out
 
 WIDTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 UNSCALED, SCALED = HIGHLIGHT, BAR
@@ -42,39 +42,14 @@ def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: st
     fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
     fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
     widths = [item.d_k for item in curve]
-    fig.add_trace(
-        go.Scatter(
-            x=widths,
-            y=[item.entropy(False) for item in curve],
-            name=text["without_scaling"],
-            mode="lines+markers",
-            line={"color": UNSCALED},
-        ),
-        1,
-        3,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=widths,
-            y=[item.entropy(True) for item in curve],
-            name=text["with_scaling"],
-            mode="lines+markers",
-            line={"color": SCALED},
-        ),
-        1,
-        3,
-    )
+    for scaled, name, colour in ((False, text["without_scaling"], UNSCALED), (True, text["with_scaling"], SCALED)):
+        entropies = [item.entropy(scaled) for item in curve]
+        fig.add_trace(go.Scatter(x=widths, y=entropies, name=name, mode="lines+markers", line={"color": colour}), 1, 3)
     fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
     fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
     fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
-    fig.update_layout(
-        **base_layout(90, 40),
-        title=say(text, "demo_title", d_k=demo.d_k),
-        barmode="group",
-        height=420,
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
+    title = say(text, "demo_title", d_k=demo.d_k)
+    return lay_out(fig, title, 420, top=90, bottom=40, legend_y=-0.2, barmode="group")
 
 
 def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -103,11 +78,4 @@ def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, languag
     )
     fig.update_xaxes(type="category", tickangle=-45, row=1, col=2)
     title = say(text, "head_title", head=head_name(text, steps), kind=text[f"kind_{steps.kind}"])
-    fig.update_layout(
-        **base_layout(90, 40),
-        title=title,
-        barmode="group",
-        height=420,
-        legend={"orientation": "h", "y": -0.3},
-    )
-    return fig
+    return lay_out(fig, title, 420, top=90, bottom=40, legend_y=-0.3, barmode="group")

@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 from transformer.analysis.steps import HeadSteps, NextTokens
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
-from transformer.plots.style import base_layout, safe_label
+from transformer.plots.style import lay_out, safe_label
 
 SIGNED_COLOURS = "RdBu_r"
 HIGHLIGHT = "#e45756"
@@ -92,12 +92,8 @@ def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int,
 
 
 def _layout(fig: go.Figure, title: str, rows: int, masked: bool = False) -> go.Figure:
-    fig.update_layout(
-        **base_layout(70, 40),
-        title=safe_label(title),
-        height=_height(rows),
-        plot_bgcolor=MASK_FILL if masked else "white",  # masked cells are gaps: they show the background
-    )
+    background = MASK_FILL if masked else "white"  # masked cells are gaps: they show the background
+    lay_out(fig, safe_label(title), _height(rows), top=70, bottom=40, plot_bgcolor=background)
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
 
@@ -209,34 +205,13 @@ def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGU
     keys = position_labels(steps.key_tokens)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
-    fig.add_trace(
-        go.Bar(
-            x=keys,
-            y=scaled,
-            marker_color="#4c78a8",
-            name=text["scaled_score"],
-            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
-        ),
-        1,
-        1,
-    )
-    fig.add_trace(
-        go.Bar(
-            x=keys,
-            y=steps.weights[query],
-            marker_color=HIGHLIGHT,
-            name=text["weight"],
-            hovertemplate="%{x}: %{y:.4f}<extra></extra>",
-        ),
-        1,
-        2,
-    )
-    fig.update_layout(
-        **base_layout(70, 40),
-        title=say(text, "query_row", token=safe_label(steps.query_tokens[query])),
-        height=330,
-        showlegend=False,
-    )
+    for column, (values, colour, name) in enumerate(
+        ((scaled, BAR, text["scaled_score"]), (steps.weights[query], HIGHLIGHT, text["weight"])), 1
+    ):
+        bars = go.Bar(x=keys, y=values, marker_color=colour, name=name, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+        fig.add_trace(bars, 1, column)
+    title = say(text, "query_row", token=safe_label(steps.query_tokens[query]))
+    lay_out(fig, title, 330, top=70, bottom=40, showlegend=False)
     fig.update_xaxes(type="category", tickangle=-45)
     return fig
 
@@ -305,12 +280,7 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
         layer=steps.layer + 1,
         kind=text[f"kind_{steps.kind}"],
     )
-    fig.update_layout(
-        **base_layout(80, 40),
-        title=title,
-        height=340 * grid + 240,
-    )
-    return fig
+    return lay_out(fig, title, 340 * grid + 240, top=80, bottom=40)
 
 
 # ------------------------------------------------------------------------------------------------ decoding
@@ -373,14 +343,7 @@ def decoding_figure(
         rank=int(upcoming.chosen_rank[t]),
         head=say(text, "head_of_layer", layer=layer + 1, head=head + 1),
     )
-    fig.update_layout(
-        **base_layout(90, 40),
-        title=title,
-        height=420,
-        barmode="overlay",
-        legend={"orientation": "h", "y": -0.35},
-    )
-    return fig
+    return lay_out(fig, title, 420, top=90, bottom=40, legend_y=-0.35, barmode="overlay")
 
 
 def _bars(labels: Sequence[str], values, colours: str | list[str] = BAR) -> go.Bar:

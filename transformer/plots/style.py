@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import html
 import unicodedata
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
@@ -51,6 +52,39 @@ def base_layout(top: int = 60, bottom: int = 10) -> dict:
     """What every figure's layout shares: narrow side margins, room above for its title (``top`` px) and below for
     its axis (``bottom``), and the font."""
     return {"margin": {"l": 10, "r": 10, "t": top, "b": bottom}, "font": FONT}
+
+
+def lay_out(
+    fig: go.Figure,
+    title: str,
+    height: int,
+    *,
+    top: int = 60,
+    bottom: int = 10,
+    legend_y: float | None = None,
+    **layout,
+) -> go.Figure:
+    """``fig`` laid out as most figures are: :func:`base_layout` (``top``, ``bottom``), its ``title`` and ``height``,
+    with ``legend_y`` a horizontal legend at that height (below the plot when negative), and any other ``layout``
+    properties. Returns ``fig``."""
+    if legend_y is not None:
+        layout["legend"] = {"orientation": "h", "y": legend_y}
+    fig.update_layout(**base_layout(top, bottom), title={"text": title}, height=height, **layout)
+    return fig
+
+
+def empty_note(fig: go.Figure, message: str) -> None:
+    """``message`` in large type in the middle of a figure that has nothing to draw."""
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16})
+
+
+def token_ticks(tokens: Sequence[str]) -> dict:
+    """An axis's ticks for ``tokens`` drawn at positions 0, 1, …: each token shown literally (:func:`safe_label`)."""
+    return {
+        "tickmode": "array",
+        "tickvals": list(range(len(tokens))),
+        "ticktext": [safe_label(token) for token in tokens],
+    }
 
 
 def safe_label(token: str) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.attention import ATTENTION_TRACE, check_tokens, token_labels
+from transformer.plots.attention import ATTENTION_TRACE, checked_weights, token_labels
 from transformer.plots.style import base_layout, figure
 from transformer.toy import ToySnapshot
 
@@ -93,12 +93,9 @@ def head_tiles(
     :data:`COLUMNS` heads to a row so that a class can read them. Cross-attention rows are labelled by the output
     token each decoder position writes, so copying shows as the diagonal and reversing as the anti-diagonal."""
     text = words(language, "plot_toy")
-    weights = np.asarray(weights, dtype=float)
-    if weights.ndim != 4:
-        raise ValueError(f"expected weights shaped [layers, heads, queries, keys], got {weights.shape}")
+    weights = checked_weights(weights, query_tokens, key_tokens)
     if kind not in ("cross", "encoder"):
         raise ValueError(f"unknown attention kind {kind!r}; choose cross or encoder")
-    check_tokens(weights.shape, query_tokens, key_tokens)
     num_layers, num_heads, num_queries, num_keys = weights.shape
     queries, keys = token_labels(query_tokens), token_labels(key_tokens)
     query_word, key_word = text[f"{kind}_query"], text[f"{kind}_key"]

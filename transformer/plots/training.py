@@ -5,6 +5,7 @@ parameter count per component."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
@@ -19,7 +20,7 @@ from transformer.analysis.training_log import (
 )
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
-from transformer.plots.style import base_layout
+from transformer.plots.style import empty_note, lay_out
 from transformer.schedule import learning_rate
 
 
@@ -31,8 +32,8 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
     """
     text = words(language, "plot_training")
     fig = make_subplots(specs=[[{"secondary_y": True}]])
-    train = sorted((r for r in records if r.get("kind") == "train" and "loss" in r), key=lambda r: r["step"])
-    dev = sorted((r for r in records if r.get("kind") == "dev"), key=lambda r: r["step"])
+    train = _records(records, "train", lambda r: "loss" in r)
+    dev = _records(records, "dev")
     series = [
         (text["training_loss"], train, "loss", False, "lines", "#4c78a8"),
         (text["dev_loss"], dev, "dev_loss", False, "lines+markers", "#f58518"),
@@ -40,21 +41,10 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
     ]
     by_step, by_hours = [], []
     for name, rows, field, secondary, mode, colour in series:
-        steps = [r["step"] for r in rows]
-        by_step.append(steps)
+        by_step.append([r["step"] for r in rows])
         by_hours.append([r.get("train_hours") for r in rows])
-        fig.add_trace(
-            go.Scatter(
-                x=steps,
-                y=[r.get(field) for r in rows],
-                mode=mode,
-                name=name,
-                line={"color": colour},
-                hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
-            ),
-            secondary_y=secondary,
-        )
-    starts = sorted((r for r in records if r.get("kind") == "init"), key=lambda r: r["step"])
+        fig.add_trace(_field_line(rows, field, name, mode, {"color": colour}), secondary_y=secondary)
+    starts = _records(records, "init")
     labelled = dev_set_changes(starts)
     marks = {
         axis: [
@@ -64,34 +54,65 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
         for axis in ("step", "hours")
     }
     if starts:  # the dashed lines' legend entry
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="lines",
-                name=text["fine_tuning"],
-                line={"dash": "dash", "color": "#888", "width": 1},
-            )
-        )
+        fig.add_trace(_legend_line(text["fine_tuning"], "dash"))
         by_step.append([None])
         by_hours.append([None])
     if not train and not dev:
-        fig.add_annotation(
-            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
-        )
-    fig.update_layout(
-        **base_layout(90),
+        empty_note(fig, text["no_records"])
+    lay_out(
+        fig,
+        text["curves_title"],
+        460,
+        top=90,
+        legend_y=-0.2,
         updatemenus=[_axis_buttons(text, by_step, by_hours, marks)],
-        title={"text": text["curves_title"]},
         shapes=marks["step"],
         hovermode="x unified",
-        height=460,
-        legend={"orientation": "h", "y": -0.2},
     )
     fig.update_xaxes(title_text=text["step"])
     fig.update_yaxes(title_text=text["loss_axis"], secondary_y=False)
     fig.update_yaxes(title_text=text["dev_bleu"], secondary_y=True, rangemode="tozero", showgrid=False)
     return fig
+
+
+def _records(records: list[dict], kind: str, keep: Callable[[dict], bool] | None = None) -> list[dict]:
+    """The records of ``kind`` (those ``keep`` accepts, if given), by step."""
+    return sorted(
+        (r for r in records if r.get("kind") == kind and (keep is None or keep(r))),
+        key=lambda r: r["step"],
+    )
+
+
+def _field_line(rows: list[dict], field: str, name: str, mode: str, line: dict, **style) -> go.Scatter:
+    """The records' ``field`` over their steps, its value on hover."""
+    return go.Scatter(
+        x=[r["step"] for r in rows],
+        y=[r.get(field) for r in rows],
+        mode=mode,
+        name=name,
+        line=line,
+        hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
+        **style,
+    )
+
+
+def _legend_line(name: str, dash: str) -> go.Scatter:
+    """A legend entry for the grey vertical lines drawn as shapes (:func:`_vertical_line`), which have none."""
+    return go.Scatter(x=[None], y=[None], mode="lines", name=name, line={"dash": dash, "color": "#888", "width": 1})
+
+
+def _vertical_line(x: float | None, dash: str) -> dict:
+    """A grey vertical line at ``x`` across the whole plot, as a layout shape."""
+    return {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "xref": "x",
+        "y0": 0,
+        "y1": 1,
+        "yref": "paper",
+        "line": {"dash": dash, "color": "#888", "width": 1},
+    }
 
 
 def _axis_buttons(text: dict, by_step: list, by_hours: list, marks: dict) -> dict:
@@ -125,10 +146,7 @@ HEALTH_PANELS = (  # the measure and whether it has one value per layer; titles 
 
 def health_records(records: list[dict]) -> list[dict]:
     """The dev records that carry the health measures (:mod:`transformer.analysis.health`), by step."""
-    return sorted(
-        (r for r in records if r.get("kind") == "dev" and isinstance(r.get("encoder_position_cosine"), list)),
-        key=lambda r: r["step"],
-    )
+    return _records(records, "dev", lambda r: isinstance(r.get("encoder_position_cosine"), list))
 
 
 def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -147,55 +165,39 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     )
     steps = [r["step"] for r in rows]
     per = text["layer"]
+
+    def line(panel: int, values: list, name: str, colour: str, hover: str, **style) -> None:
+        row, col = divmod(panel, 2)
+        fig.add_trace(
+            go.Scatter(
+                x=steps,
+                y=values,
+                mode="lines+markers",
+                name=name,
+                showlegend=False,
+                line={"color": colour},
+                hovertemplate=f"{hover} %{{y:.3f}}<extra></extra>",
+                **style,
+            ),
+            row=row + 1,
+            col=col + 1,
+        )
+
     for index, (field, per_layer) in enumerate(HEALTH_PANELS):
-        row, col = divmod(index, 2)
         if not per_layer:
-            values = [r.get(field) for r in rows]
-            fig.add_trace(
-                go.Scatter(
-                    x=steps,
-                    y=values,
-                    mode="lines+markers",
-                    name=text["best_head"],
-                    showlegend=False,
-                    line={"color": "#222"},
-                    hovertemplate=f"{text['alignment']} %{{y:.3f}}<extra></extra>",
-                ),
-                row=row + 1,
-                col=col + 1,
-            )
+            line(index, [r.get(field) for r in rows], text["best_head"], "#222", text["alignment"])
             continue
         layers = max((len(r.get(field) or []) for r in rows), default=0)
         for layer in range(layers):
             shade = 0.25 + 0.75 * (layer + 1) / layers
-            colour = f"rgba(31, 119, 180, {shade:.2f})" if col == 0 else f"rgba(214, 39, 40, {shade:.2f})"
+            colour = f"rgba(31, 119, 180, {shade:.2f})" if index % 2 == 0 else f"rgba(214, 39, 40, {shade:.2f})"
             values = [(r.get(field) or [None] * layers)[layer] for r in rows]
-            fig.add_trace(
-                go.Scatter(
-                    x=steps,
-                    y=values,
-                    mode="lines+markers",
-                    name=f"{per} {layer + 1}",
-                    showlegend=False,
-                    line={"color": colour},
-                    marker={"size": 4},
-                    hovertemplate=f"{per} {layer + 1}: %{{y:.3f}}<extra></extra>",
-                ),
-                row=row + 1,
-                col=col + 1,
-            )
+            line(index, values, f"{per} {layer + 1}", colour, f"{per} {layer + 1}:", marker={"size": 4})
     if not rows:
-        fig.add_annotation(
-            text=text["no_health"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
-        )
+        empty_note(fig, text["no_health"])
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(title_text=text["step"], row=2)
-    fig.update_layout(
-        **base_layout(90),
-        title={"text": text["health_title"]},
-        height=620,
-    )
-    return fig
+    return lay_out(fig, text["health_title"], 620, top=90)
 
 
 def dev_set_changes(starts: list[dict]) -> list[bool]:
@@ -212,14 +214,7 @@ def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANG
     text = words(language, "plot_training")
     dev = text["dev_set"].format(dev=record["dev"]) if labelled and record.get("dev") else ""
     return {
-        "type": "line",
-        "x0": x,
-        "x1": x,
-        "xref": "x",
-        "y0": 0,
-        "y1": 1,
-        "yref": "paper",
-        "line": {"dash": "dash", "color": "#888", "width": 1},
+        **_vertical_line(x, "dash"),
         "label": {"text": dev, "textposition": "end", "xanchor": "right", "font": {"size": 11}},
     }
 
@@ -247,15 +242,7 @@ def learning_rate_curve(
     text = words(language, "plot_training")
     rates = [rate_at(int(step)) for step in grid]
     peak = learning_rate(warmup, d_model, warmup, scale)
-    fig = go.Figure(
-        go.Scatter(
-            x=grid,
-            y=rates,
-            mode="lines",
-            name=text["learning_rate"],
-            hovertemplate=f"{text['step']} %{{x}}<br>lr %{{y:.2e}}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_rate_line(text, grid, rates, text["learning_rate"], digits=2))
     fig.add_vline(
         x=warmup,
         line_dash="dot",
@@ -273,18 +260,22 @@ def learning_rate_curve(
                 name=text["this_checkpoint"].format(step=current_step, rate=rate),
             )
         )
+    _rate_axes(fig, text)
+    title = text["schedule_title"].format(d_model=d_model, warmup=warmup, scale=scale)
+    if cooldown > 0:
+        title += text["cooldown"].format(cooldown=cooldown, last_step=last_step)
+    return lay_out(fig, title, 400, legend_y=-0.25)
+
+
+def _rate_line(text: dict, x: list, y: list, name: str, label: str = "lr", digits: int = 3, **style) -> go.Scatter:
+    """A learning rate over steps, the step and the rate (``label``, ``digits`` after the point) on hover."""
+    hover = f"{text['step']} %{{x}}<br>{label} %{{y:.{digits}e}}<extra></extra>"
+    return go.Scatter(x=x, y=y, mode="lines", name=name, hovertemplate=hover, **style)
+
+
+def _rate_axes(fig: go.Figure, text: dict) -> None:
     fig.update_xaxes(title_text=text["step"])
     fig.update_yaxes(title_text=text["learning_rate"], exponentformat="e")
-    fig.update_layout(
-        **base_layout(),
-        title={
-            "text": text["schedule_title"].format(d_model=d_model, warmup=warmup, scale=scale)
-            + (text["cooldown"].format(cooldown=cooldown, last_step=last_step) if cooldown > 0 else "")
-        },
-        height=400,
-        legend={"orientation": "h", "y": -0.25},
-    )
-    return fig
 
 
 def recorded_schedule(
@@ -311,64 +302,25 @@ def recorded_schedule(
             ys.append(None)
         xs.append(step)
         ys.append(rate)
-    fig = go.Figure(
-        go.Scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            name=text["recorded_lr"],
-            line={"color": "#4c78a8", "width": 2},
-            hovertemplate=f"{text['step']} %{{x}}<br>lr %{{y:.3e}}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_rate_line(text, xs, ys, text["recorded_lr"], line={"color": "#4c78a8", "width": 2}))
     if warmup is not None:
         check = schedule_check(records, d_model, warmup, scale, start, cooldown, last_step)
-        fig.add_trace(
-            go.Scatter(
-                x=list(check.steps),
-                y=list(check.formula),
-                mode="lines",
-                name=text["formula_lr"].format(warmup=warmup, scale=scale, start=start),
-                line={"color": "#e45756", "dash": "dash", "width": 2},
-                hovertemplate=f"{text['step']} %{{x}}<br>§5.3: %{{y:.3e}}<extra></extra>",
-            )
-        )
+        name = text["formula_lr"].format(warmup=warmup, scale=scale, start=start)
+        line = {"color": "#e45756", "dash": "dash", "width": 2}
+        fig.add_trace(_rate_line(text, list(check.steps), list(check.formula), name, "§5.3:", line=line))
     if starts:  # the restarts' legend entry
-        fig.add_trace(
-            go.Scatter(
-                x=[None],
-                y=[None],
-                mode="lines",
-                name=text["restart"],
-                line={"dash": "dot", "color": "#888", "width": 1},
-            )
-        )
+        fig.add_trace(_legend_line(text["restart"], "dot"))
     if not steps:
-        fig.add_annotation(
-            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
-        )
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["recorded_schedule_title"]},
-        shapes=[
-            {
-                "type": "line",
-                "x0": step,
-                "x1": step,
-                "xref": "x",
-                "y0": 0,
-                "y1": 1,
-                "yref": "paper",
-                "line": {"dash": "dot", "color": "#888", "width": 1},
-            }
-            for step in starts
-        ],
+        empty_note(fig, text["no_records"])
+    lay_out(
+        fig,
+        text["recorded_schedule_title"],
+        420,
+        legend_y=-0.25,
+        shapes=[_vertical_line(step, "dot") for step in starts],
         hovermode="closest",
-        height=420,
-        legend={"orientation": "h", "y": -0.25},
     )
-    fig.update_xaxes(title_text=text["step"])
-    fig.update_yaxes(title_text=text["learning_rate"], exponentformat="e")
+    _rate_axes(fig, text)
     return fig
 
 
@@ -394,14 +346,8 @@ def smoothed_target_figure(epsilon: float, vocab_size: int, language: str = DEFA
         ]
     )
     fig.update_yaxes(title_text=text["probability"], range=[0, 1.15])
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["target_title"].format(epsilon=epsilon, vocab=vocab_size)},
-        barmode="group",
-        height=380,
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
+    title = text["target_title"].format(epsilon=epsilon, vocab=vocab_size)
+    return lay_out(fig, title, 380, legend_y=-0.2, barmode="group")
 
 
 def smoothing_on_log(
@@ -413,8 +359,7 @@ def smoothing_on_log(
     holds are drawn."""
     text = words(language, "plot_training")
     floor = smoothing_floor(epsilon, vocab_size)
-    train = sorted((r for r in records if r.get("kind") == "train"), key=lambda r: r["step"])
-    dev = sorted((r for r in records if r.get("kind") == "dev"), key=lambda r: r["step"])
+    train, dev = _records(records, "train"), _records(records, "dev")
     series = [
         (text["training_loss"], train, "loss", "lines", "#4c78a8", "solid"),
         (text["training_nll"], train, "nll", "lines", "#4c78a8", "dot"),
@@ -426,17 +371,7 @@ def smoothing_on_log(
         rows = [r for r in rows if isinstance(r.get(field), (int, float))]
         if not rows:
             continue
-        fig.add_trace(
-            go.Scatter(
-                x=[r["step"] for r in rows],
-                y=[r[field] for r in rows],
-                mode=mode,
-                name=name,
-                line={"color": colour, "dash": dash},
-                marker={"size": 4},
-                hovertemplate=f"{name}: %{{y:.3f}}<extra></extra>",
-            )
-        )
+        fig.add_trace(_field_line(rows, field, name, mode, {"color": colour, "dash": dash}, marker={"size": 4}))
     for value, label, dash in (
         (floor.loss, text["loss_floor"].format(value=floor.loss), "dash"),
         (floor.nll, text["nll_floor"].format(value=floor.nll, perplexity=floor.perplexity), "dot"),
@@ -449,19 +384,11 @@ def smoothing_on_log(
             annotation_position="top right",
         )
     if not fig.data:
-        fig.add_annotation(
-            text=text["no_records"], showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper", font={"size": 16}
-        )
+        empty_note(fig, text["no_records"])
     fig.update_xaxes(title_text=text["step"])
     fig.update_yaxes(title_text=text["nats_axis"], rangemode="tozero")
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["smoothing_title"].format(epsilon=epsilon, vocab=vocab_size)},
-        hovermode="x unified",
-        height=460,
-        legend={"orientation": "h", "y": -0.2},
-    )
-    return fig
+    title = text["smoothing_title"].format(epsilon=epsilon, vocab=vocab_size)
+    return lay_out(fig, title, 460, legend_y=-0.2, hovermode="x unified")
 
 
 # ----------------------------------------------------------------------------------------------------- parameters

@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 
 from transformer.analysis.beam import BeamTree, TokenProbability
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.style import base_layout, safe_label
+from transformer.plots.attention import heatmap_height
+from transformer.plots.style import lay_out, safe_label, token_ticks
 
 STATUS_COLOURS = {"root": "#444444", "kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#c8c8c8"}
 CHOSEN = "#d62728"
@@ -107,14 +108,8 @@ def beam_tree(
     # Each column is as wide as the space its label was shortened to; the last label needs that space too.
     fig.update_xaxes(visible=False, range=[-0.3, width], fixedrange=True)
     legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}
-    fig.update_layout(
-        **base_layout(70),
-        title={"text": text["tree_title"]},
-        height=STEP_HEIGHT * (steps + 1) + 150,
-        plot_bgcolor="white",
-        legend=legend,
-    )
-    return fig
+    height = STEP_HEIGHT * (steps + 1) + 150
+    return lay_out(fig, text["tree_title"], height, top=70, plot_bgcolor="white", legend=legend)
 
 
 def token_probabilities(
@@ -141,14 +136,7 @@ def token_probabilities(
         )
     fig.update_yaxes(range=[0, 1], title_text=text["probability"])
     fig.update_xaxes(tickangle=-60, automargin=True, type="category")
-    fig.update_layout(
-        **base_layout(),
-        title={"text": safe_label(title)},
-        barmode="group",
-        height=380,
-        plot_bgcolor="white",
-    )
-    return fig
+    return lay_out(fig, safe_label(title), 380, barmode="group", plot_bgcolor="white")
 
 
 def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -166,13 +154,7 @@ def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language:
     fig.add_hrect(y0=intact_bleu - 1.0, y1=intact_bleu, fillcolor="#2ca02c", opacity=0.15, line_width=0)
     fig.update_xaxes(title_text=text["heads_off"].format(total=total), range=[0, total])
     fig.update_yaxes(title_text=text["score_axis"], rangemode="tozero")
-    fig.update_layout(
-        **base_layout(),
-        title={"text": text["prune_title"]},
-        height=380,
-        plot_bgcolor="white",
-    )
-    return fig
+    return lay_out(fig, text["prune_title"], 380, plot_bgcolor="white")
 
 
 def difference_heatmap(
@@ -198,31 +180,9 @@ def difference_heatmap(
             hovertemplate=f"{text['difference']}: %{{z:+.3f}}<extra></extra>",
         )
     )
-    fig.update_xaxes(
-        tickmode="array",
-        tickvals=list(range(len(key_tokens))),
-        tickangle=-60,
-        automargin=True,
-        ticktext=[safe_label(token) for token in key_tokens],
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_yaxes(
-        tickmode="array",
-        tickvals=list(range(len(query_tokens))),
-        autorange="reversed",
-        ticktext=[safe_label(token) for token in query_tokens],
-        automargin=True,
-        showgrid=False,
-        zeroline=False,
-    )
-    fig.update_layout(
-        **base_layout(),
-        title={"text": safe_label(title)},
-        height=int(min(1100, max(380, 20 * len(query_tokens) + 200))),
-        plot_bgcolor="white",
-    )
-    return fig
+    fig.update_xaxes(**token_ticks(key_tokens), tickangle=-60, automargin=True, showgrid=False, zeroline=False)
+    fig.update_yaxes(**token_ticks(query_tokens), autorange="reversed", automargin=True, showgrid=False, zeroline=False)
+    return lay_out(fig, safe_label(title), heatmap_height(len(query_tokens)), plot_bgcolor="white")
 
 
 DIFF_STYLES = {

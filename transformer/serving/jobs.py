@@ -32,7 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from transformer.serving.process import ANSWER, FAILURE, READY, REQUEST, read_frame, stop, write_frame
+from transformer.serving.process import (
+    ANSWER,
+    FAILURE,
+    READY,
+    REQUEST,
+    read_frame,
+    request_payloads,
+    stop,
+    write_frame,
+)
 
 WAITING, RUNNING, FINISHED, FAILED, CANCELLED = "waiting", "running", "finished", "failed", "cancelled"
 ENDED = (FINISHED, FAILED, CANCELLED)
@@ -314,14 +323,7 @@ def child(stdin, stdout) -> None:
     import torch
 
     torch.set_num_threads(1)
-    while True:
-        try:
-            kind, payload = read_frame(stdin)
-        except EOFError:
-            return
-        if kind != REQUEST:
-            write_frame(stdout, FAILURE, f"expected a request, got {kind!r}".encode())
-            continue
+    for payload in request_payloads(stdin, stdout):
         try:
             request = json.loads(payload)
             run, _ = KINDS[request["kind"]]

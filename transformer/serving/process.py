@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
@@ -85,6 +85,20 @@ def read_frame(stream: IO[bytes]) -> tuple[bytes, bytes]:
     if kind not in (READY, REQUEST, ANSWER, FAILURE) or size > MAX_FRAME:
         raise TranslationProcessError(f"not a frame of this protocol (kind {kind!r}, {size:,} bytes)")
     return kind, read_exactly(stream, size)
+
+
+def request_payloads(stream: IO[bytes], answers: IO[bytes]) -> Iterator[bytes]:
+    """The payloads of the request frames on ``stream`` until it closes; a frame of another kind is answered on
+    ``answers`` with a failure and skipped."""
+    while True:
+        try:
+            kind, payload = read_frame(stream)
+        except EOFError:
+            return
+        if kind != REQUEST:
+            write_frame(answers, FAILURE, f"expected a request, got {kind!r}".encode())
+            continue
+        yield payload
 
 
 def encode_translations(translations: Sequence[Translation]) -> bytes:
@@ -278,14 +292,7 @@ def serve(path: str, threads: int | None, requests: IO[bytes], answers: IO[bytes
     # its first products to be set up (about 0.1 s on 2 cores).
     translate_many_with_attention(loaded.model, loaded.tokenizer, ["Hello."], DEFAULT_DECODING)
     write_frame(answers, READY, json.dumps({"checksum": parameter_checksum(loaded.model), "pid": os.getpid()}).encode())
-    while True:
-        try:
-            kind, payload = read_frame(requests)
-        except EOFError:
-            return 0
-        if kind != REQUEST:
-            write_frame(answers, FAILURE, f"expected a request, got {kind!r}".encode())
-            continue
+    for payload in request_payloads(requests, answers):
         try:
             request = json.loads(payload)
             options = DecodingOptions(**request["options"])
@@ -303,6 +310,7 @@ def serve(path: str, threads: int | None, requests: IO[bytes], answers: IO[bytes
             write_frame(answers, FAILURE, f"{type(error).__name__}: {error}".encode("utf-8", "backslashreplace"))
             continue
         write_frame(answers, ANSWER, answer)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,21 +56,21 @@ class WebExportError(RuntimeError):
     """The one-file explorer cannot be built here (no npm, no ONNX exporter) or from this model."""
 
 
-class _Encoder(nn.Module):
+class _Part(nn.Module):
+    """One of the exported graphs: a part of ``model``'s pass."""
+
     def __init__(self, model: Transformer) -> None:
         super().__init__()
         self.model = model
 
+
+class _Encoder(_Part):
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         memory, weights = self.model.encode(source, need_weights=True)
         return memory, weights[0]  # (1, S, D), (L, H, S, S)
 
 
-class _Decoder(nn.Module):
-    def __init__(self, model: Transformer) -> None:
-        super().__init__()
-        self.model = model
-
+class _Decoder(_Part):
     def forward(
         self, source: torch.Tensor, memory: torch.Tensor, target: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

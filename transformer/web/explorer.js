@@ -186,11 +186,20 @@ function weightsOf(kind) {
   return kind === "encoder" ? current.encoder : current.maps[state.search][kind];
 }
 
-function drawHeatmap() {
-  const box = $("heatmap");
+// The element `id`, emptied to be drawn again.
+function emptied(id) {
+  const box = $(id);
   box.replaceChildren();
-  const weights = weightsOf(state.kind)[state.layer][state.head];
-  const { queries, keys } = tokensOf(state.kind);
+  return box;
+}
+
+// The chosen head's weights, its queries and keys, and the emptied box `id` to draw it in.
+function chosenHead(id) {
+  return { box: emptied(id), weights: weightsOf(state.kind)[state.layer][state.head], ...tokensOf(state.kind) };
+}
+
+function drawHeatmap() {
+  const { box, weights, queries, keys } = chosenHead("heatmap");
   const cell = Math.max(10, Math.min(26, Math.floor(560 / Math.max(keys.length, queries.length))));
   const margin = 90;
   const width = margin + cell * keys.length + 10;
@@ -216,10 +225,7 @@ function drawHeatmap() {
 }
 
 function drawLines() {
-  const box = $("lines");
-  box.replaceChildren();
-  const weights = weightsOf(state.kind)[state.layer][state.head];
-  const { queries, keys } = tokensOf(state.kind);
+  const { box, weights, queries, keys } = chosenHead("lines");
   const row = 20;
   const height = row * Math.max(queries.length, keys.length) + 20;
   const root = svg("svg", { width: 420, height, role: "img", "aria-label": t("web.lines_title") }, box);
@@ -262,8 +268,7 @@ function drawLines() {
 }
 
 function drawGrid() {
-  const box = $("grid");
-  box.replaceChildren();
+  const box = emptied("grid");
   const all = weightsOf(state.kind);
   all.forEach((layer, l) => {
     const line = element("div", { class: "grid-row" });
@@ -307,8 +312,7 @@ function drawGrid() {
 }
 
 function drawAlignment() {
-  const box = $("alignment");
-  box.replaceChildren();
+  const box = emptied("alignment");
   const method = parseMethod(data.alignment_method);
   const english = wordsOf(pieces(current.source.ids.slice(0, -1)));
   const output = current.outputs[state.search];

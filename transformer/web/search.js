@@ -27,7 +27,7 @@ function restrict(logProbs, config, step) {
   return logProbs;
 }
 
-function argmax(values) {
+export function argmax(values) {
   let best = 0;
   for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
   return best;

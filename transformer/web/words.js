@@ -1,6 +1,8 @@
 // Pieces into words, and words linked by attention: transformer/tokenizer.py (join_pieces, word_groups) and
 // transformer/analysis/word_alignment.py (word_scores, links) for the browser.
 
+import { argmax } from "./search.js";
+
 export const WORD_START = "\u2581";
 const SPECIAL = new Set(["<pad>", "<unk>", "<s>", "</s>"]);
 const PUNCTUATION = /^\p{P}+$/u;
@@ -105,20 +107,14 @@ export function wordScores(cross, method, sourceOwners, targetOwners, englishCou
   return scores.map((row, german) => row.map((value) => value / Math.max(counts[german], 1)));
 }
 
-function argmaxIndex(values) {
-  let best = 0;
-  for (let i = 1; i < values.length; i++) if (values[i] > values[best]) best = i;
-  return best;
-}
-
 // Each German word linked to the English word it attends to most (with `both`, only where that German word is also
 // the English word's strongest): sorted [english, german] pairs.
 export function links(scores, method, englishCount) {
   if (!scores.length || !englishCount) return [];
-  let found = scores.map((row, german) => [argmaxIndex(row), german]);
+  let found = scores.map((row, german) => [argmax(row), german]);
   if (method.both) {
     const strongest = [];
-    for (let e = 0; e < englishCount; e++) strongest.push(argmaxIndex(scores.map((row) => row[e])));
+    for (let e = 0; e < englishCount; e++) strongest.push(argmax(scores.map((row) => row[e])));
     found = found.filter(([english, german]) => strongest[english] === german);
   }
   return found.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
