@@ -16,7 +16,7 @@ import streamlit as st
 
 
 def per_model(
-    max_entries: int, resource: bool = False, spinner: bool | str = False, ttl: float | None = None
+    max_entries: int, resource: bool = False, spinner: bool | str = False
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Cache ``function(loaded, *arguments)`` per checkpoint folder and arguments: with ``st.cache_data`` (each
     caller gets its own copy of the result), or with ``resource`` ``st.cache_resource`` (one shared object: an index,
@@ -33,7 +33,7 @@ def per_model(
             function.__name__,
         )
         cache = st.cache_resource if resource else st.cache_data
-        cached = cache(max_entries=max_entries, show_spinner=spinner, ttl=ttl)(keyed)
+        cached = cache(max_entries=max_entries, show_spinner=spinner)(keyed)
 
         @functools.wraps(function)
         def call(loaded, *arguments):

@@ -59,9 +59,9 @@ def render(case: Case) -> None:
             t("whatif.all_off", kind=t(f"kind.{kind}")),
             key=f"wi_all_{kind}",
             on_click=set_heads_off,
-            args=([*[h for h in heads_off(loaded) if h[0] != kind], *((kind, *pair) for pair in every)],),
+            args=([*[h for h in heads_off() if h[0] != kind], *((kind, *pair) for pair in every)],),
         )
-    off = heads_off(loaded)
+    off = heads_off()
     st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off)
     with st.spinner(t("whatif.translating")):
         ablated = cached_ablation(loaded, text, tuple(off), options)

@@ -51,24 +51,21 @@ def cached_score(loaded: LoadedCheckpoint, source_ids: tuple, output_ids: tuple)
     return score_output(loaded.model, loaded.tokenizer, list(source_ids), list(output_ids), "")
 
 
-def heads_off_of(loaded: LoadedCheckpoint, kind: str) -> list[tuple[int, int]]:
-    """The heads of one kind chosen on the ablation tab, as 0-based (layer, head). A link written before layers and
-    heads were named from 1 gave each as layer × heads + head: read with the model's head count."""
-    heads = loaded.config.num_heads
-    chosen = st.session_state.get(f"wi_off_{kind}", [])
-    return [divmod(item, heads) if isinstance(item, int) else tuple(item) for item in chosen]
-
-
 def read_old_links(loaded: LoadedCheckpoint) -> None:
-    """The heads switched off as (layer, head) pairs, also where a link named them the old way (one number each)."""
+    """The heads switched off as (layer, head) pairs: a link written before layers and heads were named from 1 gave
+    each as one number, layer × heads + head, read here with the model's head count (once the page has it)."""
+    heads = loaded.config.num_heads
     for kind in KINDS:
-        if f"wi_off_{kind}" in st.session_state:
-            st.session_state[f"wi_off_{kind}"] = heads_off_of(loaded, kind)
+        key = f"wi_off_{kind}"
+        if key in st.session_state:
+            st.session_state[key] = [
+                divmod(x, heads) if isinstance(x, int) else tuple(x) for x in st.session_state[key]
+            ]
 
 
-def heads_off(loaded: LoadedCheckpoint) -> list[ablation.Head]:
+def heads_off() -> list[ablation.Head]:
     """The heads chosen on the ablation tab, as (kind, layer, head), 0-based."""
-    return [(kind, layer, head) for kind in KINDS for layer, head in heads_off_of(loaded, kind)]
+    return [(kind, layer, head) for kind in KINDS for layer, head in st.session_state.get(f"wi_off_{kind}", [])]
 
 
 def set_heads_off(heads: list[ablation.Head]) -> None:

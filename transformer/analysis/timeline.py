@@ -113,14 +113,15 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
         attention[5] = attention[4]
         prefix = f"{number}.score."
         scores = {key[len(prefix) :]: value.numpy() for key, value in tensors.items() if key.startswith(prefix)}
-        intervals = {
+        intervals = {  # none in a timeline recorded before them
             name: {
-                **{part: tensors[f"{number}.{part}.{name}"].numpy() for part in INTERVAL_PARTS},
+                "low": tensors[f"{number}.low.{name}"].numpy(),
+                "high": tensors[f"{number}.high.{name}"].numpy(),
+                "near_best": tensors[f"{number}.near_best.{name}"].numpy() > 0.5,
                 "items": items,
             }
-            for name, items in entry.get("interval_items", {}).items()  # none in a timeline recorded before them
+            for name, items in entry.get("interval_items", {}).items()
         }
-        intervals = {name: {**found, "near_best": found["near_best"] > 0.5} for name, found in intervals.items()}
         points.append(
             TimelinePoint(
                 entry["step"], entry["train_hours"], entry["label"], attention, entry["metrics"], scores, intervals
