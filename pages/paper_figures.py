@@ -80,11 +80,13 @@ def show_best_example() -> None:
     forget_heads()  # each figure then opens on that layer's best-matching heads
 
 
-def pick_heads(name: str, default: list[int], most: int | None = None) -> None:
-    """The heads the figure ``name`` draws: kept while the layer stays, the best-matching ones otherwise."""
+def choose_heads(key: str, default: list[int], label: str, help: str, most: int | None = None) -> list[int]:
+    """The heads a figure draws, chosen in a multiselect under ``key`` (at most ``most``): kept while the layer
+    stays, the best-matching ones (``default``) otherwise."""
     url_state.ensure(
-        name, default, lambda heads: url_state.indices_below(num_heads)(heads) and (most is None or len(heads) <= most)
+        key, default, lambda heads: url_state.indices_below(num_heads)(heads) and (most is None or len(heads) <= most)
     )
+    return st.multiselect(label, list(range(num_heads)), max_selections=most, format_func=head_name, key=key, help=help)
 
 
 def head_name(head: int) -> str:
@@ -230,14 +232,7 @@ with page("figures", FIELDS) as loaded:
             findings = t("fig.not_measurable")
         paper_side(3, findings)
     with left:
-        pick_heads("fig3_heads", best_making or list(range(num_heads)))
-        heads = st.multiselect(
-            t("fig.heads"),
-            list(range(num_heads)),
-            format_func=head_name,
-            key="fig3_heads",
-            help=t("fig.heads3_help"),
-        )
+        heads = choose_heads("fig3_heads", best_making or list(range(num_heads)), t("fig.heads"), t("fig.heads3_help"))
         if heads:
             show_figure(figure_3(point.attention[3], layer, heads, first=first, **view), key="figure_3")
             atlas_buttons("encoder", layer, heads, "figure_3_atlas", head_name)
@@ -248,14 +243,8 @@ with page("figures", FIELDS) as loaded:
     its, left, right = figure_section(4)
     best_its = paper_heads(num_heads, first == 1) if "error" in its else anaphora_heads(its, layer)
     with left:
-        pick_heads("fig4_heads", best_its)
-        heads = st.multiselect(
-            t("fig.heads4"),
-            list(range(num_heads)),
-            format_func=head_name,
-            key="fig4_heads",
-            help=t("fig.heads4_help", heads=", ".join(head_name(h) for h in paper_heads(num_heads, first == 1))),
-        )
+        paper_ones = ", ".join(head_name(h) for h in paper_heads(num_heads, first == 1))
+        heads = choose_heads("fig4_heads", best_its, t("fig.heads4"), t("fig.heads4_help", heads=paper_ones))
         if heads:
             top, bottom = figure_4(point.attention[4], layer, heads, first=first, **view)
             show_figure(top, key="figure_4_top")
@@ -299,15 +288,7 @@ with page("figures", FIELDS) as loaded:
     default_structure = metrics["figure_5"]["structure_heads_per_layer"][layer]
     left, right = st.columns([3, 2])
     with left:
-        pick_heads("fig5_heads", default_structure, most=2)
-        heads = st.multiselect(
-            t("fig.two_heads"),
-            list(range(num_heads)),
-            max_selections=2,
-            format_func=head_name,
-            key="fig5_heads",
-            help=t("fig.heads5_help"),
-        )
+        heads = choose_heads("fig5_heads", default_structure, t("fig.two_heads"), t("fig.heads5_help"), most=2)
         for index, panel in enumerate(figure_5(law_attention, layer, heads, first=first, **view)):
             show_figure(panel, key=f"figure_5_{index}")
             atlas_button("encoder", layer, heads[index], key=f"figure_5_atlas_{index}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import torch
@@ -42,3 +43,13 @@ def load_or_report(
     except CheckpointError as error:
         fail(error)
         return None
+
+
+def each_loaded(folders: Iterable[str | Path]) -> Iterator[LoadedCheckpoint]:
+    """The checkpoints in ``folders``, loaded one at a time; :class:`SystemExit` (1) after printing why one cannot
+    be loaded."""
+    for folder in folders:
+        loaded = load_or_report(folder)
+        if loaded is None:
+            raise SystemExit(1)
+        yield loaded

@@ -8,17 +8,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.precompute import default_head, measure_all, write
-from transformer.cli import command_parser, load_or_report
+from transformer.cli import command_parser, each_loaded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = command_parser("precompute", __doc__)
     parser.add_argument("checkpoints", nargs="+", type=Path, help="checkpoint folders")
     args = parser.parse_args(argv)
-    for folder in args.checkpoints:
-        loaded = load_or_report(folder)
-        if loaded is None:
-            return 1
+    for loaded in each_loaded(args.checkpoints):
         started = time.perf_counter()
         measured = measure_all(loaded)
         path = write(loaded, measured)

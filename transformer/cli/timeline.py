@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.timeline import TIMELINE_FILE, measure, save_timeline
-from transformer.cli import command_parser, load_or_report
+from transformer.cli import command_parser, each_loaded
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -23,10 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     points = []
-    for folder in args.checkpoints:
-        loaded = load_or_report(folder)
-        if loaded is None:
-            return 1
+    for loaded in each_loaded(args.checkpoints):
         label = "averaged" if "averaged_checkpoints" in (loaded.meta or {}) else args.label
         point = measure(loaded, label)
         print(
