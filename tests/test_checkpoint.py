@@ -138,6 +138,13 @@ def test_unknown_checkpoint_name_lists_what_exists(tmp_path):
         ckpt.load_checkpoint("no-such-model")
 
 
+@pytest.mark.parametrize("name", ["a" * 600, "org/" + "b" * 300, "x/" * 3000])
+def test_a_name_the_file_system_refuses_is_no_such_checkpoint(name):
+    # Typed into What if's "another checkpoint" box: the page must say so, not crash on "File name too long".
+    with pytest.raises(ckpt.CheckpointError, match="no such checkpoint folder"):
+        ckpt.load_checkpoint(name)
+
+
 def test_saving_over_an_existing_checkpoint_replaces_it_whole(saved, tokenizer):
     path, model = saved
     ckpt.save_checkpoint(path, ckpt.state_dict_for_saving(model), model.config, tokenizer, {"step": 8})

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -197,10 +198,10 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
     if name_or_path is None:
         name_or_path = os.environ.get("TRANSFORMER_CHECKPOINT", DEFAULT_CHECKPOINT_NAME)
     path = Path(name_or_path)
-    if path.is_dir():
-        return path
-    if (REPOSITORY_CHECKPOINTS / path).is_dir():
-        return REPOSITORY_CHECKPOINTS / path
+    for folder in (path, REPOSITORY_CHECKPOINTS / path):
+        with suppress(OSError):  # a name the file system refuses (too long, say) is simply no folder
+            if folder.is_dir():
+                return folder
     from transformer.hub import cached_hub_folder  # a Hugging Face hub id held in the local cache
 
     cached = cached_hub_folder(str(name_or_path))

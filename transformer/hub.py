@@ -89,7 +89,8 @@ def is_hub_folder(path: str | Path) -> bool:
 def cached_hub_folder(name: str) -> Path | None:
     """The local snapshot of a Hugging Face hub id (``Helsinki-NLP/opus-mt-en-de``) when the cache holds one; None
     for a name that is not a hub id. Never downloads: a hub id missing from the cache raises with how to get it."""
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", name) or Path(name).exists():
+    # The hub's names are at most 96 characters a part; a longer one is no hub id (and no file name either).
+    if not re.fullmatch(r"[\w.-]{1,96}/[\w.-]{1,96}", name) or Path(name).exists():
         return None
     repository = hub_cache() / f"models--{name.replace('/', '--')}"
     snapshots = repository / "snapshots"
