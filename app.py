@@ -27,7 +27,16 @@ if hasattr(signal, "SIGUSR1"):
 
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 # Less empty space above each page's title, so that the first chart is on the first screen (1280 × 800).
-st.html("<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }</style>")
+# Code in Markdown (the model card's commands) wraps rather than scrolling sideways in a box that a keyboard cannot
+# reach (axe's scrollable-region-focusable). A slider's value is written in the text colour, not the accent colour:
+# Streamlit's dark accent is 3.9:1 on the dark background, and an accent light enough for 4.5:1 would leave white
+# button labels at 3.3:1 (docs/accessibility.md).
+st.html(
+    "<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }"
+    " [data-testid='stMarkdownContainer'] pre, [data-testid='stMarkdownContainer'] pre code"
+    " { white-space: pre-wrap !important; overflow-wrap: anywhere; }"  # the code element sets its own inline
+    " [data-testid='stSliderThumbValue'] { color: inherit; }</style>"
+)
 
 
 with page_slots().run(), routed():  # pages run one per core at once, in arrival order (pages/page_slots.py)

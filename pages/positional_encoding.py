@@ -73,10 +73,13 @@ with page("positional", FIELDS) as loaded:
     section(
         t("pe.offset"),
         t("pe.offset_text"),
+        # Two lines, so that the formula fits the column without a scroll box.
+        r"\begin{gathered}"
         r"\begin{pmatrix} PE_{(pos+k,\,2i)} \\ PE_{(pos+k,\,2i+1)} \end{pmatrix} = "
         r"\begin{pmatrix} \cos k\omega_i & \sin k\omega_i \\ -\sin k\omega_i & \cos k\omega_i \end{pmatrix}"
-        r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix},"
-        r"\qquad \omega_i = 10000^{-2i/d_{\text{model}}}",
+        r"\begin{pmatrix} PE_{(pos,\,2i)} \\ PE_{(pos,\,2i+1)} \end{pmatrix}, \\"
+        r"\omega_i = 10000^{-2i/d_{\text{model}}}"
+        r"\end{gathered}",
     )
     offset = st.slider(t("pe.offset_k"), 1, 100, key="pe_offset")
     st.caption(t("pe.offset_caption", positions=2 * d_model + offset + 1))
