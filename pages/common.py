@@ -23,7 +23,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.i18n import LANGUAGE_KEY, language_picker, t
+from pages.i18n import LANGUAGE_KEY, language, language_picker, t
 from pages.navigation import through_the_router
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
@@ -38,7 +38,9 @@ from transformer.checkpoint import (
 from transformer.decode import DecodingOptions
 from transformer.hub import FAMILIES
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
-from transformer.plots.style import for_projector
+from transformer.plots.describe import describe_for_page
+from transformer.plots.palettes import PALETTES, with_palette
+from transformer.plots.style import for_dark, for_projector
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,10 +52,13 @@ if TYPE_CHECKING:
 CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
 # Controls every page has (the sidebar's checkpoint, presenter mode): part of each page's URL.
+PALETTE_KEY = "palette"
+STANDARD_PALETTE = "standard"  # the colours every figure is built in
 COMMON_FIELDS = {
     CHECKPOINT_KEY: Field(None),
     PRESENT_KEY: Field(False, url_state.flag, url_state.dump_flag),
     LANGUAGE_KEY: Field(DEFAULT_LANGUAGE, url_state.choice(LANGUAGES)),
+    PALETTE_KEY: Field(STANDARD_PALETTE, url_state.choice(tuple(PALETTES))),
 }
 # Presenter mode: large type (Streamlit sizes in rem), no sidebar, the page across the screen.
 PRESENTER_CSS = """<style>
@@ -282,9 +287,19 @@ def _remember_figure_format() -> None:
     st.session_state[FIGURE_FORMAT_KEY] = st.session_state[f"_{FIGURE_FORMAT_KEY}_choice"]
 
 
-def sidebar_figure_format_picker() -> None:
-    """A sidebar choice of the format the figures' camera button downloads: PNG (twice the screen resolution)
-    or SVG (vector). The choice is stored outside the widget's own state so that it holds on every page."""
+def sidebar_figure_choices() -> None:
+    """The sidebar's choices for every figure: its colours (the standard palette, or one that people with any
+    of the common colour-vision deficiencies tell apart: :mod:`transformer.plots.palettes`; ``palette=`` in the
+    URL) and the format the camera button downloads: PNG (twice the screen resolution) or SVG (vector). The format
+    is stored outside the widget's own state so that it holds on every page."""
+    labels = {name: t(f"common.palette_{name}") for name in PALETTES}
+    st.sidebar.selectbox(
+        t("common.palette"),
+        tuple(PALETTES),
+        key=PALETTE_KEY,
+        format_func=labels.get,
+        help=t("common.palette_help"),
+    )
     current = st.session_state.setdefault(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
     st.sidebar.radio(
         t("common.figure_format"),
@@ -330,12 +345,15 @@ def show_figure(
     Plotly draws images in the browser (plotly.js ``toImage``), so no image library such as kaleido is needed; but
     its modebar has a single camera button, and the configuration reaches the browser as JSON, so a second,
     scripted SVG button cannot be added. The camera button therefore downloads the format chosen with
-    :func:`sidebar_figure_format_picker` (PNG by default), named ``filename`` (default: ``key``).
+    :func:`sidebar_figure_choices` (PNG by default), named ``filename`` (default: ``key``).
 
     ``on_select``: called when the visitor clicks a point of the figure (its selection is then in
     ``st.session_state[key].selection``); dragging still zooms.
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
+    with_palette(fig, st.session_state.get(PALETTE_KEY, STANDARD_PALETTE))
+    if st.context.theme.type == "dark":  # the visitor's system (or Streamlit's settings) chose the dark theme
+        for_dark(fig)
     if presenting():
         fig = for_projector(fig)
     if fig.layout.title.text:
@@ -360,6 +378,33 @@ def show_figure(
             },
         },
     )
+    # The chart in words for a screen reader (and anyone): what it shows and its strongest links or values, then
+    # its data as tables on request (transformer/plots/describe.py).
+    described = describe_for_page(fig, language())
+    st.caption(escape_markdown(described.summary))
+    if described.tables:
+        with st.expander(t("common.figure_data")):
+            for title, table in described.tables:
+                st.markdown(f"**{escape_markdown(title)}**")
+                # A table a screen reader can walk cell by cell (HTML, with headers) when it is small enough to
+                # read; a larger one (every head of a long sentence) in Streamlit's scrolling grid.
+                if table.size <= MOST_HTML_TABLE_CELLS:
+                    st.table(table, hide_index=True)
+                elif table.size <= MOST_TABLE_CELLS:
+                    st.dataframe(table, hide_index=True)
+                else:  # every head of a long sentence: megabytes on every run
+                    st.caption(t("common.figure_data_too_large", rows=len(table), columns=len(table.columns)))
+
+
+MOST_HTML_TABLE_CELLS = 2_000
+MOST_TABLE_CELLS = 40_000
+MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` shown literally by ``st.markdown``/``st.caption``: every character Markdown (or LaTeX, ``$``) would
+    read escaped with a backslash. Tokens are user text."""
+    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 class _Leave(Exception):
@@ -378,7 +423,7 @@ def page(name: str, fields: dict[str, Field] | None = None, model: bool = True) 
     url_state.save(fields)
     if model:
         sidebar_checkpoint_picker()
-    sidebar_figure_format_picker()
+    sidebar_figure_choices()
     presenter_controls()
     loaded = selected_checkpoint() if model else None
     if model and loaded is None:

@@ -26,6 +26,7 @@ FIGURE_WORDS = {
     "logit_lens.py": "plot_lens",
     "complexity.py": "plot_complexity",
     "toy.py": "plot_toy",
+    "describe.py": "describe",
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {

@@ -207,6 +207,9 @@ def german(clause: str) -> bool:
     )
 
 
+SYNTAX_GROUP = catalogue("ko")["atlas.group.syntax"]  # the head atlas's syntax heads, named by their UD relation
+
+
 def leftovers(shown: dict) -> list[str]:
     """English that ``shown`` (from SHOWN_JS) still holds once data, names and glosses are taken out: (a) a message
     of the English catalogue, (b) a run of ordinary lowercase words, (c) any other Latin word. Token pieces
@@ -219,7 +222,8 @@ def leftovers(shown: dict) -> list[str]:
     found = []
     for text in [*shown["texts"], *shown["titles"]]:
         rest = re.sub(
-            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa|conllu)(?![A-Za-z])",
+            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa|conllu)(?![A-Za-z])"
+            rf"|(?<={SYNTAX_GROUP}: )[a-z]+(?::[a-z]+)?",  # a Universal Dependencies relation ("구문: nsubj"): data
             " ",
             without(text, kept),
         )

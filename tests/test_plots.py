@@ -358,7 +358,8 @@ def marked_alignment() -> go.Figure:
 def test_alignment_marks_flagged_words_and_names_the_marks_in_a_legend():
     fig = marked_alignment()
     english, german = (trace for trace in fig.data if trace.mode == "markers+text")
-    assert list(english.textfont.color) == ["#222", plot_alignment.WARNING_COLOUR, "#999", "#999"]
+    linked, flagged, unlinked = plot_alignment.LINKED_TEXT, plot_alignment.WARNING_COLOUR, plot_alignment.UNLINKED_TEXT
+    assert list(english.textfont.color) == [linked, flagged, unlinked, unlinked]
     assert list(english.marker.symbol) == ["circle", "diamond", "circle", "circle"]
     assert list(german.marker.symbol) == ["circle", "circle", "diamond"]
     assert english.hovertext[1] == "cat: left out: +2.0" and english.hovertext[0] == "the"

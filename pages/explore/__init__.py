@@ -23,7 +23,7 @@ from pages.common import (
     presenting,
     selected_checkpoint,
     sidebar_checkpoint_picker,
-    sidebar_figure_format_picker,
+    sidebar_figure_choices,
     stored_heads,
 )
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view
@@ -137,7 +137,7 @@ def main(loading=None) -> None:
             format_func=scales.get,
             help=t("explore.scale_help"),
         )
-        sidebar_figure_format_picker()
+        sidebar_figure_choices()
     presenter_controls()
 
     loaded = selected_checkpoint()

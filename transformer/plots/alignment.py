@@ -12,11 +12,14 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, message
+from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import base_layout, figure, safe_label
 
 ROW = 26  # pixels per word of the longer sentence
-LINK_COLOUR = "31, 119, 180"  # plotly's first colour, as r, g, b for a translucent line
-WARNING_COLOUR = "#d62728"
+LINK_COLOUR = colour("mark_blue")  # drawn translucent: the weaker the link, the fainter its line
+WARNING_COLOUR = colour("mark_red")
+LINKED_TEXT, UNLINKED_TEXT = colour("ink"), colour("muted")  # unlinked words are set back, yet still read (4.5:1)
+LINKED_MARK, UNLINKED_MARK = colour("mark_blue"), colour("faint")
 
 
 @dataclass
@@ -30,7 +33,7 @@ class Marks:
 
 
 def _words(side: float, words: Sequence[str], position: str, linked: set[int], marks: Marks) -> dict:
-    def colour(i: int, linked_colour: str, unlinked: str) -> str:
+    def shade(i: int, linked_colour: str, unlinked: str) -> str:
         return WARNING_COLOUR if i in marks.flagged else linked_colour if i in linked else unlinked
 
     notes = marks.notes or [None] * len(words)
@@ -41,11 +44,11 @@ def _words(side: float, words: Sequence[str], position: str, linked: set[int], m
         "mode": "markers+text",
         "text": [safe_label(word) for word in words],
         "textposition": position,
-        "textfont": {"size": 14, "color": [colour(i, "#222", "#999") for i in range(len(words))]},
+        "textfont": {"size": 14, "color": [shade(i, LINKED_TEXT, UNLINKED_TEXT) for i in range(len(words))]},
         "marker": {
             "size": [12 if i in marks.flagged else 7 for i in range(len(words))],
             "symbol": ["diamond" if i in marks.flagged else "circle" for i in range(len(words))],
-            "color": [colour(i, "#1f77b4", "#ccc") for i in range(len(words))],
+            "color": [shade(i, LINKED_MARK, UNLINKED_MARK) for i in range(len(words))],
         },
         "hovertext": [safe_label(f"{word}: {note}" if note else word) for word, note in zip(words, notes, strict=True)],
         "hoverinfo": "text",
@@ -92,7 +95,7 @@ def alignment_figure(
                 "x": [0, 1],
                 "y": [-e, -g],
                 "mode": "lines",
-                "line": {"color": f"rgba({LINK_COLOUR}, {0.25 + 0.75 * share:.2f})", "width": 1.5 + 3 * share},
+                "line": {"color": translucent(LINK_COLOUR, round(0.25 + 0.75 * share, 2)), "width": 1.5 + 3 * share},
                 "hovertemplate": safe_label(
                     message(language, "plot_alignment.hover", english=english[e], german=german[g], weight=scores[g, e])
                 )
@@ -113,7 +116,7 @@ def alignment_figure(
         "height": 80 + below + ROW * rows,
         "xaxis": {**hidden, "range": [-0.9, 1.9]},
         "yaxis": {**hidden, "range": [-rows + 0.5, 0.6]},
-        "plot_bgcolor": "white",
+        "plot_bgcolor": colour("white"),
         "hovermode": "closest",
         "legend": {"orientation": "h", "y": -0.02, "yanchor": "top", "x": 0.5, "xanchor": "center"},
     }

@@ -9,15 +9,31 @@ import plotly.graph_objects as go
 
 from transformer.analysis.atlas import GROUP_KEYS, group_key
 from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure, safe_label
 
 GROUP_COLOURS = dict(
     zip(
         GROUP_KEYS,
-        ("#7f7f7f", "#1f77b4", "#17becf", "#bcbd22", "#d62728", "#2ca02c", "#c7c7c7", "#9467bd"),
+        (
+            colour(role)
+            for role in (
+                "grey",
+                "mark_blue",
+                "cyan",
+                "bright_orange",
+                "mark_red",
+                "light_green",
+                "light_grey",
+                "light_brown",
+            )
+        ),
         strict=True,
     )
 )
+# A dark rim gives every point 3:1 on the light plotting area, its light colours included, and sets touching points
+# apart.
+RIM = colour("dark")
 KIND_SYMBOLS = {"encoder": "circle", "decoder": "square", "cross": "diamond"}
 
 
@@ -54,7 +70,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
                     "size": 11,
                     "color": GROUP_COLOURS[family],
                     "symbol": [KIND_SYMBOLS[records[i]["kind"]] for i in members],
-                    "line": {"width": 0.5, "color": "white"},
+                    "line": {"width": 0.75, "color": RIM},
                 },
                 "hovertext": [
                     safe_label(f"{head_name(records[i], language)} · {group_name(records[i]['cluster'], language)}")
@@ -77,7 +93,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
                     "mode": "lines",
                     "x": [chosen["x"], records[index]["x"]],
                     "y": [chosen["y"], records[index]["y"]],
-                    "line": {"color": "rgba(0, 0, 0, 0.25)", "width": 1},
+                    "line": {"color": colour("rule"), "width": 1},
                     "hoverinfo": "skip",
                     "showlegend": False,
                 }
@@ -88,7 +104,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
                 "mode": "markers",
                 "x": [chosen["x"]],
                 "y": [chosen["y"]],
-                "marker": {"size": 22, "color": "rgba(0, 0, 0, 0)", "line": {"width": 2.5, "color": "#222"}},
+                "marker": {"size": 22, "color": "rgba(0, 0, 0, 0)", "line": {"width": 2.5, "color": colour("ink")}},
                 "name": safe_label(head_name(chosen, language)),
                 "hoverinfo": "skip",
             }
@@ -100,7 +116,7 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
         "height": 520,
         "xaxis": hidden,
         "yaxis": hidden,
-        "plot_bgcolor": "#fafafa",
+        "plot_bgcolor": colour("canvas"),
         "hovermode": "closest",
         "legend": {"title": {"text": safe_label(words(language, "atlas")["legend"])}},
     }

@@ -12,15 +12,18 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
 
 from transformer.i18n import DEFAULT_LANGUAGE, message, words
+from transformer.plots.palettes import HEAD_COLOURS as PALETTE_HEAD_COLOURS
+from transformer.plots.palettes import colour, head_style
 from transformer.plots.style import base_layout, colour_scale, figure, label_width, safe_label
 
 ATTENTION_COLOURS = "Blues"
-MASK_FILL = "#c8c8c8"
-MASK_HATCH = "#8c8c8c"
-HEAD_COLOURS = qualitative.Dark24  # enough distinct colours for the big model's 16 heads
+MASK_FILL = colour("faint")
+MASK_HATCH = colour("hatch")
+# Eight colours, then the same eight dashed (:func:`transformer.plots.palettes.head_style`): 16 heads stay apart
+# by colour and dash, also for a reader who tells fewer colours apart.
+HEAD_COLOURS = PALETTE_HEAD_COLOURS["standard"]
 # What every attention heatmap shares; a figure adds its cells, colour bar and upper bound.
 ATTENTION_TRACE = {"type": "heatmap", "colorscale": colour_scale(ATTENTION_COLOURS), "zmin": 0.0, "name": "attention"}
 OPACITY_LEVELS = 20  # lines are grouped into this many opacity steps instead of one trace per line
@@ -153,7 +156,7 @@ def attention_heatmap(
         **base_layout(),
         "margin": _token_margins(queries, keys, key_angle),
         "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},
-        "plot_bgcolor": "white",
+        "plot_bgcolor": colour("white"),
         # Long sentences: upright, smaller labels that never overlap.
         "xaxis": dict(_token_axis(keys, text["key"]), tickangle=key_angle, range=[-0.5, num_keys - 0.5]),
         "yaxis": dict(_token_axis(queries, text["query"]), autorange="reversed"),
@@ -231,10 +234,6 @@ def _token_axis(labels: list[str], title: str) -> dict:
     }
 
 
-def _head_colour(head: int) -> str:
-    return HEAD_COLOURS[head % len(HEAD_COLOURS)]
-
-
 def token_lines(
     weights: np.ndarray,
     query_tokens: Sequence[str],
@@ -247,7 +246,8 @@ def token_lines(
     language: str = DEFAULT_LANGUAGE,
 ) -> go.Figure:
     """The paper's appendix figures (tensor2tensor style): queries on the left, keys on the right, one line per
-    query–key pair whose opacity is the attention weight, one colour per head.
+    query–key pair whose opacity is the attention weight, one colour and dash per head (eight colours, solid for
+    heads 1–8 and dashed for 9–16).
 
     ``weights`` is one layer, [H, queries, keys]. ``heads`` picks heads (0-based; None = all); ``query_index``
     shows only that query's lines and highlights it; the legend numbers heads from ``first``. Lines under
@@ -269,10 +269,10 @@ def token_lines(
     queries, keys = token_labels(query_tokens), token_labels(key_tokens)
     if query_index is not None:
         queries[query_index] = f"<b>{queries[query_index]}</b>"
-    query_colours = ["black" if query_index in (None, i) else "#9a9a9a" for i in range(num_queries)]
+    query_colours = [colour("ink") if query_index in (None, i) else colour("muted") for i in range(num_queries)]
     traces += [
         _token_column(-0.03, queries, query_colours, "middle left"),
-        _token_column(1.03, keys, "black", "middle right"),
+        _token_column(1.03, keys, colour("ink"), "middle right"),
     ]
     rows = max(num_queries, num_keys)
     layout = {
@@ -282,7 +282,7 @@ def token_lines(
         "height": int(max(320, 24 * rows + 120)),
         **base_layout(),
         "legend": {"title": {"text": message(language, "plot_attention.legend")}},
-        "plot_bgcolor": "white",
+        "plot_bgcolor": colour("white"),
     }
     if query_index is not None:  # the chosen query's row, highlighted behind its label
         layout["shapes"] = [
@@ -292,7 +292,7 @@ def token_lines(
                 "x1": 0,
                 "y0": query_index - 0.45,
                 "y1": query_index + 0.45,
-                "fillcolor": "#fff3b0",
+                "fillcolor": colour("query_fill"),
                 "line": {"width": 0},
                 "layer": "below",
             }
@@ -302,14 +302,14 @@ def token_lines(
 
 def _head_lines(weights: np.ndarray, head: int, name: str, query_rows, min_weight: float) -> list[dict]:
     """One head's lines [queries, keys] ≥ ``min_weight``, grouped by opacity level, after their legend entry."""
-    colour = _head_colour(head)
+    head_colour, dash = head_style(head)
     # The legend entry is its own trace so every chosen head is listed at full opacity, even one with no line.
     legend = {
         "type": "scatter",
         "x": [None],
         "y": [None],
         "mode": "lines",
-        "line": {"color": colour, "width": 3},
+        "line": {"color": head_colour, "dash": dash, "width": 3},
         "name": name,
         "legendgroup": f"head {head}",
     }
@@ -326,7 +326,7 @@ def _head_lines(weights: np.ndarray, head: int, name: str, query_rows, min_weigh
             "x": xs,
             "y": ys,
             "mode": "lines",
-            "line": {"color": colour, "width": 2.5},
+            "line": {"color": head_colour, "dash": dash, "width": 2.5},
             "opacity": level / OPACITY_LEVELS,
             "legendgroup": f"head {head}",
             "showlegend": False,
@@ -414,7 +414,7 @@ def score_heatmap(
                 "x1": column + 0.46,
                 "y0": row - 0.42,
                 "y1": row + 0.42,
-                "line": {"width": 3, "color": "black" if share >= 0.5 else "white"},
+                "line": {"width": 3, "color": colour("black") if share >= 0.5 else colour("white")},
             }
             for row, column, share in zip(rows.tolist(), columns.tolist(), scaled.tolist(), strict=True)
         ]

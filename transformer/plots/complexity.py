@@ -9,16 +9,25 @@ import plotly.graph_objects as go
 
 from transformer.analysis.complexity import PATH_KINDS, LayerTimes, path_length, route
 from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 
 COLOURS = {
-    "recurrent": "#e45756",
-    "convolutional": "#f58518",
-    "dilated": "#b279a2",
-    "restricted": "#72b7b2",
-    "self_attention": "#4c78a8",
+    "recurrent": colour("red"),
+    "convolutional": colour("orange"),
+    "dilated": colour("purple"),
+    "restricted": colour("teal"),
+    "self_attention": colour("blue"),
 }
 DASHES = {"convolutional": "solid", "dilated": "dot", "restricted": "dash"}
+# Each route's own marker too: red and orange meet for a reader without red–green vision.
+SYMBOLS = {
+    "recurrent": "circle",
+    "convolutional": "square",
+    "dilated": "diamond",
+    "restricted": "triangle-up",
+    "self_attention": "star",
+}
 
 
 def kind_names(language: str = DEFAULT_LANGUAGE, k: int = 3, r: int = 4) -> dict[str, str]:
@@ -51,7 +60,7 @@ def path_figure(
                 "mode": "lines+markers",
                 "name": text["route"].format(kind=names[kind], length=length),
                 "line": {"color": COLOURS[kind], "dash": DASHES.get(kind, "solid"), "width": 2.5},
-                "marker": {"size": 7},
+                "marker": {"size": 8, "symbol": SYMBOLS[kind]},
                 "customdata": [safe_label(tokens[p]) for p in positions],
                 "hovertemplate": f"{names[kind]}<br>{text['after']} %{{y}}: %{{customdata}} (%{{x}})<extra></extra>",
             }
@@ -66,7 +75,7 @@ def path_figure(
             "x1": position + 0.45,
             "y0": 0,
             "y1": 1,
-            "fillcolor": "rgba(255, 215, 0, 0.25)",
+            "fillcolor": translucent(colour("gold"), 0.25),
             "line": {"width": 0},
             "layer": "below",
         }
@@ -112,10 +121,11 @@ def timing_figure(times: LayerTimes, language: str = DEFAULT_LANGUAGE) -> go.Fig
             "y": list(milliseconds),
             "mode": "lines+markers",
             "name": text[f"timed_{kind}"],
-            "line": {"color": colour},
+            "line": {"color": line},
+            "marker": {"symbol": SYMBOLS[kind]},
             "hovertemplate": f"{text[f'timed_{kind}']}<br>n = %{{x}}: %{{y:.3g}} ms<extra></extra>",
         }
-        for kind, milliseconds, colour in series
+        for kind, milliseconds, line in series
     ]
     layout = {
         **base_layout(70, 10),
@@ -131,7 +141,7 @@ def timing_figure(times: LayerTimes, language: str = DEFAULT_LANGUAGE) -> go.Fig
                 "x1": times.d_model,
                 "y0": 0,
                 "y1": 1,
-                "line": {"dash": "dot", "color": "#9a9a9a", "width": 1},
+                "line": {"dash": "dot", "color": colour("rule"), "width": 1},
             }
         ],
         "annotations": [

@@ -17,9 +17,10 @@ from transformer.plots.attention import (
     future_cells,
     token_labels,
 )
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure, safe_label
 
-OPENED_OUTLINE = "#d62728"  # the tile of the head that is open below the grid
+OPENED_OUTLINE = colour("mark_red")  # the tile of the head that is open below the grid
 AXIS = {"type": "category", "showgrid": False, "zeroline": False}  # ranges fixed: autorange pads round markers
 MASK_TRACE = {
     "type": "heatmap",
@@ -56,7 +57,7 @@ def model_view_grid(
     text = words(language, "plot_attention")
     weights = checked_weights(weights, query_tokens, key_tokens)
     canvas, mask = _canvas(weights, causal)
-    x, y = _categories(weights.shape, token_labels(query_tokens), token_labels(key_tokens))
+    x, y = _categories(weights.shape, token_labels(query_tokens), token_labels(key_tokens), text)
     num_layers, num_heads, num_queries, num_keys = weights.shape
     head_centres = [x[head * (num_keys + 1) + num_keys // 2] for head in range(num_heads)]
     layer_centres = [y[layer * (num_queries + 1) + num_queries // 2] for layer in range(num_layers)]
@@ -92,7 +93,7 @@ def model_view_grid(
         "title": {"text": safe_label(title) + (text["grey_masked"] if causal else "")},
         "height": int(min(1600, max(400, 130 * num_layers + 120))),
         **base_layout(90),
-        "plot_bgcolor": "white",
+        "plot_bgcolor": colour("white"),
     }
     if opened is not None and None not in opened:
         layout["shapes"] = [_outline(opened, num_queries, num_keys)]
@@ -115,16 +116,20 @@ def _canvas(weights: np.ndarray, causal: bool) -> tuple[np.ndarray, np.ndarray]:
     return canvas, mask
 
 
-def _categories(shape: tuple[int, ...], queries: list[str], keys: list[str]) -> tuple[list[str], list[str]]:
-    """The canvas's column and row names: "head h · key k (j)" and "layer l · query q (i)", gaps in between."""
+def _categories(
+    shape: tuple[int, ...], queries: list[str], keys: list[str], text: dict[str, str]
+) -> tuple[list[str], list[str]]:
+    """The canvas's column and row names, in the interface language (a text alternative reads them out): "head h ·
+    key k (j)" and "layer l · query q (i)", gaps in between."""
     num_layers, num_heads = shape[:2]
-    return _blocks("head", num_heads, "key", keys), _blocks("layer", num_layers, "query", queries)
+    return _blocks(text["grid_column"], num_heads, keys), _blocks(text["grid_row"], num_layers, queries)
 
 
-def _blocks(block: str, count: int, item: str, labels: list[str]) -> list[str]:
-    """``count`` blocks of one category per label ("block b · item label (i)") with a gap category between."""
+def _blocks(template: str, count: int, labels: list[str]) -> list[str]:
+    """``count`` blocks of one category per label (``template`` with {block} and {token}, then the label's
+    position) with a gap category between."""
     names = [
-        f"{block} {b + 1} · {item} {labels[i]} ({i})" if i < len(labels) else f"gap {b}"
+        f"{template.format(block=b + 1, token=labels[i])} ({i})" if i < len(labels) else f"gap {b}"
         for b in range(count)
         for i in range(len(labels) + 1)
     ]

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from transformer.analysis.logit_lens import LogitLens
 from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, colour_scale, figure, safe_label
 
 
@@ -60,7 +61,7 @@ def lens_figure(lens: LogitLens, title: str, language: str = DEFAULT_LANGUAGE) -
             "mode": "markers",
             "x": [x for x, _ in marked],
             "y": [y for _, y in marked],
-            "marker": {"symbol": "circle-open", "size": 16, "color": "#d62728", "line": {"width": 2}},
+            "marker": {"symbol": "circle-open", "size": 16, "color": colour("mark_red"), "line": {"width": 2}},
             "name": safe_label(text["settled"]),
             "hoverinfo": "skip",
         }

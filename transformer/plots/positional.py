@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
+from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import lay_out
 
 
@@ -164,11 +165,12 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
         subplot_titles=[text["token_norms_title"], text["position_norms_title"]],
         horizontal_spacing=0.08,
     )
-    fig.add_trace(go.Histogram(x=token_norms, nbinsx=60, name=text["token_embeddings"], marker_color="#4c78a8"), 1, 1)
+    histogram = go.Histogram(x=token_norms, nbinsx=60, name=text["token_embeddings"], marker_color=colour("blue"))
+    fig.add_trace(histogram, 1, 1)
     fig.add_vline(
         x=float(position_norms.mean()),
         line_dash="dash",
-        line_color="#e45756",
+        line_color=colour("red"),
         row=1,
         col=1,
         annotation_text=f"‖PE‖ = {position_norms.mean():.2f}",
@@ -179,7 +181,7 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
             x=np.concatenate([positions, positions[::-1]]),
             y=np.r_[[high] * len(positions), [low] * len(positions)],
             fill="toself",
-            fillcolor="rgba(76,120,168,0.2)",
+            fillcolor=translucent(colour("blue"), 0.2),
             line={"width": 0},
             hoverinfo="skip",
             name=text["percentiles"],
@@ -192,14 +194,14 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
             x=positions,
             y=[median] * len(positions),
             mode="lines",
-            line={"color": "#4c78a8"},
+            line={"color": colour("blue")},
             name=text["median"].format(median=median),
         ),
         1,
         2,
     )
     fig.add_trace(
-        go.Scatter(x=positions, y=position_norms, mode="lines", line={"color": "#e45756"}, name="‖PE(pos)‖"), 1, 2
+        go.Scatter(x=positions, y=position_norms, mode="lines", line={"color": colour("red")}, name="‖PE(pos)‖"), 1, 2
     )
     fig.update_xaxes(title_text=text["norm"], row=1, col=1)
     fig.update_yaxes(title_text=text["tokens"], row=1, col=1)

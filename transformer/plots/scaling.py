@@ -11,6 +11,7 @@ from plotly.subplots import make_subplots
 
 from transformer.analysis.steps import HeadSteps, ScalingDemo
 from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.plots.palettes import colour
 from transformer.plots.steps import BAR, HIGHLIGHT, head_name, position_labels, say
 from transformer.plots.style import lay_out
 
@@ -42,10 +43,10 @@ def scaling_figure(demo: ScalingDemo, curve: Sequence[ScalingDemo], language: st
     fig.add_trace(go.Bar(x=keys, y=demo.rows_unscaled[0], name="softmax(q·k)", marker_color=UNSCALED), 1, 2)
     fig.add_trace(go.Bar(x=keys, y=demo.rows_scaled[0], name="softmax(q·k / √d_k)", marker_color=SCALED), 1, 2)
     widths = [item.d_k for item in curve]
-    for scaled, name, colour in ((False, text["without_scaling"], UNSCALED), (True, text["with_scaling"], SCALED)):
+    for scaled, name, shade in ((False, text["without_scaling"], UNSCALED), (True, text["with_scaling"], SCALED)):
         entropies = [item.entropy(scaled) for item in curve]
-        fig.add_trace(go.Scatter(x=widths, y=entropies, name=name, mode="lines+markers", line={"color": colour}), 1, 3)
-    fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": "grey"}, row=1, col=3)
+        fig.add_trace(go.Scatter(x=widths, y=entropies, name=name, mode="lines+markers", line={"color": shade}), 1, 3)
+    fig.add_vline(x=demo.d_k, line={"dash": "dot", "color": colour("rule")}, row=1, col=3)
     fig.update_xaxes(type="log", title_text="d_k", row=1, col=3)
     fig.update_yaxes(range=[0, np.log2(demo.rows_scaled.shape[1]) * 1.05], row=1, col=3)
     title = say(text, "demo_title", d_k=demo.d_k)
@@ -71,7 +72,7 @@ def head_scaling_figure(values: dict[str, np.ndarray], steps: HeadSteps, languag
             y=values["uniform"],
             name=text["uniform"],
             mode="markers",
-            marker={"symbol": "line-ew-open", "size": 18, "color": "black"},
+            marker={"symbol": "line-ew-open", "size": 18, "color": colour("ink")},
         ),
         1,
         2,

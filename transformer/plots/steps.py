@@ -18,11 +18,15 @@ from plotly.subplots import make_subplots
 from transformer.analysis.steps import HeadSteps, NextTokens
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
+from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out, safe_label
 
 SIGNED_COLOURS = "RdBu_r"
-HIGHLIGHT = "#e45756"
-BAR = "#4c78a8"  # a bar that is not highlighted
+HIGHLIGHT = colour("red")
+BAR = colour("blue")  # a bar that is not highlighted
+# The query's row is outlined in the highlight on the weights' light-to-dark blues; on a diverging scale, whose red end
+# it would vanish into, in black (which stays apart from both ends for every reader, a dark grey does not).
+SIGNED_OUTLINE = colour("black")
 ROW_HEIGHT = 22
 
 
@@ -75,7 +79,9 @@ def _heatmap(
     )
 
 
-def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int, int] | None = None) -> None:
+def _mark_row(
+    fig: go.Figure, row: int | None, columns: int, subplot: tuple[int, int] | None = None, signed: bool = True
+) -> None:
     if row is None:
         return
     where = {"row": subplot[0], "col": subplot[1]} if subplot else {}
@@ -85,14 +91,14 @@ def _mark_row(fig: go.Figure, row: int | None, columns: int, subplot: tuple[int,
         x1=columns - 0.5,
         y0=row - 0.5,
         y1=row + 0.5,
-        line={"color": HIGHLIGHT, "width": 2.5},
+        line={"color": SIGNED_OUTLINE if signed else HIGHLIGHT, "width": 2.5},
         fillcolor="rgba(0,0,0,0)",
         **where,
     )
 
 
 def _layout(fig: go.Figure, title: str, rows: int, masked: bool = False) -> go.Figure:
-    background = MASK_FILL if masked else "white"  # masked cells are gaps: they show the background
+    background = MASK_FILL if masked else colour("white")  # masked cells are gaps: they show the background
     lay_out(fig, safe_label(title), _height(rows), top=70, bottom=40, plot_bgcolor=background)
     fig.update_yaxes(autorange="reversed", type="category")
     return fig
@@ -112,7 +118,7 @@ def matrix_figure(
     columns_shown = list(columns) if columns is not None else [str(i) for i in range(matrix.shape[1])]
     bound = _signed_range(matrix) if signed else 1.0
     fig = go.Figure(_heatmap(matrix, rows, columns_shown, signed, bound, name, text))
-    _mark_row(fig, query, matrix.shape[1])
+    _mark_row(fig, query, matrix.shape[1], signed=signed)
     fig.update_xaxes(type="category", tickangle=-45 if columns is not None else 0, nticks=None if columns else 16)
     masked = bool(np.isneginf(matrix).any())
     return _layout(fig, f"{title}  [{matrix.shape[0]} × {matrix.shape[1]}]", matrix.shape[0], masked)
@@ -191,7 +197,7 @@ def step_figure(steps: HeadSteps, key: str, query: int, language: str = DEFAULT_
             x1=columns.stop - 0.5,
             y0=-0.5,
             y1=len(queries) - 0.5,
-            line={"color": "black", "width": 2, "dash": "dot"},
+            line={"color": SIGNED_OUTLINE, "width": 2, "dash": "dot"},
         )
         return fig
     if key in ("projected", "residual", "output"):
@@ -205,10 +211,10 @@ def query_row_figure(steps: HeadSteps, query: int, language: str = DEFAULT_LANGU
     keys = position_labels(steps.key_tokens)
     fig = make_subplots(rows=1, cols=2, subplot_titles=(text["row_scores"], text["row_weights"]))
     scaled = np.where(steps.mask[query], steps.scaled[query], np.nan)
-    for column, (values, colour, name) in enumerate(
+    for column, (values, shade, name) in enumerate(
         ((scaled, BAR, text["scaled_score"]), (steps.weights[query], HIGHLIGHT, text["weight"])), 1
     ):
-        bars = go.Bar(x=keys, y=values, marker_color=colour, name=name, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
+        bars = go.Bar(x=keys, y=values, marker_color=shade, name=name, hovertemplate="%{x}: %{y:.4f}<extra></extra>")
         fig.add_trace(bars, 1, column)
     title = say(text, "query_row", token=safe_label(steps.query_tokens[query]))
     lay_out(fig, title, 330, top=70, bottom=40, showlegend=False)
@@ -270,7 +276,7 @@ def multihead_figure(weights: np.ndarray, steps: HeadSteps, query: int, language
         1,
     )
     for h in range(1, heads):
-        fig.add_vline(x=h * steps.d_k - 0.5, line={"color": "black", "width": 1}, row=grid + 1, col=1)
+        fig.add_vline(x=h * steps.d_k - 0.5, line={"color": SIGNED_OUTLINE, "width": 1}, row=grid + 1, col=1)
     fig.update_yaxes(showticklabels=False, row=grid + 1, col=1, range=None)
     fig.update_xaxes(tickangle=-45, showticklabels=len(keys) <= 24)
     title = say(

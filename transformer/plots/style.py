@@ -1,13 +1,27 @@
-"""What every figure shares: the font, and labels that show user text as text."""
+"""What every figure shares: the font, and labels that show user text as text; and what re-styles a built figure for
+a projector (:func:`for_projector`) or a dark page (:func:`for_dark`)."""
 
 from __future__ import annotations
 
 import functools
 import html
+import math
 import unicodedata
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+
+from transformer.plots.palettes import (
+    Rgba,
+    contrast_ratio,
+    format_colour,
+    is_grey,
+    lightness,
+    parse_colour,
+    recolour,
+    relative_luminance,
+    with_lightness,
+)
 
 FONT = {"size": 12}
 # Presenter mode (a projector in a classroom): large type, tall charts, and instead of the pale sequential scales
@@ -16,6 +30,12 @@ PRESENTER_FONT = {"size": 20}
 PRESENTER_HEIGHT = 760
 PRESENTER_SCALE = "Hot_r"
 SEQUENTIAL_SCALES = ("Blues", "Viridis")
+# The backgrounds the figures are drawn on: the light page, and Streamlit's dark theme. What must be read there:
+# text 4.5:1 (WCAG 1.4.3), lines and marks that carry meaning 3:1 (WCAG 1.4.11).
+LIGHT_BACKGROUND = "#ffffff"
+DARK_BACKGROUND = "#171614"
+TEXT_CONTRAST = 4.5
+MARK_CONTRAST = 3.0
 
 
 # Advance widths of the printable ASCII characters (space to "~") in the charts' font as the app draws them (Source
@@ -133,3 +153,102 @@ def for_projector(fig: go.Figure) -> go.Figure:
     fig.for_each_xaxis(lambda axis: axis.update(tickfont_size=max(axis.tickfont.size or 0, size)))
     fig.for_each_yaxis(lambda axis: axis.update(tickfont_size=max(axis.tickfont.size or 0, size)))
     return fig
+
+
+def for_dark(fig: go.Figure) -> go.Figure:
+    """The same figure, in place, readable on a dark page (:data:`DARK_BACKGROUND`, Streamlit's dark theme), whose
+    theme already lightens the default text and axes: only the figure's explicit colours change.
+
+    - Greys keep their contrast, mirrored: a grey that stood k:1 against white stands k:1 against the dark page, so
+      dark text turns light, a faint (pruned, masked) grey stays faint, and a white rim turns into the page.
+    - A light plotting area becomes transparent (the page shows through); a grey one (masked cells) is mirrored.
+    - A coloured line, mark or text keeps its hue, lightened just enough to reach 3:1 (text: 4.5:1); most already do.
+    - A light, opaque fill behind something (the chosen query's row) becomes its hue, saturated, at 30% opacity;
+      translucent fills stay as they are.
+    - Heatmaps keep their colour scales, and outlines drawn on a heatmap's cells keep the colours they were chosen
+      with against those cells (the page never shows behind them).
+
+    Applied once: a figure already made dark (``layout.meta`` says so) is returned as it is, since mirroring its
+    greys again would turn them back. Returns ``fig``."""
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and meta.get("theme") == "dark":
+        return fig
+    if meta is None or isinstance(meta, dict):
+        fig.layout.meta = {**(meta or {}), "theme": "dark"}
+    heatmap_axes = {(_axis(trace.xaxis, "x"), _axis(trace.yaxis, "y")) for trace in fig.data if trace.type == "heatmap"}
+
+    def on_cells(shape: dict) -> bool:
+        return (_axis(shape.get("xref"), "x"), _axis(shape.get("yref"), "y")) in heatmap_axes
+
+    for trace in fig.data:  # a one-colour scale (the grey layer of masked cells) is a fill, not a scale
+        scale = getattr(trace, "colorscale", None)
+        stops = {colour for _, colour in scale} if isinstance(scale, (list, tuple)) else set()
+        if len(stops) == 1:
+            mirrored = dark_colour(stops.pop(), "fill")
+            if mirrored is not None:
+                trace.colorscale = [[0, mirrored], [1, mirrored]]
+    return recolour(fig, _dark_change, keep_shape=on_cells)
+
+
+def _axis(reference: str | None, default: str) -> str:
+    """The axis a trace or shape is drawn on: "x2 domain" → "x2"; "paper" stays "paper"."""
+    return (reference or default).split(" ")[0]
+
+
+def colour_role(path: tuple) -> str:
+    """What the colour at ``path`` (as :func:`transformer.plots.palettes.recolour` gives it) paints: "text" (any
+    font), "background" (the plotting area, the paper, a legend's box), "fill" (filled areas, hatching, colour scales)
+    or "mark" (lines, markers, bars, outlines)."""
+    keys = [key for key in path if isinstance(key, str)]
+    if any(key.endswith("font") for key in keys):
+        return "text"
+    if keys[-1] in ("plot_bgcolor", "paper_bgcolor") or (keys[:1] == ["legend"] and keys[-1] == "bgcolor"):
+        return "background"
+    if keys[-1] in ("fillcolor", "colorscale") or "fillpattern" in keys:
+        return "fill"
+    return "mark"
+
+
+def _dark_change(colour: str, path: tuple) -> str | None:
+    return None if "colorscale" in path else dark_colour(colour, colour_role(path))
+
+
+def dark_colour(colour: str, role: str) -> str | None:
+    """``colour`` as :func:`for_dark` paints it on the dark page, for ``role`` (see :func:`colour_role`); None when it
+    stays as it is."""
+    rgba = parse_colour(colour)
+    if rgba is None or rgba[3] == 0:
+        return None
+    if role == "background" and relative_luminance(rgba) > 0.8:
+        return "rgba(0, 0, 0, 0)"
+    if is_grey(rgba):
+        return format_colour(_mirrored_grey(rgba))
+    if role in ("fill", "background"):
+        if rgba[3] < 1 or relative_luminance(rgba) <= 0.6:
+            return None
+        return format_colour((*with_lightness(rgba, 0.5)[:3], 0.3))
+    return _lightened(rgba, TEXT_CONTRAST if role == "text" else MARK_CONTRAST)
+
+
+def _mirrored_grey(rgba: Rgba) -> Rgba:
+    """The grey that stands against the dark page as ``rgba`` stands against white (as far as white goes)."""
+    ratio = contrast_ratio(rgba, LIGHT_BACKGROUND)
+    luminance = min(1.0, ratio * (relative_luminance(DARK_BACKGROUND) + 0.05) - 0.05)
+    value = 12.92 * luminance if luminance <= 0.0031308 else 1.055 * luminance ** (1 / 2.4) - 0.055
+    level = min(255, math.ceil(255 * value))  # rounded up: lighter, so never under the ratio
+    return level, level, level, rgba[3]
+
+
+def _lightened(rgba: Rgba, contrast: float) -> str | None:
+    """``rgba``'s hue lightened (HLS) to the least lightness that stands ``contrast``:1 against the dark page; None
+    when it already does."""
+    if contrast_ratio(rgba, DARK_BACKGROUND) >= contrast:
+        return None
+    low, high = lightness(rgba), 1.0
+    for _ in range(20):
+        middle = (low + high) / 2
+        if contrast_ratio(with_lightness(rgba, middle), DARK_BACKGROUND) >= contrast:
+            high = middle
+        else:
+            low = middle
+    return format_colour(with_lightness(rgba, high))

@@ -14,12 +14,13 @@ import plotly.graph_objects as go
 
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_TRACE, checked_weights, token_labels
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure
 from transformer.toy import ToySnapshot
 
-LOSS_COLOUR = "#4c78a8"
-EXACT_COLOUR = "#54a24b"
-TOKEN_COLOUR = "#f58518"
+LOSS_COLOUR = colour("blue")
+EXACT_COLOUR = colour("green")
+TOKEN_COLOUR = colour("orange")
 COLUMNS = 4  # heads per row of tiles
 COLUMN_GAP = 0.04  # between tiles, as a fraction of the plotting width
 TILE_PX = 170  # a row of tiles, and the room between rows for tick labels and the next tiles' names
@@ -167,7 +168,7 @@ def head_tiles(
         base_layout(90),
         title={"text": text[f"{kind}_title"].format(step=step)},
         height=plot_height + 150,
-        plot_bgcolor="white",
+        plot_bgcolor=colour("white"),
         annotations=annotations,
     )
     return figure(traces, layout)

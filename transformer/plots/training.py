@@ -20,8 +20,11 @@ from transformer.analysis.training_log import (
 )
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
+from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import empty_note, lay_out
 from transformer.schedule import learning_rate
+
+RULE = colour("rule")  # the reference lines: warm-up, restarts, fine-tuning
 
 
 def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -34,16 +37,18 @@ def training_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     train = _records(records, "train", lambda r: "loss" in r)
     dev = _records(records, "dev")
+    # Dev loss and BLEU also differ by marker: their orange and green come close for a reader without red–green vision.
     series = [
-        (text["training_loss"], train, "loss", False, "lines", "#4c78a8"),
-        (text["dev_loss"], dev, "dev_loss", False, "lines+markers", "#f58518"),
-        (text["dev_bleu"], dev, "dev_bleu", True, "lines+markers", "#54a24b"),
+        (text["training_loss"], train, "loss", False, "lines", "blue", "circle"),
+        (text["dev_loss"], dev, "dev_loss", False, "lines+markers", "orange", "circle"),
+        (text["dev_bleu"], dev, "dev_bleu", True, "lines+markers", "green", "diamond"),
     ]
     by_step, by_hours = [], []
-    for name, rows, field, secondary, mode, colour in series:
+    for name, rows, field, secondary, mode, role, symbol in series:
         by_step.append([r["step"] for r in rows])
         by_hours.append([r.get("train_hours") for r in rows])
-        fig.add_trace(_field_line(rows, field, name, mode, {"color": colour}), secondary_y=secondary)
+        line = _field_line(rows, field, name, mode, {"color": colour(role)}, marker={"symbol": symbol})
+        fig.add_trace(line, secondary_y=secondary)
     starts = _records(records, "init")
     labelled = dev_set_changes(starts)
     marks = {
@@ -98,7 +103,7 @@ def _field_line(rows: list[dict], field: str, name: str, mode: str, line: dict, 
 
 def _legend_line(name: str, dash: str) -> go.Scatter:
     """A legend entry for the grey vertical lines drawn as shapes (:func:`_vertical_line`), which have none."""
-    return go.Scatter(x=[None], y=[None], mode="lines", name=name, line={"dash": dash, "color": "#888", "width": 1})
+    return go.Scatter(x=[None], y=[None], mode="lines", name=name, line={"dash": dash, "color": RULE, "width": 1})
 
 
 def _vertical_line(x: float | None, dash: str) -> dict:
@@ -111,7 +116,7 @@ def _vertical_line(x: float | None, dash: str) -> dict:
         "y0": 0,
         "y1": 1,
         "yref": "paper",
-        "line": {"dash": dash, "color": "#888", "width": 1},
+        "line": {"dash": dash, "color": RULE, "width": 1},
     }
 
 
@@ -166,7 +171,7 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
     steps = [r["step"] for r in rows]
     per = text["layer"]
 
-    def line(panel: int, values: list, name: str, colour: str, hover: str, **style) -> None:
+    def line(panel: int, values: list, name: str, shade: str, hover: str, **style) -> None:
         row, col = divmod(panel, 2)
         fig.add_trace(
             go.Scatter(
@@ -175,7 +180,7 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
                 mode="lines+markers",
                 name=name,
                 showlegend=False,
-                line={"color": colour},
+                line={"color": shade},
                 hovertemplate=f"{hover} %{{y:.3f}}<extra></extra>",
                 **style,
             ),
@@ -185,14 +190,15 @@ def health_curves(records: list[dict], language: str = DEFAULT_LANGUAGE) -> go.F
 
     for index, (field, per_layer) in enumerate(HEALTH_PANELS):
         if not per_layer:
-            line(index, [r.get(field) for r in rows], text["best_head"], "#222", text["alignment"])
+            line(index, [r.get(field) for r in rows], text["best_head"], colour("ink"), text["alignment"])
             continue
         layers = max((len(r.get(field) or []) for r in rows), default=0)
         for layer in range(layers):
             shade = 0.25 + 0.75 * (layer + 1) / layers
-            colour = f"rgba(31, 119, 180, {shade:.2f})" if index % 2 == 0 else f"rgba(214, 39, 40, {shade:.2f})"
+            hue = colour("mark_blue") if index % 2 == 0 else colour("mark_red")
             values = [(r.get(field) or [None] * layers)[layer] for r in rows]
-            line(index, values, f"{per} {layer + 1}", colour, f"{per} {layer + 1}:", marker={"size": 4})
+            name = f"{per} {layer + 1}"
+            line(index, values, name, translucent(hue, round(shade, 2)), f"{name}:", marker={"size": 4})
     if not rows:
         empty_note(fig, text["no_health"])
     fig.update_yaxes(range=[0, 1.02])
@@ -242,11 +248,11 @@ def learning_rate_curve(
     text = words(language, "plot_training")
     rates = [rate_at(int(step)) for step in grid]
     peak = learning_rate(warmup, d_model, warmup, scale)
-    fig = go.Figure(_rate_line(text, grid, rates, text["learning_rate"], digits=2))
+    fig = go.Figure(_rate_line(text, grid, rates, text["learning_rate"], digits=2, line={"color": colour("blue")}))
     fig.add_vline(
         x=warmup,
         line_dash="dot",
-        line_color="#9a9a9a",
+        line_color=RULE,
         annotation_text=text["warmup_ends"].format(warmup=warmup, peak=peak),
     )
     if current_step is not None:
@@ -256,7 +262,7 @@ def learning_rate_curve(
                 x=[current_step],
                 y=[rate],
                 mode="markers",
-                marker={"size": 11, "color": "#e45756"},
+                marker={"size": 11, "color": colour("red")},
                 name=text["this_checkpoint"].format(step=current_step, rate=rate),
             )
         )
@@ -302,11 +308,11 @@ def recorded_schedule(
             ys.append(None)
         xs.append(step)
         ys.append(rate)
-    fig = go.Figure(_rate_line(text, xs, ys, text["recorded_lr"], line={"color": "#4c78a8", "width": 2}))
+    fig = go.Figure(_rate_line(text, xs, ys, text["recorded_lr"], line={"color": colour("blue"), "width": 2}))
     if warmup is not None:
         check = schedule_check(records, d_model, warmup, scale, start, cooldown, last_step)
         name = text["formula_lr"].format(warmup=warmup, scale=scale, start=start)
-        line = {"color": "#e45756", "dash": "dash", "width": 2}
+        line = {"color": colour("red"), "dash": "dash", "width": 2}
         fig.add_trace(_rate_line(text, list(check.steps), list(check.formula), name, "§5.3:", line=line))
     if starts:  # the restarts' legend entry
         fig.add_trace(_legend_line(text["restart"], "dot"))
@@ -330,19 +336,19 @@ def smoothed_target_figure(epsilon: float, vocab_size: int, language: str = DEFA
     text = words(language, "plot_training")
     right, other = smoothed_target(epsilon, vocab_size)
     categories = [text["right_token"], text["other_token"], text["other_tokens"].format(count=vocab_size - 1)]
-    targets = ((text["one_hot"], [1.0, 0.0, 0.0], "#9a9a9a"), (text["smoothed"], [right, other, 1 - right], "#4c78a8"))
+    targets = ((text["one_hot"], [1.0, 0.0, 0.0], RULE), (text["smoothed"], [right, other, 1 - right], colour("blue")))
     fig = go.Figure(
         [
             go.Bar(
                 x=categories,
                 y=values,
                 name=name,
-                marker_color=colour,
+                marker_color=fill,
                 text=[f"{value:.6g}" for value in values],
                 textposition="outside",
                 hovertemplate=f"{name}<br>%{{x}}: %{{y:.6g}}<extra></extra>",
             )
-            for name, values, colour in targets
+            for name, values, fill in targets
         ]
     )
     fig.update_yaxes(title_text=text["probability"], range=[0, 1.15])
@@ -361,17 +367,18 @@ def smoothing_on_log(
     floor = smoothing_floor(epsilon, vocab_size)
     train, dev = _records(records, "train"), _records(records, "dev")
     series = [
-        (text["training_loss"], train, "loss", "lines", "#4c78a8", "solid"),
-        (text["training_nll"], train, "nll", "lines", "#4c78a8", "dot"),
-        (text["dev_loss"], dev, "dev_loss", "lines+markers", "#f58518", "solid"),
-        (text["dev_nll"], dev, "dev_nll", "lines+markers", "#f58518", "dot"),
+        (text["training_loss"], train, "loss", "lines", "blue", "solid"),
+        (text["training_nll"], train, "nll", "lines", "blue", "dot"),
+        (text["dev_loss"], dev, "dev_loss", "lines+markers", "orange", "solid"),
+        (text["dev_nll"], dev, "dev_nll", "lines+markers", "orange", "dot"),
     ]
     fig = go.Figure()
-    for name, rows, field, mode, colour, dash in series:
+    for name, rows, field, mode, role, dash in series:
         rows = [r for r in rows if isinstance(r.get(field), (int, float))]
         if not rows:
             continue
-        fig.add_trace(_field_line(rows, field, name, mode, {"color": colour, "dash": dash}, marker={"size": 4}))
+        line = {"color": colour(role), "dash": dash}
+        fig.add_trace(_field_line(rows, field, name, mode, line, marker={"size": 4}))
     for value, label, dash in (
         (floor.loss, text["loss_floor"].format(value=floor.loss), "dash"),
         (floor.nll, text["nll_floor"].format(value=floor.nll, perplexity=floor.perplexity), "dot"),
@@ -379,7 +386,7 @@ def smoothing_on_log(
         fig.add_hline(
             y=value,
             line_dash=dash,
-            line_color="#54a24b",
+            line_color=colour("green"),
             annotation_text=label,
             annotation_position="top right",
         )

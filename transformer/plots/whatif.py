@@ -12,10 +12,20 @@ import plotly.graph_objects as go
 from transformer.analysis.beam import BeamTree, TokenProbability
 from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import heatmap_height
+from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out, safe_label, token_ticks
 
-STATUS_COLOURS = {"root": "#444444", "kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#c8c8c8"}
-CHOSEN = "#d62728"
+# Finished hypotheses are orange (they were green, which a deuteranope sees as the red of the chosen path); pruned
+# ones deliberately faint.
+STATUS_COLOURS = {
+    "root": colour("dark"),
+    "kept": colour("mark_blue"),
+    "finished": colour("orange"),
+    "pruned": colour("faint"),
+}
+CHOSEN = colour("mark_red")
+EDGE = colour("rule")  # the edges off the chosen path
+RIM = colour("white")
 
 
 def _tree_columns(tree: BeamTree) -> dict[int, int]:
@@ -69,7 +79,7 @@ def beam_tree(
                 mode="lines",
                 hoverinfo="skip",
                 showlegend=False,
-                line={"color": CHOSEN if highlighted else "#bbbbbb", "width": 3 if highlighted else 1},
+                line={"color": CHOSEN if highlighted else EDGE, "width": 3 if highlighted else 1},
             )
         )
     for status in ("root", "kept", "finished", "pruned"):
@@ -84,12 +94,13 @@ def beam_tree(
                 name=text[f"status_{status}"],
                 text=[_fitted(safe_label(pieces[node.id]), characters) for node in nodes],
                 textposition="middle right",
-                textfont={"color": "#999999" if status == "pruned" else "#222222"},
+                textfont={"color": colour("faint_text") if status == "pruned" else colour("ink")},
                 marker={
                     "color": STATUS_COLOURS[status],
                     "size": 9,
                     "symbol": "diamond" if status == "finished" else "circle",
-                    "line": {"color": [CHOSEN if node.id in on_path else "white" for node in nodes], "width": 2},
+                    # a white rim sets touching nodes apart; on the chosen path, a red one
+                    "line": {"color": [CHOSEN if node.id in on_path else RIM for node in nodes], "width": 2},
                 },
                 customdata=[[safe_label(pieces[node.id]), node.log_prob, node.score, node.id] for node in nodes],
                 hovertemplate=f"%{{customdata[0]}}<br>{text['log_prob']}: %{{customdata[1]:.3f}}<br>"
@@ -109,7 +120,7 @@ def beam_tree(
     fig.update_xaxes(visible=False, range=[-0.3, width], fixedrange=True)
     legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"}
     height = STEP_HEIGHT * (steps + 1) + 150
-    return lay_out(fig, text["tree_title"], height, top=70, plot_bgcolor="white", legend=legend)
+    return lay_out(fig, text["tree_title"], height, top=70, plot_bgcolor=colour("white"), legend=legend)
 
 
 def token_probabilities(
@@ -136,7 +147,7 @@ def token_probabilities(
         )
     fig.update_yaxes(range=[0, 1], title_text=text["probability"])
     fig.update_xaxes(tickangle=-60, automargin=True, type="category")
-    return lay_out(fig, safe_label(title), 380, barmode="group", plot_bgcolor="white")
+    return lay_out(fig, safe_label(title), 380, barmode="group", plot_bgcolor=colour("white"))
 
 
 def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language: str = DEFAULT_LANGUAGE) -> go.Figure:
@@ -151,10 +162,10 @@ def prune_curve(curve: Sequence[dict], intact_bleu: float, total: int, language:
             x=counts, y=[point["chrf"] for point in curve], mode="lines+markers", name="chrF", line={"dash": "dot"}
         )
     )
-    fig.add_hrect(y0=intact_bleu - 1.0, y1=intact_bleu, fillcolor="#2ca02c", opacity=0.15, line_width=0)
+    fig.add_hrect(y0=intact_bleu - 1.0, y1=intact_bleu, fillcolor=colour("mark_green"), opacity=0.15, line_width=0)
     fig.update_xaxes(title_text=text["heads_off"].format(total=total), range=[0, total])
     fig.update_yaxes(title_text=text["score_axis"], rangemode="tozero")
-    return lay_out(fig, text["prune_title"], 380, plot_bgcolor="white")
+    return lay_out(fig, text["prune_title"], 380, plot_bgcolor=colour("white"))
 
 
 def difference_heatmap(
@@ -182,7 +193,7 @@ def difference_heatmap(
     )
     fig.update_xaxes(**token_ticks(key_tokens), tickangle=-60, automargin=True, showgrid=False, zeroline=False)
     fig.update_yaxes(**token_ticks(query_tokens), autorange="reversed", automargin=True, showgrid=False, zeroline=False)
-    return lay_out(fig, safe_label(title), heatmap_height(len(query_tokens)), plot_bgcolor="white")
+    return lay_out(fig, safe_label(title), heatmap_height(len(query_tokens)), plot_bgcolor=colour("white"))
 
 
 DIFF_STYLES = {
