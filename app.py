@@ -35,7 +35,11 @@ st.html(
     "<style>[data-testid='stMainBlockContainer'] { padding-top: 2.5rem; }"
     " [data-testid='stMarkdownContainer'] pre, [data-testid='stMarkdownContainer'] pre code"
     " { white-space: pre-wrap !important; overflow-wrap: anywhere; }"  # the code element sets its own inline
-    " [data-testid='stSliderThumbValue'] { color: inherit; }</style>"
+    " [data-testid='stSliderThumbValue'] { color: inherit; }"
+    # Keyboard focus as a ring in the text colour (3:1 or more on either theme's background) where Streamlit shows
+    # only a faint tint: radio buttons, switches, checkboxes and the sidebar's page links.
+    " label:has(input:focus-visible), [data-testid='stSidebarNav'] a:focus-visible"
+    " { outline: 2px solid currentColor; outline-offset: 2px; border-radius: 4px; }</style>"
 )
 
 

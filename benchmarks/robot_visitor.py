@@ -14,11 +14,26 @@ history, reloads, or opens the current URL in a fresh browser. After every actio
 - **links reproduce the view**: the URL opened in a fresh browser shows the same open tab and the same values in
   every control the two share.
 
+With ``--keyboard`` it is a visitor without a mouse: it reaches every control, tab and sidebar link by pressing Tab
+from the top of the page (Shift+Tab to step back onto a multiselect's chosen items), and uses it with keys only:
+Space toggles a switch, arrows open a select box and move through its options (Enter chooses, Escape closes), move a
+slider, a number and a radio's choice and switch tabs, Enter presses a button or follows a link, and sentences are
+typed. Going back or forward, reloading and opening a link in a fresh browser stay as they are (the browser's own,
+not the page's). On top of the checks above, every keyboard action checks:
+
+- **reachable**: the control it means to use takes the focus within ``KEYBOARD_TAB_LIMIT`` Tab presses from the top
+  of the page ("not reachable by keyboard");
+- **operable**: its keys change the control's value when they should ("keyboard could not change");
+- **focus visible**: while it has the focus, something visible marks it that is not there without the focus: an
+  outline, a box shadow, or a border or background colour of the control or of the visible parts of its Streamlit
+  wrapper ("no visible focus"; once per control and page).
+
 Every violation is printed with the actions that led to it (and written to ``--report`` as JSON). Exit status 1
 when there was any::
 
     python benchmarks/robot_visitor.py --actions 150 --seed 1
     python benchmarks/robot_visitor.py --actions 2000 --seed 7 --pages explore what_if
+    python benchmarks/robot_visitor.py --keyboard --actions 60 --seed 3
 """
 
 from __future__ import annotations
@@ -29,9 +44,11 @@ import random
 import re
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -152,6 +169,230 @@ VALUE_KINDS = {
 }
 
 
+# ------------------------------------------------------------------------------------------------ keyboard mode
+KEYBOARD_TAB_LIMIT = 250  # Tab presses from the top of a page before a control counts as out of the keyboard's reach
+FOCUS_STYLE_MS = 100  # a moment for the focus style to be applied (its fading in is then finished at once)
+# The part of each kind of control that takes the keys (its help icon and a multiselect's chosen items are other stops).
+FOCUS_TARGETS = {
+    "stSelectbox": 'input[role="combobox"]',
+    "stMultiSelect": 'input[role="combobox"]',
+    "stRadio": 'input[type="radio"]',
+    "stCheckbox": 'input[type="checkbox"]',
+    "stSlider": 'input[type="range"]',
+    "stSelectSlider": 'input[type="range"]',
+    "stNumberInput": "input",
+    "stTextInput": "input",
+    "stTextArea": "textarea",
+    "stTabs": '[role="tab"]',
+    "stButtonGroup": "button",
+    "stButton": "button",
+    "stFormSubmitButton": "button",
+    "stDownloadButton": "button",
+}
+# The focus's starting point back at the top of the page, as on a freshly opened page: the body is made focusable
+# for a moment and focused (Chromium then starts the next Tab from there).
+TO_TOP_JS = """() => {
+    document.activeElement?.blur();
+    const body = document.body;
+    body.setAttribute('tabindex', '-1');
+    body.focus({preventScroll: true});
+    body.removeAttribute('tabindex');
+    window.robotFirstStop = undefined;
+}"""
+FOCUS_LOOK_JS = r"""
+    // Streamlit's focus styles fade in and out: measured at their end, however busy the machine.
+    for (const animation of document.getAnimations()) if (animation instanceof CSSTransition) animation.finish();
+    const look = element => {
+        const s = getComputedStyle(element);
+        const sides = ['Top', 'Right', 'Bottom', 'Left'];
+        return {
+            outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0
+                ? `${s.outlineStyle} ${s.outlineWidth} ${s.outlineColor}` : '',
+            shadow: s.boxShadow,
+            border: sides.map(side => s[`border${side}Color`]).join(' '),
+            bordered: sides.some(side => parseFloat(s[`border${side}Width`]) > 0),
+            background: s.backgroundColor,
+        };
+    };
+    const wrapperOf = element =>
+        element.closest('[role="tablist"], [data-testid="stSidebarNavLinkContainer"], [class*="st-key-"]') ?? element;
+"""
+# The look without the focus of every element of the wrapper of the control about to be reached (``key``) or of the
+# sidebar link (``link``): what FOCUS_MARK_JS compares with.
+BASELINE_JS = (
+    """({key, link}) => {"""
+    + FOCUS_LOOK_JS
+    + r"""
+    let targets = [];
+    if (key) targets = [...document.querySelectorAll('.st-key-' + CSS.escape(key))].map(container =>
+        container.querySelector('[data-testid="stTabs"] [role="tablist"]') ?? container);
+    else targets = [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')]
+        .filter(a => a.getAttribute('href') === link).map(wrapperOf);
+    window.robotBaseline = new Map();
+    for (const wrapper of targets)
+        for (const element of [wrapper, ...wrapper.querySelectorAll('*')])
+            window.robotBaseline.set(element, look(element));
+}"""
+)
+# Where the keyboard focus is: the keyed control around it, the control's kind, whether it is the part of the control
+# that takes keys (FOCUS_TARGETS), the sidebar link it is on, whether it is the first stop again (the Tab order has
+# gone round the page), and whether it is the title of a closed expander that holds control ``inside``. null on the
+# page's body: past the last stop.
+FOCUSED_JS = r"""({targets, inside}) => {
+    const active = document.activeElement;
+    if (!active || active === document.body || active === document.documentElement) return null;
+    const first = window.robotFirstStop === undefined;
+    if (first) window.robotFirstStop = active;
+    const container = active.closest('[class*="st-key-"]');
+    let key = null, kind = null;
+    if (container) {
+        key = [...container.classList].find(name => name.startsWith('st-key-')).slice(7);
+        const own = container.getAttribute('data-testid');
+        const widget = own && own !== 'stElementContainer' ? container : container.querySelector('[data-testid]');
+        kind = widget?.getAttribute('data-testid') ?? null;
+    }
+    const link = active.closest('[data-testid="stSidebarNavLink"]');
+    return {
+        key, kind, operable: !!(kind && targets[kind] && active.matches(targets[kind])),
+        link: link ? link.getAttribute('href') : null,
+        tag: active.tagName.toLowerCase(), role: active.getAttribute('role'),
+        label: (active.getAttribute('aria-label') || active.innerText || active.value || '').trim().slice(0, 40),
+        again: !first && window.robotFirstStop === active,
+        opens: !!inside && active.tagName === 'SUMMARY' && !active.parentElement.open
+            && !!active.parentElement.querySelector('.st-key-' + CSS.escape(inside)),
+    };
+}"""
+# What visibly marks the focused element: the first element of its wrapper (the control's keyed container, a tab
+# list, a sidebar link) that is drawn (no part of a 1-pixel "visually hidden" box) and looks different from its
+# BASELINE_JS look: an outline or box shadow that was not there, a border or background of another colour. null:
+# nothing does. An element the baseline did not see counts by an outline or box shadow alone.
+FOCUS_MARK_JS = (
+    """() => {"""
+    + FOCUS_LOOK_JS
+    + r"""
+    const active = document.activeElement;
+    if (!active || active === document.body) return null;
+    const wrapper = wrapperOf(active);
+    const baseline = window.robotBaseline ?? new Map();
+    const drawn = element => {
+        for (let e = element; e && e !== wrapper.parentElement; e = e.parentElement) {
+            const r = e.getBoundingClientRect();
+            if (r.width < 2 || r.height < 2) return false;
+        }
+        const s = getComputedStyle(element);
+        return s.visibility !== 'hidden' && s.opacity !== '0';
+    };
+    for (const element of [wrapper, ...wrapper.querySelectorAll('*')]) {
+        if (!drawn(element)) continue;
+        const now = look(element), before = baseline.get(element);
+        const name = element.tagName.toLowerCase() + (element === active ? ' (focused)' : '');
+        if (now.outline && now.outline !== before?.outline) return `outline on ${name}`;
+        if (now.shadow !== 'none' && now.shadow !== before?.shadow) return `box shadow on ${name}`;
+        if (before && now.bordered && now.border !== before.border) return `border colour on ${name}`;
+        if (before && now.background !== before.background) return `background on ${name}`;
+    }
+    return null;
+}"""
+)
+# The options of the open list (a select box's or a multiselect's): their text, which one the arrows are on (the
+# combobox's aria-activedescendant) and which are chosen.
+OPTIONS_JS = r"""() => {
+    const box = document.activeElement;
+    const on = box?.getAttribute('aria-activedescendant');
+    return [...document.querySelectorAll('[role="option"]')]
+        .filter(option => option.getBoundingClientRect().height > 0 && option.getAttribute('aria-disabled') !== 'true')
+        .map(option => ({
+            text: option.innerText.trim(),
+            on: (on && option.id === on) || option.getAttribute('data-focused') === 'true',
+            chosen: option.getAttribute('aria-selected') === 'true',
+        }));
+}"""
+# The focused range or number input's value and bounds (null when it has none).
+BOUNDS_JS = r"""() => {
+    const e = document.activeElement;
+    const number = (...names) => {
+        for (const name of names) { const v = parseFloat(e.getAttribute(name) ?? ''); if (!isNaN(v)) return v; }
+        return null;
+    };
+    const typed = parseFloat(e.value);
+    return {now: number('aria-valuenow') ?? (isNaN(typed) ? null : typed), low: number('aria-valuemin', 'min'),
+            high: number('aria-valuemax', 'max')};
+}"""
+# The keys of the controls in a closed expander (its content is not drawn, though it has a size).
+FOLDED_JS = r"""() => [...document.querySelectorAll('details:not([open]) [class*="st-key-"]')]
+    .map(container => [...container.classList].find(name => name.startsWith('st-key-')).slice(7))"""
+
+
+def focus_to_top(page) -> None:
+    """Start the next Tab from the top of the page, as on a page just opened."""
+    page.evaluate(TO_TOP_JS)
+
+
+class Reached(NamedTuple):
+    stop: dict | None  # FOCUSED_JS's reading where the focus came, None when it never did
+    presses: int  # Tab presses from the top of the page
+    opened: list[str]  # the titles of the expanders opened on the way
+
+
+def tab_to(page, key: str | None = None, link: str | None = None, limit: int = KEYBOARD_TAB_LIMIT) -> Reached:
+    """Press Tab from the top of the page until the focus is on the part of control ``key`` that takes keys
+    (FOCUS_TARGETS), or on the sidebar link to ``link``, as a visitor without a mouse does; Enter on the title of a
+    closed expander that holds the control opens it. Gives up when the Tab order has gone round the page, or after
+    ``limit`` presses. Before the first press, the look of the control's wrapper without the focus is kept for
+    :func:`focus_mark`."""
+    focus_to_top(page)
+    page.wait_for_timeout(FOCUS_STYLE_MS)  # the control used last has lost its focus style
+    page.evaluate(BASELINE_JS, {"key": key, "link": link})
+    opened: list[str] = []
+    for presses in range(1, limit + 1):
+        page.keyboard.press("Tab")
+        where = page.evaluate(FOCUSED_JS, {"targets": FOCUS_TARGETS, "inside": key})
+        if where is None or where["again"]:
+            return Reached(None, presses, opened)
+        if where["opens"]:
+            opened.append(where["label"].splitlines()[-1][:40])
+            page.keyboard.press("Enter")
+            page.wait_for_timeout(FOCUS_STYLE_MS)
+        if (key is not None and where["key"] == key and where["operable"]) or (
+            link is not None and where["link"] == link
+        ):
+            return Reached(where, presses, opened)
+    return Reached(None, limit, opened)
+
+
+def tab_stops(page, limit: int = KEYBOARD_TAB_LIMIT) -> list[dict]:
+    """Every stop of the keyboard's Tab order from the top of the page round to the top again (``limit`` at most):
+    FOCUSED_JS's reading of each."""
+    focus_to_top(page)
+    stops: list[dict] = []  # a closed expander's controls are not drawn and not in the Tab order
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        where = page.evaluate(FOCUSED_JS, {"targets": FOCUS_TARGETS, "inside": None})
+        if where is None or where["again"]:
+            break
+        stops.append(where)
+    return stops
+
+
+def not_reachable(page, limit: int = KEYBOARD_TAB_LIMIT) -> list[str]:
+    """The keys of the page's visible, enabled controls (CONTROLS_JS's, less those in a closed expander) whose part
+    that takes keys never has the focus when Tab is pressed from the top of the page (``limit`` presses at most)."""
+    reached = {stop["key"] for stop in tab_stops(page, limit) if stop["operable"]}
+    folded = set(page.evaluate(FOLDED_JS))
+    return sorted(
+        key
+        for key, control in page.evaluate(CONTROLS_JS).items()
+        if control["kind"] in FOCUS_TARGETS and not control["disabled"] and key not in reached and key not in folded
+    )
+
+
+def focus_mark(page) -> str | None:
+    """What visibly marks the focused control (FOCUS_MARK_JS), measured once Streamlit's focus style has faded in;
+    None when nothing does."""
+    page.wait_for_timeout(FOCUS_STYLE_MS)
+    return page.evaluate(FOCUS_MARK_JS)
+
+
 @dataclass
 class Violation:
     action: int
@@ -172,6 +413,7 @@ class Journey:
     trail: list[str] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
+    focus_marks: dict[str, str] = field(default_factory=dict)  # "page: control" → what shows its keyboard focus
     log_offset: int = 0
     count: int = 0
 
@@ -399,6 +641,7 @@ class Robot:
         settle(page)
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
             self.journey.remembered.clear()
+        self.confirm()
         landed = page_of(page.url)
         if kind == "stButton" and (landed != before or key.startswith("lesson")):
             # A button that opens another page on a chosen view ("this head in the atlas", a lesson's next step)
@@ -407,6 +650,10 @@ class Robot:
             self.check(returning=False)
             return
         self.check(returning=landed != before)
+
+    def confirm(self) -> None:
+        """After a control was set and the app has run: nothing to confirm for a mouse (the keyboard robot checks
+        here that its keys changed the value)."""
 
     # ----------------------------------------------------------------------------------------- controls
     def click_any(self, choices, what: str) -> bool:
@@ -484,6 +731,316 @@ class Robot:
         return True
 
 
+class KeyboardRobot(Robot):
+    """The robot without a mouse: every control, tab and sidebar link is reached with Tab from the top of the page
+    and used with keys only (see the module's docstring); on top of the robot's checks, each action checks that its
+    control can be reached, shows where the focus is, and changes when its keys should change it."""
+
+    def __init__(self, browser, journey: Journey, verbose: bool = False) -> None:
+        super().__init__(browser, journey, verbose)
+        self.expected: tuple[str, object] | None = None  # the control just used and its value before
+        self.unmarked: set[tuple[str, str]] = set()  # (page, control) already reported as showing no focus
+
+    # ----------------------------------------------------------------------------------------- focus
+    def reach(self, key: str | None = None, link: str | None = None, label: str = "") -> bool:
+        """Press Tab from the top of the page until the focus is on the part of control ``key`` that takes keys (or
+        on the sidebar link to ``link``), opening a closed expander that holds it on the way; then check that the
+        focus shows. False, and a violation, when it never comes there (:func:`tab_to`)."""
+        name = label or key or link or "?"
+        reached = tab_to(self.page, key=key, link=link)
+        for title in reached.opened:
+            self.note(f"open the expander {title!r} (Enter)")
+        if reached.stop is not None:
+            self.check_focus_shown(name)
+            return True
+        self.violation(
+            "not reachable by keyboard",
+            f"{name} on {page_of(self.page.url)}: no focus after {reached.presses} Tab presses from the top",
+        )
+        return False
+
+    def tab_on(self, wanted: Callable[[dict], bool]) -> dict | None:
+        """Press Tab from where the focus is until ``wanted`` (of FOCUSED_JS's reading) holds; that reading, or None
+        when the page's last stop comes first."""
+        for _ in range(KEYBOARD_TAB_LIMIT):
+            self.press("Tab")
+            where = self.page.evaluate(FOCUSED_JS, {"targets": FOCUS_TARGETS, "inside": None})
+            if where is None:
+                return None
+            if wanted(where):
+                return where
+        return None
+
+    def check_focus_shown(self, name: str) -> None:
+        """A violation when nothing visible marks the focused control (once per page and control)."""
+        mark = focus_mark(self.page)
+        where = (page_of(self.page.url), name)
+        self.journey.focus_marks[f"{where[0]}: {name}"] = mark or "nothing"
+        if mark is not None:
+            return
+        if where not in self.unmarked:
+            self.unmarked.add(where)
+            focused = self.page.evaluate(FOCUSED_JS, {"targets": FOCUS_TARGETS, "inside": None}) or {}
+            self.violation(
+                "no visible focus",
+                f"{name} on {where[0]}: no outline, shadow, border or background marks the focused "
+                f"{focused.get('tag')} {focused.get('label', '')[:40]!r}",
+            )
+
+    def press(self, *keys: str) -> None:
+        for key in keys:
+            self.page.keyboard.press(key)
+
+    def value_of(self, key: str) -> object:
+        return self.page.evaluate(CONTROLS_JS).get(key, {}).get("value")
+
+    def expect_change(self, key: str) -> None:
+        """The keys about to be pressed should change ``key``'s value: :meth:`confirm` checks that they did."""
+        self.expected = (key, self.value_of(key))
+
+    def confirm(self) -> None:
+        if self.expected is None:
+            return
+        key, before = self.expected
+        self.expected = None
+        now = self.value_of(key)
+        if now == before:
+            self.violation("keyboard could not change", f"{key} on {page_of(self.page.url)}: still {now!r}")
+
+    # ----------------------------------------------------------------------------------------- actions
+    def do_page(self) -> None:
+        allowed = self.journey.allowed_pages
+        links = [
+            link.get_attribute("href") or ""
+            for link in self.page.query_selector_all('[data-testid="stSidebarNavLink"]')
+            if link.is_visible() and page_of(link.get_attribute("href") or "") in allowed
+        ]
+        if not links:  # presenter mode hides the sidebar: leave it first, as a visitor would
+            if not self.page.locator(".st-key-leave_present button").count():
+                return self.do_control()
+            self.note("leave presenter mode (Tab, Enter)")
+            if self.reach(key="leave_present", label="leave_present"):
+                self.press("Enter")
+                settle(self.page)
+            self.check(returning=False)
+            return None
+        link = self.random.choice(links)
+        self.note(f"page {page_of(link)} (Tab, Enter)")
+        if not self.reach(link=link, label=f"sidebar link to {page_of(link)}"):
+            return None
+        self.press("Enter")
+        settle(self.page)
+        self.check(returning=True)
+
+    def do_tab(self) -> None:
+        tabs = [
+            tab
+            for tab in self.page.query_selector_all('[data-testid="stMain"] [role="tab"]')
+            if tab.is_visible() and tab.get_attribute("aria-selected") != "true"
+        ]
+        if not tabs:
+            return self.do_control()
+        tab = self.random.choice(tabs)
+        key = tab.evaluate(KEY_OF_JS)
+        wanted = tab.inner_text().strip()
+        # Arrows move along the tab list (the open tab has the focus; past the last comes the first) and open the
+        # tab they land on, so each tab on the way runs the page: the robot waits for each run to name its tab in
+        # the URL, as a visitor reads each tab (arrowing on at once can end on a tab the app snaps back to).
+        siblings = tab.evaluate(
+            """tab => [...tab.closest('[role="tablist"]').querySelectorAll('[role="tab"]')]
+                .map(t => [t === tab, t.getAttribute('aria-selected') === 'true'])"""
+        )
+        count = len(siblings)
+        steps = ([chosen for chosen, _ in siblings].index(True) - [open_ for _, open_ in siblings].index(True)) % count
+        arrow, steps = ("ArrowRight", steps) if steps <= count - steps else ("ArrowLeft", count - steps)
+        self.note(f"tab {wanted!r} on {page_of(self.page.url)} (Tab, {arrow} × {steps})")
+        if not self.reach(key=key, label=f"{key} (tabs)"):
+            return None
+        for _ in range(steps):
+            self.press(arrow)
+            address = self.page.url
+            with suppress(Exception):  # a tab list that the URL does not follow: its run has ended
+                self.page.wait_for_function("address => location.href !== address", arg=address, timeout=5_000)
+            settle(self.page)
+        shown = self.value_of(key)
+        if shown != wanted:
+            self.violation("keyboard could not change", f"{key} on {page_of(self.page.url)}: {shown!r}, not {wanted!r}")
+        self.check(returning=True, changed={key})
+
+    def do_translate(self) -> None:
+        page = self.page
+        fields = [
+            f
+            for f in page.query_selector_all(
+                '[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
+                '[data-testid="stMain"] [data-testid="stTextInput"] input'
+            )
+            if f.is_visible() and f.is_enabled() and f.evaluate("element => !!element.closest('[class*=\"st-key-\"]')")
+        ]
+        if not fields:
+            return self.do_control()
+        box = self.random.choice(fields)
+        key = box.evaluate(KEY_OF_JS)
+        sentence = self.random.choice(SENTENCES)
+        area = box.evaluate("element => element.tagName") == "TEXTAREA"
+        self.note(f"type {sentence[:40]!r} on {page_of(page.url)} ({key})")
+        if not self.reach(key=key, label=key):
+            return None
+        self.press("Control+a")
+        if sentence:
+            page.keyboard.type(sentence)
+        longest = int(box.get_attribute("maxlength") or 0) or len(sentence)
+        typed = page.evaluate("() => document.activeElement.value")
+        if typed != sentence[:longest]:
+            self.violation("keyboard could not change", f"{key} on {page_of(page.url)}: shows {typed[:60]!r}")
+        in_form = box.evaluate("element => !!element.closest('[data-testid=\"stForm\"]')")
+        if area and in_form:  # a text area takes Enter as a new line: Tab on to the form's button and press it
+            submit = self.tab_on(lambda where: where["kind"] == "stFormSubmitButton" and where["operable"])
+            if submit is None:
+                self.violation("not reachable by keyboard", f"the submit button of {key}'s form on {page_of(page.url)}")
+                return None
+            self.check_focus_shown(submit["key"])
+        self.press("Enter")
+        settle(page)
+        # A new sentence may legitimately change choices that depend on it (a token's index): start afresh here.
+        self.journey.remembered.pop(page_of(page.url), None)
+        self.check(returning=False)
+
+    # ----------------------------------------------------------------------------------------- controls
+    def choose_in_list(self, key: str, what: str) -> bool:
+        """In the list that the focused combobox opens with ArrowDown (on the option after the chosen one): up to
+        two more arrows up or down at random, on past the option already chosen, and Enter. False (after Escape) when
+        no list opens or it has no option left to choose. Long lists are drawn in part only, so the arrows are
+        counted rather than aimed at an option."""
+        page = self.page
+        self.press("ArrowDown")
+        options: list[dict] = []
+        for _ in range(30):
+            page.wait_for_timeout(100)
+            options = page.evaluate(OPTIONS_JS)
+            if options:
+                break
+        current = self.value_of(key)
+        if not [option for option in options if not option["chosen"] and option["text"] != current]:
+            self.press("Escape")
+            if not options:
+                self.violation("keyboard could not change", f"{key} on {page_of(page.url)}: ArrowDown opens no list")
+            return False
+        steps = self.random.choice([-2, -1, 0, 0, 1, 2])
+        arrow = "ArrowDown" if steps >= 0 else "ArrowUp"
+        self.press(*[arrow] * abs(steps))
+        on = None
+        for _ in range(len(options) + 2):  # past the chosen option; back the other way at the end of the list
+            on = next((option for option in page.evaluate(OPTIONS_JS) if option["on"]), None)
+            if on is None or (not on["chosen"] and on["text"] != current):
+                break
+            before = on["text"]
+            self.press(arrow)
+            if next((o["text"] for o in page.evaluate(OPTIONS_JS) if o["on"]), None) == before:
+                arrow = "ArrowUp" if arrow == "ArrowDown" else "ArrowDown"
+        self.note(f"{what} {(on or {}).get('text', '?')[:40]!r} (Tab, ArrowDown, {arrow} × {abs(steps)}, Enter)")
+        self.expect_change(key)
+        self.press("Enter")
+        return True
+
+    def set_selectbox(self, container, key: str) -> bool:
+        return self.reach(key=key) and self.choose_in_list(key, f"select {key} =")
+
+    def set_radio(self, container, key: str) -> bool:
+        count = container.locator('[data-testid="stRadioOption"]').count()
+        if count < 2 or not self.reach(key=key):
+            return False
+        steps = self.random.randrange(1, count)
+        self.note(f"radio {key}: ArrowDown × {steps}")
+        self.expect_change(key)
+        for _ in range(steps):
+            self.press("ArrowDown")
+        return True
+
+    def set_checkbox(self, container, key: str) -> bool:
+        if not self.reach(key=key):
+            return False
+        self.note(f"toggle {key} (Space)")
+        self.expect_change(key)
+        self.press("Space")
+        return True
+
+    def step_keys(self, key: str, up: str, down: str) -> list[str]:
+        """One to three presses of ``up`` or ``down`` at random, towards the side the focused input can still go."""
+        bounds = self.page.evaluate(BOUNDS_JS)
+        steps = self.random.choice([-3, -2, -1, 1, 2, 3])
+        now, low, high = bounds["now"], bounds["low"], bounds["high"]
+        if now is not None and (
+            (steps > 0 and high is not None and now >= high) or (steps < 0 and low is not None and now <= low)
+        ):
+            steps = -steps
+        if not (now is not None and low is not None and high is not None and low == high):
+            self.expect_change(key)
+        return [up if steps > 0 else down] * abs(steps)
+
+    def set_slider(self, container, key: str) -> bool:
+        if not self.reach(key=key):
+            return False
+        keys = self.step_keys(key, "ArrowRight", "ArrowLeft")
+        self.note(f"slider {key}: {keys[0]} × {len(keys)}")
+        self.press(*keys)
+        self.page.wait_for_timeout(300)  # the slider sends its value when the keys stop
+        return True
+
+    set_selectslider = set_slider
+
+    def set_multiselect(self, container, key: str) -> bool:
+        if not self.reach(key=key):
+            return False
+        if container.locator("[data-tag]").count() and self.random.random() < 0.5:
+            # Shift+Tab steps back from the box onto the chosen items; Backspace removes the one with the focus.
+            self.press("Shift+Tab")
+            tag = self.page.evaluate("() => document.activeElement.closest('[data-tag]')?.getAttribute('aria-label')")
+            if tag is None:
+                self.violation("not reachable by keyboard", f"{key}'s chosen items on {page_of(self.page.url)}")
+                return False
+            self.note(f"multiselect {key}: remove {tag!r} (Shift+Tab, Backspace)")
+            self.expect_change(key)
+            self.press("Backspace")
+            return True
+        if not self.choose_in_list(key, f"multiselect {key}: add"):
+            return False
+        self.press("Escape")
+        return True
+
+    def set_buttongroup(self, container, key: str) -> bool:
+        count = container.locator("button:enabled").count()
+        if not count or not self.reach(key=key):
+            return False
+        steps = self.random.randrange(count)  # Tab on from the group's first button to one at random
+        self.press(*["Tab"] * steps)
+        label = self.page.evaluate("() => document.activeElement.innerText.trim()")
+        self.note(f"choose {key} = {label[:40]!r} (Tab × {steps}, Space)")
+        self.expect_change(key)
+        self.press("Space")
+        return True
+
+    def set_numberinput(self, container, key: str) -> bool:
+        if not self.reach(key=key):
+            return False
+        keys = self.step_keys(key, "ArrowUp", "ArrowDown")
+        self.note(f"number {key}: {keys[0]} × {len(keys)}, Enter")
+        self.press(*keys, "Enter")
+        return True
+
+    def set_button(self, container, key: str) -> bool:
+        button = container.locator("button").first
+        label = button.inner_text().strip()
+        if SKIPPED_BUTTONS.search(label) or not button.is_enabled():
+            return False
+        if not self.reach(key=key, label=f"{key} ({label[:40]!r})"):
+            return False
+        key_press = self.random.choice(["Enter", "Space"])  # a button takes either
+        self.note(f"button {label[:40]!r} (Tab, {key_press})")
+        self.press(key_press)
+        return True
+
+
 def walk(
     origin: str,
     actions: int,
@@ -493,21 +1050,23 @@ def walk(
     start: str = "/",
     verbose: bool = False,
     browser=None,
+    keyboard: bool = False,
 ) -> Journey:
     """One seeded journey of ``actions`` actions against the app at ``origin``; returns what it found. ``browser``:
-    a playwright Chromium already running (the tests'), else one is started."""
+    a playwright Chromium already running (the tests'), else one is started. ``keyboard``: the robot without a
+    mouse (:class:`KeyboardRobot`)."""
     if browser is None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
-                return walk(origin, actions, seed, pages, log, start, verbose, chromium)
+                return walk(origin, actions, seed, pages, log, start, verbose, chromium, keyboard)
             finally:
                 chromium.close()
     journey = Journey(seed, origin, log, set(pages))
     journey.log_offset = log.stat().st_size if log is not None and log.is_file() else 0  # this journey's lines only
-    robot = Robot(browser, journey, verbose)
+    robot = (KeyboardRobot if keyboard else Robot)(browser, journey, verbose)
     try:
         robot.note(f"open {start}")
         robot.open(origin + start)
@@ -535,6 +1094,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--origin", help="an app already running (default: start one on a free port)")
     parser.add_argument("--report", type=Path, help="write the violations as JSON here")
     parser.add_argument("--verbose", action="store_true", help="print every action")
+    parser.add_argument("--keyboard", action="store_true", help="no mouse: reach and use every control with keys")
     arguments = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -546,9 +1106,24 @@ def main(argv: list[str] | None = None) -> int:
         )
     ):
         log_file = None if arguments.origin else log
-        journey = walk(origin, arguments.actions, arguments.seed, arguments.pages, log_file, verbose=arguments.verbose)
+        journey = walk(
+            origin,
+            arguments.actions,
+            arguments.seed,
+            arguments.pages,
+            log_file,
+            verbose=arguments.verbose,
+            keyboard=arguments.keyboard,
+        )
     seconds = time.monotonic() - started
-    print(f"{journey.count} actions, seed {arguments.seed}, {len(journey.violations)} violations, {seconds:.0f} s")
+    mode = ", keyboard only" if arguments.keyboard else ""
+    print(
+        f"{journey.count} actions{mode}, seed {arguments.seed}, {len(journey.violations)} violations, {seconds:.0f} s"
+    )
+    if arguments.keyboard and arguments.verbose:
+        print("What showed the keyboard's focus:")
+        for where, mark in sorted(journey.focus_marks.items()):
+            print(f"    {where}: {mark}")
     if arguments.report:
         arguments.report.write_text(json.dumps([v.__dict__ for v in journey.violations], indent=1, ensure_ascii=False))
     return 1 if journey.violations else 0

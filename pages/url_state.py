@@ -232,7 +232,12 @@ def tabs(state_key: str, labels: dict[str, str], widget_key: str | None = None) 
     widget_key = widget_key or f"{state_key}_widget"
     names = list(labels)
     by_label = {label: name for name, label in labels.items()}
-    st.session_state[widget_key] = labels.get(st.session_state.get(state_key), labels[names[0]])
+    wanted = labels.get(st.session_state.get(state_key), labels[names[0]])
+    # Set only when it differs (a link, a page come back to, another language): a value set here is sent back to the
+    # browser, and from a run that a quicker key press has already overtaken it would move the tabs back to this
+    # run's tab and drop the keyboard's focus.
+    if st.session_state.get(widget_key) != wanted:
+        st.session_state[widget_key] = wanted
 
     def chosen() -> None:
         st.session_state[state_key] = by_label.get(st.session_state[widget_key], names[0])

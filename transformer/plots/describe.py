@@ -634,11 +634,13 @@ class _Describer:
         numeric = all(
             isinstance(x, (int, float)) and not isinstance(x, bool) for column in columns for x in column.index
         )
-        if any(column.index.has_duplicates for column in columns):
-            table = pd.DataFrame({name: list(column) for name, column in zip(names, columns, strict=True)})
-        else:
-            table = pd.concat(columns, axis=1, sort=numeric)
-            table = table.rename_axis(heading).reset_index()
+        if any(column.index.has_duplicates for column in columns):  # labels that read alike (two "▁" pieces)
+            for name, column in zip(names, columns, strict=True):
+                frame = pd.DataFrame({heading: list(column.index), name: list(column)})
+                panel.tables.append((name, _no_booleans(frame)))
+            return
+        table = pd.concat(columns, axis=1, sort=numeric)
+        table = table.rename_axis(heading).reset_index()
         panel.tables.append(("", _no_booleans(table)))
 
     # -------------------------------------------------------------------------------------------------- bars
