@@ -540,15 +540,19 @@ class Robot:
         settle(self.page)
         self.check(returning=True)
 
-    def do_tab(self) -> None:
+    def other_tab(self):
+        """A visible tab of the page that is not open (at random), or None."""
         tabs = [
             tab
             for tab in self.page.query_selector_all('[data-testid="stMain"] [role="tab"]')
             if tab.is_visible() and tab.get_attribute("aria-selected") != "true"
         ]
-        if not tabs:
+        return self.random.choice(tabs) if tabs else None
+
+    def do_tab(self) -> None:
+        tab = self.other_tab()
+        if tab is None:
             return self.do_control()
-        tab = self.random.choice(tabs)
         key = tab.evaluate(KEY_OF_JS)
         self.note(f"tab {tab.inner_text().strip()!r} on {page_of(self.page.url)}")
         tab.click()
@@ -833,14 +837,9 @@ class KeyboardRobot(Robot):
         self.check(returning=True)
 
     def do_tab(self) -> None:
-        tabs = [
-            tab
-            for tab in self.page.query_selector_all('[data-testid="stMain"] [role="tab"]')
-            if tab.is_visible() and tab.get_attribute("aria-selected") != "true"
-        ]
-        if not tabs:
+        tab = self.other_tab()
+        if tab is None:
             return self.do_control()
-        tab = self.random.choice(tabs)
         key = tab.evaluate(KEY_OF_JS)
         wanted = tab.inner_text().strip()
         # Arrows move along the tab list (the open tab has the focus; past the last comes the first) and open the

@@ -9,28 +9,10 @@ import plotly.graph_objects as go
 
 from transformer.analysis.atlas import GROUP_KEYS, group_key
 from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.palettes import colour
+from transformer.plots.palettes import ATLAS_GROUP_ROLES, colour
 from transformer.plots.style import base_layout, figure, safe_label
 
-GROUP_COLOURS = dict(
-    zip(
-        GROUP_KEYS,
-        (
-            colour(role)
-            for role in (
-                "grey",
-                "mark_blue",
-                "cyan",
-                "bright_orange",
-                "mark_red",
-                "light_green",
-                "light_grey",
-                "light_brown",
-            )
-        ),
-        strict=True,
-    )
-)
+GROUP_COLOURS = dict(zip(GROUP_KEYS, map(colour, ATLAS_GROUP_ROLES), strict=True))
 # A dark rim gives every point 3:1 on the light plotting area, its light colours included, and sets touching points
 # apart.
 RIM = colour("dark")

@@ -341,6 +341,17 @@ def with_palette(fig: go.Figure, name: str) -> go.Figure:
 
 
 # ------------------------------------------------------------------------------------------------ measuring
+# The head atlas's eight groups, in the order of its group keys (transformer/plots/atlas.py).
+ATLAS_GROUP_ROLES = (
+    "grey",
+    "mark_blue",
+    "cyan",
+    "bright_orange",
+    "mark_red",
+    "light_green",
+    "light_grey",
+    "light_brown",
+)
 # The colours each chart shows together (roles of a palette, NEUTRALS or "head"), that a reader must tell apart.
 CHARTS: dict[str, tuple[str, ...]] = {
     "training curves": ("blue", "orange", "green"),
@@ -355,16 +366,7 @@ CHARTS: dict[str, tuple[str, ...]] = {
     "scaling": ("red", "blue", "ink"),
     "attribution": ("light_blue", "deep_orange", "deep_blue"),
     "faithfulness": ("deep_orange", "light_blue", "dark"),
-    "head atlas": (
-        "grey",
-        "mark_blue",
-        "cyan",
-        "bright_orange",
-        "mark_red",
-        "light_green",
-        "light_grey",
-        "light_brown",
-    ),
+    "head atlas": ATLAS_GROUP_ROLES,
     "line view heads": ("head",),
     # Marks: what singles something out against the ordinary colours around it.
     "beam tree": ("dark", "mark_blue", "orange", "faint", "mark_red"),
