@@ -51,9 +51,9 @@ if TYPE_CHECKING:
 
 CHECKPOINT_KEY = "checkpoint"
 PRESENT_KEY = "present"
-# Controls every page has (the sidebar's checkpoint, presenter mode): part of each page's URL.
 PALETTE_KEY = "palette"
 STANDARD_PALETTE = "standard"  # the colours every figure is built in
+# Controls every page has (the sidebar's checkpoint, presenter mode, language, chart colours): part of each page's URL.
 COMMON_FIELDS = {
     CHECKPOINT_KEY: Field(None),
     PRESENT_KEY: Field(False, url_state.flag, url_state.dump_flag),
