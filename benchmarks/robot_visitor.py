@@ -91,6 +91,8 @@ SKIPPED_BUTTONS = re.compile(
     r"download|herunterladen|다운로드|measure every|모든 헤드|measure here|여기서|build the index|색인 만들기",
     re.IGNORECASE,
 )
+# Controls every page shares (pages/common.py COMMON_FIELDS shown in the sidebar): changed on one page, changed on all.
+APP_WIDE = ("palette",)
 SETTLE_TIMEOUT_MS = 120_000
 ACTION_TIMEOUT_MS = 8_000  # a click on a control that has moved away fails after this
 NAVIGATION_WEIGHTS = {  # action → weight
@@ -645,6 +647,9 @@ class Robot:
         settle(page)
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
             self.journey.remembered.clear()
+        elif key in APP_WIDE:  # set here, it is set on every page: what other pages showed before is no longer due
+            for remembered in self.journey.remembered.values():
+                remembered.pop(key, None)
         self.confirm()
         landed = page_of(page.url)
         if kind == "stButton" and (landed != before or key.startswith("lesson")):
