@@ -602,16 +602,24 @@ class Robot:
         for traceback in self.server_tracebacks():
             self.violation("server traceback", traceback)
 
+    def text_fields(self, keyed: bool = False) -> list:
+        """The page's visible text areas and inputs that can be typed into (``keyed``: only those of a keyed
+        control)."""
+        fields = self.page.query_selector_all(
+            '[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
+            '[data-testid="stMain"] [data-testid="stTextInput"] input'
+        )
+        return [
+            f
+            for f in fields
+            if f.is_visible()
+            and f.is_enabled()
+            and (not keyed or f.evaluate("element => !!element.closest('[class*=\"st-key-\"]')"))
+        ]
+
     def do_translate(self) -> None:
         page = self.page
-        fields = [
-            f
-            for f in page.query_selector_all(
-                '[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
-                '[data-testid="stMain"] [data-testid="stTextInput"] input'
-            )
-            if f.is_visible() and f.is_enabled()
-        ]
+        fields = self.text_fields()
         if not fields:
             return self.do_control()
         box = self.random.choice(fields)
@@ -873,14 +881,7 @@ class KeyboardRobot(Robot):
 
     def do_translate(self) -> None:
         page = self.page
-        fields = [
-            f
-            for f in page.query_selector_all(
-                '[data-testid="stMain"] [data-testid="stTextArea"] textarea, '
-                '[data-testid="stMain"] [data-testid="stTextInput"] input'
-            )
-            if f.is_visible() and f.is_enabled() and f.evaluate("element => !!element.closest('[class*=\"st-key-\"]')")
-        ]
+        fields = self.text_fields(keyed=True)
         if not fields:
             return self.do_control()
         box = self.random.choice(fields)
