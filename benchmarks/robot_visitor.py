@@ -738,11 +738,20 @@ class Robot:
         box.press("Enter")
         return True
 
-    def set_button(self, container, key: str) -> bool:
+    @staticmethod
+    def pressable(container) -> tuple[object, str] | None:
+        """The control's button and its label, or None for a button the robot leaves alone (disabled, or one of
+        :data:`SKIPPED_BUTTONS`)."""
         button = container.locator("button").first
         label = button.inner_text().strip()
         if SKIPPED_BUTTONS.search(label) or not button.is_enabled():
+            return None
+        return button, label
+
+    def set_button(self, container, key: str) -> bool:
+        if (found := self.pressable(container)) is None:
             return False
+        button, label = found
         self.note(f"button {label[:40]!r}")
         button.click()
         return True
@@ -1034,10 +1043,9 @@ class KeyboardRobot(Robot):
         return True
 
     def set_button(self, container, key: str) -> bool:
-        button = container.locator("button").first
-        label = button.inner_text().strip()
-        if SKIPPED_BUTTONS.search(label) or not button.is_enabled():
+        if (found := self.pressable(container)) is None:
             return False
+        label = found[1]
         if not self.reach(key=key, label=f"{key} ({label[:40]!r})"):
             return False
         key_press = self.random.choice(["Enter", "Space"])  # a button takes either
