@@ -92,27 +92,23 @@ def test_a_select_box_and_a_tab_change_by_keyboard_and_hold_after_a_reload(
     page = visit.page
     robot = robot_visitor()
     robot.settle(page)
-    layer = value(page, "layer")
-    tab_to(page, "layer")
-    page.keyboard.press("ArrowDown")
-    page.wait_for_selector('[role="option"]')
-    page.keyboard.press("Enter")
-    robot.settle(page)
-    chosen = value(page, "layer")
-    assert chosen != layer
-    page.reload()
-    robot.settle(page)
-    assert value(page, "layer") == chosen
 
-    first = value(page, "view_tab")
-    tab_to(page, "view_tab")
-    page.keyboard.press("ArrowRight")
-    robot.settle(page)
-    second = value(page, "view_tab")
-    assert second != first
-    page.reload()
-    robot.settle(page)
-    assert value(page, "view_tab") == second
+    def choose_and_reload(key: str, *keys: str, listed: bool = False) -> None:
+        before = value(page, key)
+        tab_to(page, key)
+        for pressed in keys:
+            page.keyboard.press(pressed)
+            if listed and pressed == keys[0]:
+                page.wait_for_selector('[role="option"]')  # the list opened
+        robot.settle(page)
+        chosen = value(page, key)
+        assert chosen != before
+        page.reload()
+        robot.settle(page)
+        assert value(page, key) == chosen
+
+    choose_and_reload("layer", "ArrowDown", "Enter", listed=True)
+    choose_and_reload("view_tab", "ArrowRight")
     visit.assert_quiet()
 
 
