@@ -17,6 +17,7 @@ from transformer.analysis.training_log import schedule_check, smoothed_target, s
 from transformer.checkpoint import LOG_FILES, TRAINER_FILE
 from transformer.plots import training as plot_training
 from transformer.runs import portable, portable_path, read_metrics, training_log
+from transformer.schedule import Schedule
 
 MODEL_CARD = "MODEL_CARD.md"
 DEFAULT_LABEL_SMOOTHING = 0.1  # the trainer's default (--label-smoothing), the paper's ε_ls
@@ -142,36 +143,16 @@ with page("model", FIELDS) as loaded:
     warmup = first.slider(t("model.warmup"), *warmup_range, step=100, key="lr_warmup")
     scale = second.slider(t("model.scale"), *scale_range, step=0.05, key="lr_scale")
     steps = third.slider(t("model.steps_shown"), 1000, 300_000, step=1000, key="lr_steps")
-    show_figure(
-        plot_training.learning_rate_curve(
-            config.d_model,
-            warmup,
-            scale,
-            steps,
-            current_step=step,
-            cooldown=cooldown,
-            last_step=last_step,
-            language=language(),
-        ),
-        key="learning_rate",
-    )
+    shown = Schedule(config.d_model, warmup, scale, cooldown, last_step)
+    show_figure(plot_training.learning_rate_curve(shown, steps, step, language()), key="learning_rate")
     if any("lr" in record for record in records):
         st.markdown(t("model.recorded_schedule"))
-        show_figure(
-            plot_training.recorded_schedule(
-                records,
-                config.d_model,
-                trained_warmup if schedule_known else None,
-                trained_scale,
-                start=start,
-                cooldown=cooldown,
-                last_step=last_step,
-                language=language(),
-            ),
-            key="recorded_schedule",
+        trained = (
+            Schedule(config.d_model, trained_warmup, trained_scale, cooldown, last_step) if schedule_known else None
         )
-        if schedule_known:
-            check = schedule_check(records, config.d_model, trained_warmup, trained_scale, start, cooldown, last_step)
+        show_figure(plot_training.recorded_schedule(records, trained, start, language()), key="recorded_schedule")
+        if trained is not None:
+            check = schedule_check(records, trained, start)
             st.caption(t("model.recorded_schedule_caption", records=len(check.steps), gap=check.largest_relative_gap))
         else:
             st.caption(t("model.recorded_schedule_unknown"))

@@ -41,6 +41,7 @@ from transformer.plots.style import (
     dark_colour,
     for_dark,
 )
+from transformer.schedule import Schedule
 from transformer.toy import ToySnapshot
 
 # The smallest CAM02-UCS ΔE two colours of one chart may have for any reader. One unit is about the smallest
@@ -216,8 +217,8 @@ FIGURES: dict[str, Callable[[], go.Figure]] = {
     "toy tiles": lambda: plot_toy.head_tiles(row_normalised((1, 2, 4, 5)), TOKENS[:4], TOKENS, "cross", 10),
     "training curves": lambda: plot_training.training_curves(training_records()),
     "health curves": lambda: plot_training.health_curves(training_records()),
-    "learning rate": lambda: plot_training.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000),
-    "recorded schedule": lambda: plot_training.recorded_schedule(training_records(), 512, 4000, 1.0),
+    "learning rate": lambda: plot_training.learning_rate_curve(Schedule(512, 4000), 20000, current_step=10000),
+    "recorded schedule": lambda: plot_training.recorded_schedule(training_records(), Schedule(512, 4000)),
     "smoothed target": lambda: plot_training.smoothed_target_figure(0.1, 8000),
     "smoothing on the log": lambda: plot_training.smoothing_on_log(training_records(), 0.1, 8000),
     "beam tree": beam_tree,

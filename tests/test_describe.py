@@ -38,7 +38,7 @@ from transformer.plots import toy as plot_toy
 from transformer.plots import training as plot_training
 from transformer.plots import whatif as plot_whatif
 from transformer.plots.describe import Description, describe, describe_for_page, number, plain
-from transformer.schedule import learning_rate
+from transformer.schedule import Schedule, learning_rate
 from transformer.toy import ToySettings, run_to_end
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -371,8 +371,8 @@ def app_figures(loaded: LoadedCheckpoint, language: str = "en") -> Iterator[tupl
     records = training_records()
     yield "training-curves", plot_training.training_curves(records, language)
     yield "health", plot_training.health_curves(records, language)
-    yield "learning-rate", plot_training.learning_rate_curve(64, 200, 1.0, 2000, 1200, language=language)
-    yield "recorded-schedule", plot_training.recorded_schedule(records, 64, 200, 1.0, language=language)
+    yield "learning-rate", plot_training.learning_rate_curve(Schedule(64, 200), 2000, 1200, language=language)
+    yield "recorded-schedule", plot_training.recorded_schedule(records, Schedule(64, 200), language=language)
     yield "smoothed-target", plot_training.smoothed_target_figure(0.1, model.config.vocab_size, language)
     yield "smoothing-log", plot_training.smoothing_on_log(records, 0.1, model.config.vocab_size, language)
     tree = explore_beam(model, tokenizer, "the cat sees the dog.", DecodingOptions(beam_size=2))

@@ -21,6 +21,7 @@ from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
 from transformer.plots import training as plot_training
 from transformer.runs import read_metrics
+from transformer.schedule import Schedule
 
 HOSTILE = "</script><b>x</b>&"
 HOSTILE_SHOWN = "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;&amp;"  # what plotly then displays as the literal token
@@ -373,7 +374,7 @@ def test_alignment_marks_flagged_words_and_names_the_marks_in_a_legend():
 
 
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
-    fig = plot_training.learning_rate_curve(512, 4000, 1.0, 20000, current_step=10000)
+    fig = plot_training.learning_rate_curve(Schedule(512, 4000), 20000, current_step=10000)
     curve = fig.data[0]
     assert curve.x[int(np.argmax(curve.y))] == 4000
     assert max(curve.y) == pytest.approx(512**-0.5 * 4000**-0.5)

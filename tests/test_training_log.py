@@ -18,6 +18,7 @@ from transformer.analysis.training_log import restarts, schedule_check, smoothed
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, read_json
 from transformer.plots import training as plot_training
 from transformer.runs import read_metrics
+from transformer.schedule import Schedule
 
 SHIPPED = REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME
 SHIPPED_LOG = SHIPPED / "training_log.jsonl"
@@ -60,10 +61,10 @@ def test_the_shipped_logs_recorded_rate_is_the_formula_with_its_recorded_argumen
     meta = read_json(SHIPPED / "meta.json")
     arguments, start = meta["training_args"], meta["fine_tuned_from"]["step"]
     assert start in restarts(records)
-    check = schedule_check(records, 256, arguments["warmup"], arguments["lr_scale"], start=start)
+    check = schedule_check(records, Schedule(256, arguments["warmup"], arguments["lr_scale"]), start=start)
     assert len(check.steps) > 10 and min(check.steps) > start
     assert check.largest_relative_gap < 1e-9
-    wrong = schedule_check(records, 256, arguments["warmup"] * 2, arguments["lr_scale"], start=start)
+    wrong = schedule_check(records, Schedule(256, arguments["warmup"] * 2, arguments["lr_scale"]), start=start)
     assert wrong.largest_relative_gap > 0.1
 
 
@@ -80,10 +81,12 @@ def test_the_smoothing_figure_draws_the_logs_own_losses_above_their_floor():
     # Label smoothing's floor holds on the log: no recorded smoothed loss goes below the entropy of the target.
     assert min(traces["training loss"].y) > floors[1] and min(traces["dev loss"].y) > floors[1]
 
-    schedule = plot_training.recorded_schedule(records, 256, 300, 0.3, start=33469)
+    schedule = plot_training.recorded_schedule(records, Schedule(256, 300, 0.3), start=33469)
     recorded, formula = schedule.data[0], schedule.data[1]
     assert list(recorded.x).count(None) == len([s for s in restarts(records) if s < max(r["step"] for r in train)])
-    assert min(formula.x) > 33469 and len(formula.x) == len(schedule_check(records, 256, 300, 0.3, 33469).steps)
+    assert min(formula.x) > 33469 and len(formula.x) == len(
+        schedule_check(records, Schedule(256, 300, 0.3), 33469).steps
+    )
 
 
 def test_the_model_page_shows_the_schedule_on_its_log_and_the_smoothing_floor(

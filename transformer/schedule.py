@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 def learning_rate(
     step: int, d_model: int, warmup: int, scale: float = 1.0, cooldown: int = 0, last_step: int = 0
@@ -15,3 +17,28 @@ def learning_rate(
     if cooldown > 0:
         rate *= min(1.0, max(last_step - step + 1, 0) / cooldown)
     return rate
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """One run's schedule as a value (its arguments to :func:`learning_rate`), for the plots and checks that draw or
+    test it. Steps count from the schedule's own start: a fine-tuned checkpoint's schedule begins again at 1."""
+
+    d_model: int
+    warmup: int
+    scale: float = 1.0
+    cooldown: int = 0
+    last_step: int = 0  # where the cool-down ends (0: no cool-down)
+
+    def rate(self, step: int) -> float:
+        return learning_rate(step, self.d_model, self.warmup, self.scale, self.cooldown, self.last_step)
+
+    @property
+    def peak(self) -> float:
+        """The rate at the end of the warm-up, without the cool-down (the curve's corner)."""
+        return learning_rate(self.warmup, self.d_model, self.warmup, self.scale)
+
+    @property
+    def corners(self) -> list[int]:
+        """The steps where the curve bends: the warm-up's end, the cool-down's first and last step."""
+        return [self.warmup] + ([self.last_step - self.cooldown + 1, self.last_step] if self.cooldown > 0 else [])

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from transformer.schedule import learning_rate
+from transformer.schedule import Schedule
 
 
 def smoothed_target(epsilon: float, vocab_size: int) -> tuple[float, float]:
@@ -83,18 +83,10 @@ class ScheduleCheck:
         return max(gaps) if gaps else math.nan
 
 
-def schedule_check(
-    records: list[dict],
-    d_model: int,
-    warmup: int,
-    scale: float,
-    start: int = 0,
-    cooldown: int = 0,
-    last_step: int = 0,
-) -> ScheduleCheck:
+def schedule_check(records: list[dict], schedule: Schedule, start: int = 0) -> ScheduleCheck:
     """The training records from step ``start`` on (up to the next restart) with §5.3's rate for each: the trainer
-    sets the rate of step s to lrate(s − start), ``start`` being where the checkpoint's own schedule began (0, or
-    the step it was fine-tuned from); ``last_step`` counts from ``start`` too."""
+    sets the rate of step s to ``schedule.rate(s − start)``, ``start`` being where the checkpoint's own schedule
+    began (0, or the step it was fine-tuned from)."""
     later = [step for step in restarts(records) if step > start]
     end = later[0] if later else math.inf
     steps, rates = recorded_rates(records)
@@ -102,8 +94,5 @@ def schedule_check(
     return ScheduleCheck(
         steps=tuple(step for step, _ in span),
         recorded=tuple(rate for _, rate in span),
-        formula=tuple(
-            learning_rate(step - start, d_model, warmup, scale, cooldown=cooldown, last_step=last_step)
-            for step, _ in span
-        ),
+        formula=tuple(schedule.rate(step - start) for step, _ in span),
     )

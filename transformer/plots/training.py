@@ -22,7 +22,7 @@ from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.model import Transformer
 from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import empty_note, lay_out
-from transformer.schedule import learning_rate
+from transformer.schedule import Schedule
 
 RULE = colour("rule")  # the reference lines: warm-up, restarts, fine-tuning
 
@@ -226,37 +226,24 @@ def fine_tuning_mark(record: dict, x: float | None, language: str = DEFAULT_LANG
 
 
 def learning_rate_curve(
-    d_model: int,
-    warmup: int,
-    scale: float,
-    steps: int,
-    current_step: int | None = None,
-    cooldown: int = 0,
-    last_step: int = 0,
-    language: str = DEFAULT_LANGUAGE,
+    schedule: Schedule, steps: int, current_step: int | None = None, language: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
     """§5.3's schedule, lrate = scale · d_model^-0.5 · min(step^-0.5, step · warmup^-1.5), over ``steps`` steps;
-    with ``cooldown``, annealed linearly to zero over the ``cooldown`` steps ending at ``last_step``."""
-    # The warm-up step (and the cool-down's start) join the sampled steps so the curve's corners are drawn in place.
-    corners = [warmup] + ([last_step - cooldown + 1, last_step] if cooldown > 0 else [])
-    grid = np.unique(np.r_[np.linspace(1, max(steps, 2), min(max(steps, 2), 1500)).round(), corners].astype(int))
-    grid = grid[grid >= 1]
-
-    def rate_at(step: int) -> float:
-        return learning_rate(step, d_model, warmup, scale, cooldown=cooldown, last_step=last_step)
-
+    with a cool-down, annealed linearly to zero over the ``cooldown`` steps ending at ``last_step``."""
+    # The curve's corners join the sampled steps so they are drawn in place.
+    grid = np.unique(np.r_[np.linspace(1, max(steps, 2), min(max(steps, 2), 1500)).round(), schedule.corners])
+    grid = grid[grid >= 1].astype(int)
     text = words(language, "plot_training")
-    rates = [rate_at(int(step)) for step in grid]
-    peak = learning_rate(warmup, d_model, warmup, scale)
+    rates = [schedule.rate(int(step)) for step in grid]
     fig = go.Figure(_rate_line(text, grid, rates, text["learning_rate"], digits=2, line={"color": colour("blue")}))
     fig.add_vline(
-        x=warmup,
+        x=schedule.warmup,
         line_dash="dot",
         line_color=RULE,
-        annotation_text=text["warmup_ends"].format(warmup=warmup, peak=peak),
+        annotation_text=text["warmup_ends"].format(warmup=schedule.warmup, peak=schedule.peak),
     )
     if current_step is not None:
-        rate = rate_at(current_step)
+        rate = schedule.rate(current_step)
         fig.add_trace(
             go.Scatter(
                 x=[current_step],
@@ -267,9 +254,9 @@ def learning_rate_curve(
             )
         )
     _rate_axes(fig, text)
-    title = text["schedule_title"].format(d_model=d_model, warmup=warmup, scale=scale)
-    if cooldown > 0:
-        title += text["cooldown"].format(cooldown=cooldown, last_step=last_step)
+    title = text["schedule_title"].format(d_model=schedule.d_model, warmup=schedule.warmup, scale=schedule.scale)
+    if schedule.cooldown > 0:
+        title += text["cooldown"].format(cooldown=schedule.cooldown, last_step=schedule.last_step)
     return lay_out(fig, title, 400, legend_y=-0.25)
 
 
@@ -285,18 +272,11 @@ def _rate_axes(fig: go.Figure, text: dict) -> None:
 
 
 def recorded_schedule(
-    records: list[dict],
-    d_model: int,
-    warmup: int | None,
-    scale: float,
-    start: int = 0,
-    cooldown: int = 0,
-    last_step: int = 0,
-    language: str = DEFAULT_LANGUAGE,
+    records: list[dict], schedule: Schedule | None, start: int = 0, language: str = DEFAULT_LANGUAGE
 ) -> go.Figure:
     """The learning rate the log recorded at every training record (broken where a continuation restarted the
     schedule), and over the checkpoint's own span, from ``start``, §5.3's formula with the arguments it was trained
-    with (:func:`transformer.analysis.training_log.schedule_check`; not drawn when ``warmup`` is None: unknown)."""
+    with (:func:`transformer.analysis.training_log.schedule_check`; not drawn when ``schedule`` is None: unknown)."""
     text = words(language, "plot_training")
     steps, rates = recorded_rates(records)
     starts = [step for step in restarts(records) if step > 0]
@@ -309,9 +289,9 @@ def recorded_schedule(
         xs.append(step)
         ys.append(rate)
     fig = go.Figure(_rate_line(text, xs, ys, text["recorded_lr"], line={"color": colour("blue"), "width": 2}))
-    if warmup is not None:
-        check = schedule_check(records, d_model, warmup, scale, start, cooldown, last_step)
-        name = text["formula_lr"].format(warmup=warmup, scale=scale, start=start)
+    if schedule is not None:
+        check = schedule_check(records, schedule, start)
+        name = text["formula_lr"].format(warmup=schedule.warmup, scale=schedule.scale, start=start)
         line = {"color": colour("red"), "dash": "dash", "width": 2}
         fig.add_trace(_rate_line(text, list(check.steps), list(check.formula), name, "§5.3:", line=line))
     if starts:  # the restarts' legend entry
