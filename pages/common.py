@@ -14,7 +14,7 @@ import csv
 import io
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, NoReturn
 
@@ -412,17 +412,27 @@ class _Leave(Exception):
 
 
 @contextmanager
-def page(name: str, fields: dict[str, Field] | None = None, model: bool = True) -> Iterator[LoadedCheckpoint | None]:
+def page(
+    name: str,
+    fields: dict[str, Field] | None = None,
+    model: bool = True,
+    sidebar: Callable[[], None] | None = None,
+) -> Iterator[LoadedCheckpoint | None]:
     """A page's run, as a block: its controls restored from the URL and kept (``fields``, see :mod:`pages.url_state`;
     ``name``: the page's, for what it keeps), the sidebar's pickers and the chosen checkpoint (the page stops, saying
-    why, when it cannot load; ``model=False``: a page that shows none, and gets None). However the block ends — its
-    last line or :func:`leave_page` — the page's controls are written to the URL: a copied link opens this view."""
+    why, when it cannot load; ``model=False``: a page that shows none, and gets None). ``sidebar`` draws the page's
+    own sidebar controls, below the model's. However the block ends — its last line or :func:`leave_page` — the
+    page's controls are written to the URL: a copied link opens this view."""
     through_the_router()
     fields = {**COMMON_FIELDS, **(fields or {})}
     url_state.keep(fields, name)
     url_state.save(fields)
     if model:
+        st.sidebar.header(t("common.model"))
         sidebar_checkpoint_picker()
+    if sidebar is not None:
+        with st.sidebar:
+            sidebar()
     sidebar_figure_choices()
     presenter_controls()
     loaded = selected_checkpoint() if model else None
@@ -430,6 +440,18 @@ def page(name: str, fields: dict[str, Field] | None = None, model: bool = True) 
         st.stop()
     with suppress(_Leave):
         yield loaded
+    url_state.save(fields)
+
+
+@contextmanager
+def fragment_of(name: str, fields: dict[str, Field], keys: Iterable[str]) -> Iterator[None]:
+    """A fragment's run inside page ``name``'s :func:`page` block (``fields``: the page's), for the reruns that do
+    not pass through the page: the controls ``keys`` the fragment draws restored and kept, and however it ends (its
+    last line or :func:`leave_page`) the page's controls written to the URL."""
+    fields = {**COMMON_FIELDS, **fields}
+    url_state.keep({key: fields[key] for key in keys}, name)
+    with suppress(_Leave):
+        yield
     url_state.save(fields)
 
 

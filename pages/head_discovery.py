@@ -49,9 +49,13 @@ def head_name(layer: int, head: int) -> str:
     return t("heads.layer_head", layer=layer + first, head=head + first)
 
 
-with page("heads", FIELDS) as loaded:
+def sidebar() -> None:
+    st.radio(t("heads.first"), (1, 0), key="heads_first")
+
+
+with page("heads", FIELDS, sidebar=sidebar) as loaded:
     name = str(loaded.path)
-    first = st.sidebar.radio(t("heads.first"), (1, 0), key="heads_first")
+    first = st.session_state["heads_first"]
 
     st.title(t("heads.title"))
     st.markdown(t("heads.intro"))

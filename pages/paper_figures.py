@@ -122,16 +122,11 @@ def figure_title(number: int) -> str:
     )
 
 
-with page("figures", FIELDS) as loaded:
-    key = str(loaded.path)
-    num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
-
-    st.title(t("fig.title"))
-    st.markdown(t("fig.intro"))
+def sidebar() -> None:
+    """How the figures number layers and heads, and what their token axes show."""
     # Names looked up now (not inside a format function, which may run later outside this page's run).
     numbering = {value: t("fig.numbering_1" if value else "fig.numbering_0", value=value) for value in (1, 0)}
-
-    first = st.sidebar.radio(
+    st.radio(
         t("fig.first"),
         (1, 0),
         format_func=numbering.get,
@@ -139,9 +134,22 @@ with page("figures", FIELDS) as loaded:
         on_change=forget_layer,
         help=t("fig.first_help"),
     )
-    words = st.sidebar.toggle(t("fig.words"), key="fig_words")
-    specials = st.sidebar.toggle(t("fig.specials"), key="fig_specials")
-    view = {"words": words, "specials": specials, "language": language()}
+    st.toggle(t("fig.words"), key="fig_words")
+    st.toggle(t("fig.specials"), key="fig_specials")
+
+
+with page("figures", FIELDS, sidebar=sidebar) as loaded:
+    key = str(loaded.path)
+    num_layers, num_heads = loaded.config.encoder_layers, loaded.config.num_heads
+
+    st.title(t("fig.title"))
+    st.markdown(t("fig.intro"))
+    first = st.session_state["fig_first"]
+    view = {
+        "words": st.session_state["fig_words"],
+        "specials": st.session_state["fig_specials"],
+        "language": language(),
+    }
 
     # ------------------------------------------------------------------------------------------------ which step
     timeline_path = loaded.path / TIMELINE_FILE

@@ -15,15 +15,13 @@ import streamlit as st
 
 from pages import decoding, tabs, url_state
 from pages.common import (
-    COMMON_FIELDS,
     DEFAULT_SENTENCE,
     MAX_SOURCE_TOKENS,
     cached_translation,
-    presenter_controls,
+    fragment_of,
+    leave_page,
+    page,
     presenting,
-    selected_checkpoint,
-    sidebar_checkpoint_picker,
-    sidebar_figure_choices,
     stored_heads,
 )
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view
@@ -59,23 +57,10 @@ FIELDS = {
     "scale": Field(SCALES[0], url_state.choice(SCALES)),
     VIEW_KEY: tabs.choice(TABS),
     **tabs.fields_of(TABS),
-    **COMMON_FIELDS,
 }
-
-
 # The controls drawn inside each fragment (below the sidebar's): a fragment restores its own before drawing them.
 PANEL_KEYS = ("text",)
 VIEWS_KEYS = (VIEW_KEY, *tabs.fields_of(TABS))
-
-
-def restore_from_url(keys: tuple[str, ...] | None = None) -> None:
-    """Take the controls from the URL on a session's first visit, and keep them while tabs and pages change. The
-    page restores every control; each fragment (whose reruns do not pass through the page) its own ``keys``."""
-    url_state.keep(FIELDS if keys is None else {key: FIELDS[key] for key in keys}, "explore")
-
-
-def save_to_url() -> None:
-    url_state.save(FIELDS)
 
 
 def default_view(loaded) -> None:
@@ -110,68 +95,60 @@ def token_strip(label: str, tokens: list[str]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ page
-def main(loading=None) -> None:
-    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the model is loaded."""
+def sidebar() -> None:
+    """The page's own sidebar controls: the decoding and how the maps are drawn."""
+    st.header(t("explore.decoding"))
+    decoding.controls()
+    st.header(t("explore.display"))
+    st.toggle(t("explore.merge"), key="merge")
+    st.toggle(t("explore.specials"), key="specials")
+    st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
+    scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
+    st.radio(
+        t("explore.scale"), SCALES, key="scale", horizontal=True, format_func=scales.get, help=t("explore.scale_help")
+    )
 
-    def stop() -> None:
+
+def main(loading=None) -> None:
+    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the model is loaded (or cannot be)."""
+    try:
+        with page("explore", FIELDS, sidebar=sidebar) as loaded:
+            if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
+                loading.empty()
+                loading = None
+            default_view(loaded)
+            config = loaded.config
+            source, target = language_label(config.source_language), language_label(config.target_language)
+            st.title(t("explore.title"))
+            if not presenting():  # on a projector the first chart needs the room
+                st.caption(
+                    t(
+                        "explore.about",
+                        article=article(source).capitalize(),
+                        source=source,
+                        target=target,
+                        encoder=config.encoder_layers,
+                        decoder=config.decoder_layers,
+                        heads=config.num_heads,
+                        d_model=config.d_model,
+                        checkpoint=loaded.path.name,
+                    )
+                )
+            translation_panel(loaded)
+    finally:
         if loading is not None:
             loading.empty()
-        st.stop()
-
-    restore_from_url()
-    with st.sidebar:
-        st.header(t("explore.model"))
-        sidebar_checkpoint_picker()
-        st.header(t("explore.decoding"))
-        decoding.controls()
-        st.header(t("explore.display"))
-        st.toggle(t("explore.merge"), key="merge")
-        st.toggle(t("explore.specials"), key="specials")
-        st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
-        scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
-        st.radio(
-            t("explore.scale"),
-            SCALES,
-            key="scale",
-            horizontal=True,
-            format_func=scales.get,
-            help=t("explore.scale_help"),
-        )
-        sidebar_figure_choices()
-    presenter_controls()
-
-    loaded = selected_checkpoint()
-    if loaded is None:
-        stop()
-
-    default_view(loaded)
-    config = loaded.config
-    source, target = language_label(config.source_language), language_label(config.target_language)
-    st.title(t("explore.title"))
-    if not presenting():  # on a projector the first chart needs the room
-        st.caption(
-            t(
-                "explore.about",
-                article=article(source).capitalize(),
-                source=source,
-                target=target,
-                encoder=config.encoder_layers,
-                decoder=config.decoder_layers,
-                heads=config.num_heads,
-                d_model=config.d_model,
-                checkpoint=loaded.path.name,
-            )
-        )
-    if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
-        loading.empty()
-    translation_panel(loaded)
 
 
 @fragment_in_a_slot
 def translation_panel(loaded) -> None:
     """The sentence, its translation and the views of its heads. A fragment: submitting a sentence reruns this
     panel only, not the sidebar above it (whose controls rerun the whole page)."""
-    restore_from_url(PANEL_KEYS)  # a fragment's rerun does not pass through main()
+    with fragment_of("explore", FIELDS, PANEL_KEYS):  # a fragment's rerun does not pass through main()
+        sentence_and_views(loaded)
+
+
+def sentence_and_views(loaded) -> None:
     config = loaded.config
     source, target = language_label(config.source_language), language_label(config.target_language)
     with st.form("translate", border=False):
@@ -187,8 +164,7 @@ def translation_panel(loaded) -> None:
     text = st.session_state["text"]
     if not text.strip():
         st.info(t("explore.type_sentence", article=article(source), source=source))
-        save_to_url()
-        return
+        leave_page()
     pasted = len(text)
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
 
@@ -246,6 +222,6 @@ def views_panel(maps: AttentionMaps, translation: Translation, loaded) -> None:
     head reruns only this panel with the translation already made, not the sidebar, the form and the translation
     above it. Only the open tab is built and sent (the others run when chosen), which keeps each answer and the first
     render fast."""
-    restore_from_url(VIEWS_KEYS)  # the controls of the tab that was open in the last run were forgotten at its end
-    tabs.show(TABS, VIEW_KEY, VIEW_TAB_KEY, Shown(maps, translation, loaded))
-    save_to_url()
+    # The controls of the tab that was open in the last run were forgotten at its end: restored here.
+    with fragment_of("explore", FIELDS, VIEWS_KEYS):
+        tabs.show(TABS, VIEW_KEY, VIEW_TAB_KEY, Shown(maps, translation, loaded))

@@ -116,17 +116,17 @@ def omission_note(found: Omissions | None, support: Support | None) -> None:
     conditioning) and the output words the source does not make more likely, each with how they were found."""
     if found is None or support is None:
         return
-    flagged = found.flagged()
-    if flagged:
-        words = ", ".join(f"“{found.words[i]}” (+{found.gain[i]:.1f})" for i in flagged)
-        st.warning(t("explore.omissions_found", words=words))
+
+    def listed(words: list[str], values, flagged: list[int]) -> str:
+        return ", ".join(f"“{words[i]}” ({values[i]:+.1f})" for i in flagged)
+
+    if found.flagged():
+        st.warning(t("explore.omissions_found", words=listed(found.words, found.gain, found.flagged())))
     else:
         st.caption(t("explore.omissions_none"))
     st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
-    unsupported = support.flagged()
-    if unsupported:
-        words = ", ".join(f"“{support.words[i]}” ({support.pmi[i]:+.1f})" for i in unsupported)
-        st.warning(t("explore.unsupported_found", words=words))
+    if support.flagged():
+        st.warning(t("explore.unsupported_found", words=listed(support.words, support.pmi, support.flagged())))
     st.caption(t("explore.unsupported_how"))
 
 
