@@ -517,8 +517,13 @@ class _Describer:
             clauses.append(self.text["no_values"])
         else:
             signed = bool((z[finite] < 0).any() and (z[finite] > 0).any())
-            order = np.argsort(-(np.abs(z) if signed else z), axis=None, kind="stable")
-            top = [index for index in order if finite.flat[index]][: self.top_cells]
+            # The strongest cells, ties in reading order: only the cells at or above the k-th value are sorted (a
+            # long sentence's model view has hundreds of thousands).
+            strength = np.where(finite, np.abs(z) if signed else z, -np.inf).ravel()
+            count = min(self.top_cells, int(finite.sum()))
+            threshold = np.partition(strength, strength.size - count)[strength.size - count]
+            contenders = np.flatnonzero(strength >= threshold)
+            top = contenders[np.argsort(-strength[contenders], kind="stable")][:count]
             items = []
             for index in top:
                 row, column = np.unravel_index(index, z.shape)
