@@ -668,3 +668,6 @@ def test_every_page_runs_in_a_page_block_that_saves_its_link():
         source = (PAGES / script).read_text(encoding="utf-8")
         assert "\nwith page(" in source, script
         assert "st.stop()" not in source and "url_state.save(" not in source, script
+    main_page = (PAGES / "explore" / "__init__.py").read_text(encoding="utf-8")  # run by pages/translate.py
+    assert "with page(" in main_page and main_page.count("with fragment_of(") == 2
+    assert "st.stop()" not in main_page and "url_state.save(" not in main_page and "url_state.keep(" not in main_page
