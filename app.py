@@ -37,8 +37,11 @@ st.html(
     " { white-space: pre-wrap !important; overflow-wrap: anywhere; }"  # the code element sets its own inline
     " [data-testid='stSliderThumbValue'] { color: inherit; }"
     # Keyboard focus as a ring in the text colour (3:1 or more on either theme's background) where Streamlit shows
-    # only a faint tint: radio buttons, switches, checkboxes and the sidebar's page links.
-    " label:has(input:focus-visible), [data-testid='stSidebarNav'] a:focus-visible"
+    # only a faint tint (radio buttons, switches, checkboxes, the sidebar's page links) or only a change of border
+    # colour (select boxes, text fields).
+    " label:has(input:focus-visible), [data-testid='stSidebarNav'] a:focus-visible,"
+    " [data-baseweb='select']:has(input:focus-visible), [data-baseweb='input']:has(input:focus-visible),"
+    " [data-baseweb='textarea']:has(textarea:focus-visible)"
     " { outline: 2px solid currentColor; outline-offset: 2px; border-radius: 4px; }</style>"
 )
 

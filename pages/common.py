@@ -479,7 +479,7 @@ def cached_translation(loaded: LoadedCheckpoint, text: str, options: DecodingOpt
 
 def section(heading: str, text: str | None = None, formula: str | None = None) -> None:
     """A section of an explaining page: its heading, what it shows in words, and its formula (LaTeX)."""
-    st.subheader(heading)
+    st.header(heading)
     if text:
         st.markdown(text)
     if formula:

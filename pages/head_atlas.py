@@ -256,7 +256,7 @@ def card(loaded: LoadedCheckpoint, found: dict, index: int, stored: bool) -> Non
     records = found["heads"]
     record = records[index]
     name = plot_atlas.head_name(record, language())
-    st.subheader(f"{name} · {plot_atlas.group_name(record['cluster'], language())}")
+    st.header(f"{name} · {plot_atlas.group_name(record['cluster'], language())}")
     st.markdown(best_line(record, found))
     drop = record["importance_bleu_drop"]
     if drop is None:

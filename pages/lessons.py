@@ -24,7 +24,7 @@ with page("lessons"):
         if lesson is None:
             continue
         with st.container(border=True):
-            st.subheader(lesson.words("title", words))
+            st.header(lesson.words("title", words))
             st.markdown(lesson.words("summary", words))
             if st.button(t("lessons.start"), key=f"lessons_start_{name}", type="primary", icon=":material/play_arrow:"):
                 open_step(lesson, 1)

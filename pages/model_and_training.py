@@ -59,7 +59,7 @@ with page("model", FIELDS) as loaded:
     st.title(t("model.title"))
     st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
 
-    st.subheader(t("model.configuration"))
+    st.header(t("model.configuration"))
     columns = st.columns(6)
     columns[0].metric(
         t("model.layers"), f"{config.encoder_layers} + {config.decoder_layers}", help=t("model.layers_help")
@@ -90,7 +90,7 @@ with page("model", FIELDS) as loaded:
         st.markdown("**meta.json**")
         st.json(meta, expanded=False)
 
-    st.subheader(t("model.curves"))
+    st.header(t("model.curves"))
     log = training_log(loaded.path)
     records = read_metrics(log) if log is not None else []
     if records:
@@ -99,7 +99,7 @@ with page("model", FIELDS) as loaded:
     else:
         st.info(t("model.no_log", files=" / ".join(LOG_FILES)))
 
-    st.subheader(t("model.health"))
+    st.header(t("model.health"))
     if plot_training.health_records(records):
         st.caption(t("model.health_caption"))
         show_figure(plot_training.health_curves(records, language()), key="health_curves")
@@ -191,7 +191,7 @@ with page("model", FIELDS) as loaded:
     else:
         st.info(t("model.no_smoothing_log"))
 
-    st.subheader(t("model.scores"))
+    st.header(t("model.scores"))
     card = model_card(loaded.path, language())
     scores = meta.get("scores")
     if card is not None:

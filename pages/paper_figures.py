@@ -164,7 +164,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     points = [point for point in timeline if point.step != live_step] + [live]
     points.sort(key=lambda point: point.step)
     if len(points) > 1:
-        st.subheader(t("fig.over_training"))
+        st.header(t("fig.over_training"))
         by_step = {point.step: point for point in points}
         url_state.ensure("fig_step", live.step, by_step.__contains__)
         step_names = {step: f"{step:,}" + (t("fig.loaded") if by_step[step] is live else "") for step in by_step}

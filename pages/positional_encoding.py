@@ -58,11 +58,11 @@ with page("positional", FIELDS) as loaded:
     )
     pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
 
-    st.subheader(t("pe.table"))
+    st.header(t("pe.table"))
     st.caption(t("pe.table_caption"))
     show_figure(plot_positional.positional_encoding_heatmap(pe, language()), key="pe_heatmap")
 
-    st.subheader(t("pe.sinusoids"))
+    st.header(t("pe.sinusoids"))
     url_state.ensure("pe_dimensions", default_dimensions(d_model), url_state.indices_below(d_model))
     dimensions = st.multiselect(t("pe.dimensions"), list(range(d_model)), key="pe_dimensions")
     show_figure(plot_positional.sinusoid_curves(pe, dimensions, language()), key="pe_sinusoids")

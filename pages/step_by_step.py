@@ -84,7 +84,7 @@ def move(by: int) -> None:
 
 def show_step(steps: HeadSteps, number: int, query: int) -> None:
     step = STEPS[number - 1]
-    st.subheader(t("steps.of", number=number, total=len(STEPS), title=t(f"step.{step.key}.title")))
+    st.header(t("steps.of", number=number, total=len(STEPS), title=t(f"step.{step.key}.title")))
     left, right = st.columns([1, 1])
     left.latex(equation(step, steps.norm_first))
     right.markdown(t(f"step.{step.key}.explanation"))

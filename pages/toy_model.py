@@ -186,7 +186,7 @@ with page("toy", FIELDS, model=False):
     )
     buttons, notes = st.columns([1, 2], gap="large")  # the buttons and what to expect above the charts
     with notes:
-        st.subheader(t("toy.expect"))
+        st.header(t("toy.expect"))
         for note in expectations(settings):
             st.markdown(note)
     view_names = {name: t(f"toy.view_{name}") for name in VIEWS}

@@ -79,7 +79,7 @@ with page("why_self_attention", FIELDS) as loaded:
     )
     st.caption(t("why.pieces_caption", count=count, last=count - 1) + (" " + t("why.cut", count=count) if cut else ""))
 
-    st.subheader(t("why.table"))
+    st.header(t("why.table"))
     longest = maximum_path_lengths(count, k, r)
     here = {
         "self_attention": str(longest["self_attention"]),
@@ -102,14 +102,14 @@ with page("why_self_attention", FIELDS) as loaded:
     st.caption(t("why.table_caption", n=count, k=k, r=r))
     st.markdown(t("why.argument"))
 
-    st.subheader(t("why.paths"))
+    st.header(t("why.paths"))
     st.markdown(t("why.paths_text"))
     names = plot_complexity.kind_names(language(), k, r)
     for column, kind in zip(st.columns(len(PATH_KINDS)), PATH_KINDS, strict=True):
         column.metric(names[kind], path_length(kind, first, second, k, r))
     show_figure(plot_complexity.path_figure(pieces, first, second, k, r, language()), key="why_paths")
 
-    st.subheader(t("why.timing"))
+    st.header(t("why.timing"))
     timings = server_timings()
     measured = (config.d_model, config.num_heads)
     times = timings.get(measured)

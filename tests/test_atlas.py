@@ -277,7 +277,7 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     assert app.query_params["atlas_head"] == first
     app.selectbox(key="atlas_head").set_value("cross-2-3").run()
     no_exceptions(app)
-    assert app.subheader[0].value.startswith("Cross L2 H3")
+    assert app.main.header[0].value.startswith("Cross L2 H3")
     assert "alignment error rate" in " ".join(str(m.value) for m in app.markdown)
     assert app.query_params["atlas_head"] == "cross-2-3"
     related = [b for b in app.button if (b.key or "").startswith("atlas_related_")]
@@ -286,7 +286,7 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     kind, layer, head = related[0].key.removeprefix("atlas_related_").split("_")
     assert app.selectbox(key="atlas_head").value == f"{kind}-{layer}-{head}" != "cross-2-3"
     # A shared link opens the same card; a malformed one the default.
-    assert run_atlas_page(atlas_head="encoder-1-2").subheader[0].value.startswith("Encoder L1 H2")
+    assert run_atlas_page(atlas_head="encoder-1-2").main.header[0].value.startswith("Encoder L1 H2")
     assert run_atlas_page(atlas_head="encoder-9-9").selectbox(key="atlas_head").value == first
 
 

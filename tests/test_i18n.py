@@ -121,7 +121,7 @@ def test_pages_speak_korean(korean_page, page: str):
     assert app.sidebar.selectbox(key="lang").value == "ko"
     shown = [
         app.title[0].value,
-        *(header.value for header in app.subheader),
+        *(header.value for header in app.header),
         *(tab.label for tab in app.tabs),
         *(caption.value for caption in app.caption),
         *(metric.label for metric in app.metric),

@@ -121,7 +121,7 @@ def test_the_lessons_page_lists_each_lesson_and_names_the_broken_one(tmp_path: P
     (tmp_path / "bad.toml").write_text(HEADER + STEP + STEP.replace("positional_encoding", "nowhere"), encoding="utf-8")
     monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
     app = AppTest.from_file(str(Path(APP).parent / "pages" / "lessons.py"), default_timeout=120).run()
-    assert [header.value for header in app.subheader] == ["A lesson"]
+    assert [header.value for header in app.main.header] == ["A lesson"]
     assert len(app.error) == 1 and "lesson 'bad', step 2 names page 'nowhere'" in app.error[0].value
     assert "?lesson=good&lesson_step=1" in " ".join(markdown.value for markdown in app.markdown)
 

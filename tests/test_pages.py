@@ -499,7 +499,7 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     # Layer 1 starts from the scaled embedding plus the positional encoding: X is their sum, cell by cell.
     embedding, positional, x = (array(trace["z"]) for trace in first["figure"]["data"])
     np.testing.assert_allclose(embedding + positional, x, atol=1e-4)
-    assert any("Step 1 of 11" in header.value for header in app.subheader)
+    assert any("Step 1 of 11" in header.value for header in app.main.header)
 
     app.button[1].click().run()  # Next →
     assert app.select_slider(key="steps_step").value == 2
@@ -522,7 +522,7 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
 
     app.toggle(key="steps_all").set_value(True).run()
     no_exceptions(app)
-    assert len(app.subheader) == 11
+    assert len(app.main.header) == 11
     assert sum("largest difference" in caption.value for caption in app.caption) == 3
 
 

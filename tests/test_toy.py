@@ -275,7 +275,7 @@ def test_the_page_speaks_korean():
     no_exceptions(app)
     shown = [
         app.title[0].value,
-        *(header.value for header in app.subheader),
+        *(header.value for header in app.header),
         *(markdown.value for markdown in app.markdown),
         *(caption.value for caption in app.caption),
         *(metric.label for metric in app.metric),

@@ -39,7 +39,7 @@ def render(case: Case) -> None:
         t("whatif.flow"), key="wi_flow", disabled=not short, help=t("whatif.flow_help", most=rollout.MAX_FLOW_TOKENS)
     )
     tokens = maps.source_tokens
-    st.subheader(t("whatif.encoder_rollout"))
+    st.header(t("whatif.encoder_rollout"))
     columns = st.columns(2)  # two across, flow below: three across left each map too narrow to read at 1280 px
     with columns[0]:
         heatmap(maps, "encoder", layer, None, t("whatif.raw", layer=layer + 1), "wi_raw_encoder")
@@ -59,7 +59,7 @@ def render(case: Case) -> None:
             show_figure(
                 plot_attention.attention_heatmap(flowed, tokens, tokens, title, language=language()), key="wi_flow_map"
             )
-    st.subheader(t("whatif.cross_rollout"))
+    st.header(t("whatif.cross_rollout"))
     through = rollout.cross_rollout(maps.encoder, maps.decoder, maps.cross, residual)
     share = through["source_share"]
     normalised = through["source"] / np.where(share > 0, share, 1.0)[:, None]
