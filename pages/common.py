@@ -37,7 +37,7 @@ from transformer.checkpoint import (
 )
 from transformer.decode import DecodingOptions
 from transformer.hub import FAMILIES
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
+from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
 from transformer.plots.describe import describe_for_page
 from transformer.plots.palettes import PALETTES, with_palette
 from transformer.plots.style import for_dark, for_projector
@@ -293,6 +293,8 @@ def sidebar_figure_choices() -> None:
     URL) and the format the camera button downloads: PNG (twice the screen resolution) or SVG (vector). The format
     is stored outside the widget's own state so that it holds on every page."""
     labels = {name: t(f"common.palette_{name}") for name in PALETTES}
+    if st.session_state.get(PALETTE_KEY, STANDARD_PALETTE) not in PALETTES:
+        st.session_state[PALETTE_KEY] = chosen_palette()  # a label met by a fragment's run (chosen_palette)
     st.sidebar.selectbox(
         t("common.palette"),
         tuple(PALETTES),
@@ -311,6 +313,23 @@ def sidebar_figure_choices() -> None:
         on_change=_remember_figure_format,
         help=t("common.figure_format_help"),
     )
+
+
+def palette_named(shown: str) -> str:
+    """The palette whose label, in any of the app's languages, is ``shown``; the standard one if none is."""
+    for code in LANGUAGES:
+        for name in PALETTES:
+            if message(code, f"common.palette_{name}") == shown:
+                return name
+    return STANDARD_PALETTE
+
+
+def chosen_palette() -> str:
+    """The sidebar's chart palette, by name. Streamlit keeps a select box's choice as the label it shows: a fragment
+    that reruns on a timer (the tiny model's training, every second) just as the visitor changes the language can
+    meet the label in the language before, which is read back to its palette here."""
+    chosen = st.session_state.get(PALETTE_KEY, STANDARD_PALETTE)
+    return chosen if chosen in PALETTES else palette_named(chosen)
 
 
 def presenting() -> bool:
@@ -351,7 +370,7 @@ def show_figure(
     ``st.session_state[key].selection``); dragging still zooms.
     """
     image_format = st.session_state.get(FIGURE_FORMAT_KEY, FIGURE_FORMATS[0])
-    with_palette(fig, st.session_state.get(PALETTE_KEY, STANDARD_PALETTE))
+    with_palette(fig, chosen_palette())
     if st.context.theme.type == "dark":  # the visitor's system (or Streamlit's settings) chose the dark theme
         for_dark(fig)
     if presenting():

@@ -473,6 +473,37 @@ def test_malformed_links_fall_back_to_defaults(checkpoint: Path):
         assert charts(app), page
 
 
+LABELLED_PALETTE = """
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.common import PALETTE_KEY, show_figure, sidebar_figure_choices
+from transformer.i18n import message
+from transformer.plots.palettes import STANDARD
+
+st.session_state[PALETTE_KEY] = message("ko", "common.palette_colour_blind")
+if {sidebar}:
+    sidebar_figure_choices()
+show_figure(go.Figure(go.Bar(x=[1], y=[1], marker_color=STANDARD["blue"])), key="bars")
+"""
+
+
+@pytest.mark.parametrize("sidebar", [False, True], ids=["in a fragment", "on the page"])
+def test_a_palette_met_by_its_label_in_another_language_is_read_back_to_its_name(sidebar: bool):
+    """Streamlit keeps a select box's choice as its label: a fragment rerunning on a timer (the tiny model's training)
+    as the visitor changed the language met the palette's label in the language before, and its charts failed. The
+    label is read back to its palette: the chart is drawn in it, and the sidebar (drawn first on a page) shows it."""
+    from transformer.plots.palettes import STANDARD, with_palette
+
+    app = AppTest.from_string(LABELLED_PALETTE.format(sidebar=sidebar), default_timeout=60).run()
+    no_exceptions(app)
+    expected = with_palette(go.Figure(go.Bar(x=[1], y=[1], marker_color=STANDARD["blue"])), "colour_blind")
+    (chart,) = charts(app)
+    assert chart["figure"]["data"][0]["marker"]["color"] == expected.data[0].marker.color != STANDARD["blue"]
+    if sidebar:
+        assert app.sidebar.selectbox(key="palette").value == "colour_blind"
+
+
 def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
     meta = read_json(shipped_copy / "meta.json")
     write_json(
