@@ -23,7 +23,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.i18n import LANGUAGE_KEY, language, language_picker, t
+from pages.i18n import LANGUAGE_KEY, escaped, language, language_picker, t
 from pages.navigation import through_the_router
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
@@ -35,6 +35,7 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
+from transformer.checkpoint import resolve as resolve_checkpoint
 from transformer.decode import DecodingOptions
 from transformer.hub import FAMILIES
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
@@ -77,12 +78,61 @@ MODELS_VARIABLE = "TRANSFORMER_MODELS"  # more model folders every visitor may c
 OPEN_FOLDERS_VARIABLE = "TRANSFORMER_OPEN_FOLDERS"  # 1: every visitor may open a folder; 0: none may
 OPEN_KEY = "open_model"
 TRANSLATION_PROCESS_VARIABLE = "TRANSFORMER_TRANSLATION_PROCESS"
+# An absolute path in an error message (POSIX or Windows), shortened for a visitor on another machine (for_visitor).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~:/])(?:[A-Za-z]:[\\/]|/)[^\s:'\"`,;()<>]*")
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def get_checkpoint(name_or_path: str) -> LoadedCheckpoint:
-    """The checkpoint's model, tokenizer and metadata, loaded once per process (errors are not cached)."""
-    return load_checkpoint(name_or_path)
+def _release_model(loaded: LoadedCheckpoint) -> None:
+    """A model leaves the cache: its translation queue goes with it, and the queue's child process ends."""
+    loaded.released = True
+    translator.clear(loaded, str(loaded.path), id(loaded))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4, on_release=_release_model)
+def get_checkpoint(folder: str) -> LoadedCheckpoint:
+    """The checkpoint's model, tokenizer and metadata, loaded once per process (errors are not cached). Pages open
+    a model through :func:`open_checkpoint`, which checks that the visitor may and names the folder one way only."""
+    return load_checkpoint(folder)
+
+
+def open_checkpoint(name: str) -> LoadedCheckpoint:
+    """The one door through which a page opens a model a visitor named, by a control or by a link (the sidebar, What
+    if's *Side by side*, the atlas's *Beside another model*): one the server lists (:func:`listed_checkpoints`) for
+    everyone, any other folder or cached hub id only for a visitor who :func:`may_open_folders`. The folder is
+    resolved (symlinks followed) before it becomes the cache's key, so every spelling of one folder is one model and
+    one translation process. Every failure is a :class:`CheckpointError` whose message names no folder of the
+    server to a visitor on another machine (:func:`for_visitor`)."""
+    if name not in listed_checkpoints() and not may_open_folders():
+        raise CheckpointError(t("common.not_offered"))
+    try:
+        folder = resolve_checkpoint(name).resolve(strict=True)
+    except CheckpointError as error:
+        raise CheckpointError(for_visitor(error)) from None
+    except (OSError, RuntimeError):  # a link loop, a folder removed meanwhile
+        raise CheckpointError(t("common.not_offered" if not may_open_folders() else "common.no_such_folder")) from None
+    try:
+        return get_checkpoint(str(folder))
+    except CheckpointError as error:
+        raise CheckpointError(for_visitor(error)) from None
+
+
+def for_visitor(error: BaseException | str) -> str:
+    """An error's first line as this visitor may read it: whole for a browser on the server's own machine; for any
+    other, every absolute path of the server shortened as a shipped checkpoint records paths (relative to the
+    repository, or the last name: :func:`transformer.runs.portable_path`)."""
+    from pages.page_slots import browser_on_this_machine
+    from transformer.runs import portable_path
+
+    text = str(error).strip()
+    line = text.splitlines()[0] if text else type(error).__name__
+    if browser_on_this_machine():
+        return line
+    return ABSOLUTE_PATH.sub(lambda found: portable_path(found.group()), line)
+
+
+def error_line(error: BaseException | str) -> str:
+    """An error's first line for a Markdown message box: :func:`for_visitor`, then :func:`escaped`."""
+    return escaped(for_visitor(error))
 
 
 @per_model(max_entries=4, resource=True, spinner="Measuring the model's heads (once per model: stored beside it)…")
@@ -96,7 +146,7 @@ def measured_heads(loaded: LoadedCheckpoint) -> Measured:
     return measured(loaded)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+@st.cache_resource(show_spinner=False, max_entries=4, on_release=lambda queue: queue.close())
 def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translator:
     """The queue in front of a loaded checkpoint's model for translations, one per loaded model and process. Its
     searches run in a child process with its own copy of the model (``transformer/serving/process.py``), so that
@@ -119,6 +169,13 @@ def translator(_loaded: LoadedCheckpoint, name: str, identity: int) -> Translato
 
 
 def shared_translator(loaded: LoadedCheckpoint) -> Translator:
+    """The translation queue of a loaded model. A model the cache has let go (a session still holding it finishes
+    its run) gets a queue of its own that translates in the server's process: no child is started for a model no
+    longer kept."""
+    if loaded.released:
+        from transformer.serving.translator import Translator
+
+        return Translator(loaded)
     return translator(loaded, str(loaded.path), id(loaded))
 
 
@@ -153,20 +210,25 @@ def stored_beside(loaded: LoadedCheckpoint, file: str) -> dict | None:
 
 
 def available_checkpoints() -> list[str]:
-    """Checkpoints to choose from: $TRANSFORMER_CHECKPOINT first when set, then the repository's ``checkpoints/``
-    folders (the default one first), the folders $TRANSFORMER_MODELS lists, the Marian and M2M100/NLLB models of the
-    local Hugging Face cache, and a folder this visitor opened (:func:`may_open_folders`). A name from the
-    environment that matches no folder is kept, so that choosing it explains what is wrong instead of silently
-    showing another model."""
+    """Checkpoints to choose from: :func:`listed_checkpoints`, and a folder this visitor opened
+    (:func:`may_open_folders`)."""
+    names = listed_checkpoints()
+    opened = st.session_state.get(CHECKPOINT_KEY)
+    return [*names, *([opened] if opened and opened not in names and may_open_folders() else [])]
+
+
+def listed_checkpoints() -> list[str]:
+    """The models the server offers every visitor: $TRANSFORMER_CHECKPOINT first when set, then the repository's
+    ``checkpoints/`` folders (the default one first), the folders $TRANSFORMER_MODELS lists and the Marian and
+    M2M100/NLLB models of the local Hugging Face cache. A name from the environment that matches no folder is kept,
+    so that choosing it explains what is wrong instead of silently showing another model."""
     names = [path.name for path in list_checkpoints()]
     names.sort(key=lambda name: name != DEFAULT_CHECKPOINT_NAME)  # stable: the rest stay alphabetical
     from_environment = os.environ.get(ENVIRONMENT_VARIABLE, "").strip()
     if from_environment:
         names = [from_environment, *(name for name in names if name != from_environment)]
     listed = [folder.strip() for folder in os.environ.get(MODELS_VARIABLE, "").split(os.pathsep) if folder.strip()]
-    opened = st.session_state.get(CHECKPOINT_KEY)
-    extra = [*listed, *hub_models_in_cache(), *([opened] if opened and may_open_folders() else [])]
-    return names + [name for name in dict.fromkeys(extra) if name not in names]
+    return names + [name for name in dict.fromkeys([*listed, *hub_models_in_cache()]) if name not in names]
 
 
 @st.cache_data(ttl=60, show_spinner=False)
@@ -231,10 +293,9 @@ def sidebar_checkpoint_picker() -> str | None:
         # with the default model rather than stopping the page.
         try:
             with st.spinner(t("common.loading")):
-                get_checkpoint(chosen)
+                open_checkpoint(chosen)
         except CheckpointError as error:
-            message = str(error).splitlines()[0].replace("`", "'")
-            st.sidebar.error(t("common.cannot_load", name=chosen, message=message))
+            st.sidebar.error(t("common.cannot_load", name=escaped(chosen), message=error_line(error)))
             st.session_state[CHECKPOINT_KEY] = options[0]
     if st.session_state.get(CHECKPOINT_KEY) not in options:
         url_state.forget(CHECKPOINT_KEY)
@@ -273,11 +334,10 @@ def selected_checkpoint() -> LoadedCheckpoint | None:
         return None
     try:
         with st.spinner(t("common.loading")):
-            loaded = get_checkpoint(name)
+            loaded = open_checkpoint(name)
     except CheckpointError as error:
-        message = str(error).splitlines()[0].replace("`", "'")
         what_to_do = t("common.what_to_do", variable=ENVIRONMENT_VARIABLE)
-        st.error(f"{t('common.cannot_load', name=name, message=message)}\n\n{what_to_do}")
+        st.error(f"{t('common.cannot_load', name=escaped(name), message=error_line(error))}\n\n{what_to_do}")
         return None
     st.sidebar.caption(model_summary(loaded))
     return loaded

@@ -15,15 +15,16 @@ from pages.caching import per_model
 from pages.common import (
     CHECKPOINT_KEY,
     available_checkpoints,
-    get_checkpoint,
+    error_line,
     leave_page,
     model_name,
     model_summary,
+    open_checkpoint,
     page,
     show_figure,
     stored_beside,
 )
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.links import open_page
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
@@ -325,9 +326,9 @@ def other_model(loaded: LoadedCheckpoint) -> tuple[LoadedCheckpoint, dict] | Non
     if not choice:
         return None
     try:
-        other = get_checkpoint(choice)
+        other = open_checkpoint(choice)
     except CheckpointError as error:
-        st.error(t("common.cannot_load", name=choice, message=str(error).splitlines()[0].replace("`", "'")))
+        st.error(t("common.cannot_load", name=escaped(choice), message=error_line(error)))
         return None
     st.caption(model_summary(other))
     found, _ = load_atlas(other, key="atlas_measure_other")

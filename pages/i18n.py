@@ -34,6 +34,18 @@ def t(key: str, **values: object) -> str:
     return message(language(), key, **values)
 
 
+MARKDOWN_SIGNS = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&=^\"'])")
+
+
+def escaped(value: object) -> str:
+    """``value`` as text that Markdown shows as it is: every sign Markdown, Streamlit's directives (``:red[…]``,
+    ``:material/…:``), LaTeX (``$``) or HTML could read is backslash-escaped, and line breaks become spaces, so that
+    a name, a path or an error message a visitor typed or a file holds can never make a link, an image the browser
+    fetches, a heading or a tag. The one way a page puts such text into ``st.markdown``, ``st.error`` and the like
+    (``tests/test_pages.py`` holds the pages to it); inside raw HTML, ``html.escape`` does the same."""
+    return MARKDOWN_SIGNS.sub(r"\\\1", " ".join(str(value).split()))
+
+
 def score_text(key: str, part: str) -> str:
     """A head score's ``name`` or ``description`` in the chosen language: the registry's own (English) text, or its
     translation ``score.<key>.<part>`` in the language's catalogue."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.navigation import app_pages, page_name
 from transformer.lessons import Lesson, LessonError, available_lessons, read_lesson, unknown_controls
 
@@ -35,7 +35,7 @@ def load_or_say(name: str) -> Lesson | None:
     try:
         return load(name)
     except LessonError as error:
-        st.error(t("lesson.broken", error=str(error)))
+        st.error(t("lesson.broken", error=escaped(error)))
         return None
 
 
@@ -87,7 +87,7 @@ def play(page) -> None:
         # A link to a step (a fresh browser, or a step's link clicked): start there.
         name, number = linked
         if name not in available_lessons():
-            st.error(t("lesson.unknown", name=name))
+            st.error(t("lesson.unknown", name=escaped(name)))
             page.run()
             return
         lesson = load_or_say(name)
@@ -122,7 +122,7 @@ def play(page) -> None:
         if declared:
             controls = {key: field.parse for key, field in declared.items()}
             for problem in unknown_controls(number, step, controls):
-                problems.error(t("lesson.bad_step", lesson=name, problem=problem))
+                problems.error(t("lesson.bad_step", lesson=escaped(name), problem=escaped(problem)))
 
 
 def answer(lesson: Lesson, number: int, choices: list[str]) -> None:

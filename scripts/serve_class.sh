@@ -37,6 +37,10 @@ if ! command -v haproxy >/dev/null; then
     exit 1
 fi
 
+# A class's visitors choose among the listed models and open no folder of this machine, even when a tunnel or a
+# proxy that adds no forwarding header makes them look local (docs/deploy.md); TRANSFORMER_OPEN_FOLDERS=1 overrides.
+export TRANSFORMER_OPEN_FOLDERS="${TRANSFORMER_OPEN_FOLDERS:-0}"
+
 state=$(mktemp -d "${TMPDIR:-/tmp}/serve-class.XXXXXX")
 children=()
 cleanup() {

@@ -20,7 +20,7 @@ import torch
 
 from tests.conftest import needs_browser
 from tests.hub_models import make_m2m100, make_marian, make_nllb
-from transformer import hub
+from transformer import checkpoint_files, hub
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 from transformer.decode import beam_search, greedy_decode
 from transformer.model import Transformer
@@ -331,7 +331,7 @@ def test_a_hub_id_opens_only_from_the_local_cache(tiny_folders, tmp_path, monkey
 
 
 def test_a_model_too_large_for_memory_is_refused_before_reading(tiny_folders, monkeypatch):
-    monkeypatch.setattr(hub.os, "sysconf", lambda name: 1 if name == "SC_AVPHYS_PAGES" else 4096)
+    monkeypatch.setattr(checkpoint_files, "available_memory", lambda: 4096)
     with pytest.raises(CheckpointError, match="memory"):
         load_checkpoint(tiny_folders["marian"])
 

@@ -139,7 +139,8 @@ def test_forced_decoding_of_the_models_output_scores_100(checkpoint, sentence):
     assert metrics["log P of your translation"] == metrics["log P of the model's"]
 
 
-def test_side_by_side_compares_two_sentences_and_two_checkpoints(checkpoint, sentence, tmp_path):
+def test_side_by_side_compares_two_sentences_and_two_checkpoints(checkpoint, sentence, tmp_path, monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")  # a typed folder: as on a laptop, every visitor may
     app = open_page(sentence, wi_tab="compare", wi_mode="sentences", wi_other_text=sentence)
     no_exceptions(app)
     difference = array(charts(app)[-1]["figure"]["data"][0]["z"])

@@ -36,6 +36,7 @@ from transformer.checkpoint_files import (  # noqa: F401  (re-exported: the chec
     CONFIG_FILE,
     DEFAULT_CHECKPOINT_NAME,
     LOG_FILES,
+    MAX_TOKENIZER_BYTES,
     META_FILE,
     METRICS_FILE,
     MODEL_FILE,
@@ -46,14 +47,20 @@ from transformer.checkpoint_files import (  # noqa: F401  (re-exported: the chec
     TRAINING_LOG_FILE,
     CheckpointError,
     LoadedCheckpoint,
+    available_memory,
+    check_memory,
     fingerprint,
     folder_lock,
+    is_allocation_failure,
+    meta_model,
+    model_bytes,
     read_beside,
     read_json,
     read_tensors,
     save_beside,
     shard_name,
     shards_of,
+    tensor_shapes,
     write_atomically,
     write_json,
 )
@@ -173,9 +180,19 @@ def shard_groups(weights: Mapping[str, torch.Tensor], shard_bytes: int) -> list[
 
 
 def check_weights(path: Path, weights: Mapping[str, torch.Tensor], model: Transformer) -> None:
+    """The weights fit ``model`` (names and shapes; built on ``meta`` it costs nothing) and are finite floats."""
+    check_shapes(path, {name: tuple(tensor.shape) for name, tensor in weights.items()}, model)
+    for name in model.state_dict():
+        if not weights[name].is_floating_point() or not torch.isfinite(weights[name]).all():
+            raise CheckpointError(f"{path / MODEL_FILE}: tensor {name} holds non-finite or non-float values")
+
+
+def check_shapes(path: Path, shapes: Mapping[str, tuple[int, ...]], model: Transformer) -> None:
+    """The tensors named in ``shapes`` are exactly ``model``'s, each of its shape: read from the weights' headers
+    (:func:`tensor_shapes`), before anything is read or allocated."""
     expected = model.state_dict()
-    missing = sorted(set(expected) - set(weights))
-    unexpected = sorted(set(weights) - set(expected))
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
     if missing or unexpected:
         parts = []
         if missing:
@@ -184,13 +201,11 @@ def check_weights(path: Path, weights: Mapping[str, torch.Tensor], model: Transf
             parts.append(f"{len(unexpected)} unexpected tensors (e.g. {unexpected[0]!r})")  # a damaged name: escaped
         raise CheckpointError(f"{path / MODEL_FILE}: does not match {CONFIG_FILE}: {'; '.join(parts)}")
     for name, tensor in expected.items():
-        if tuple(weights[name].shape) != tuple(tensor.shape):
+        if tuple(shapes[name]) != tuple(tensor.shape):
             raise CheckpointError(
-                f"{path / MODEL_FILE}: tensor {name} has shape {tuple(weights[name].shape)} but {CONFIG_FILE} "
+                f"{path / MODEL_FILE}: tensor {name} has shape {tuple(shapes[name])} but {CONFIG_FILE} "
                 f"implies {tuple(tensor.shape)}"
             )
-        if not weights[name].is_floating_point() or not torch.isfinite(weights[name]).all():
-            raise CheckpointError(f"{path / MODEL_FILE}: tensor {name} holds non-finite or non-float values")
 
 
 def resolve(name_or_path: str | Path | None = None) -> Path:
@@ -246,6 +261,10 @@ def read_checkpoint(path: Path, weights: Mapping[str, torch.Tensor] | None = Non
     weights (names and shapes must match the configuration's model; ``weights`` given: check those instead, e.g. an
     average) and meta (empty when absent). The one reader behind loading, exporting, resuming and fine-tuning."""
     config = load_config(path)
+    with suppress(OSError):
+        size = (path / TOKENIZER_FILE).stat().st_size
+        if size > MAX_TOKENIZER_BYTES:
+            raise CheckpointError(f"{path / TOKENIZER_FILE}: {size / 2**20:,.0f} MB, larger than any tokenizer")
     try:
         tokenizer = Tokenizer.load(path / TOKENIZER_FILE)
     except (FileNotFoundError, ValueError) as error:
@@ -255,9 +274,11 @@ def read_checkpoint(path: Path, weights: Mapping[str, torch.Tensor] | None = Non
             f"{path / TOKENIZER_FILE}: has {tokenizer.vocab_size} pieces but {CONFIG_FILE} says vocab_size="
             f"{config.vocab_size}"
         )
-    weights = dict(read_tensors(path / MODEL_FILE) if weights is None else weights)
-    with torch.device("meta"):  # the expected names and shapes, without allocating what the config describes
-        expected = Transformer(config)
+    expected = meta_model(path, config)  # the expected names and shapes, without allocating what the config describes
+    if weights is None:
+        check_shapes(path, tensor_shapes(path / MODEL_FILE), expected)  # a lying config is refused before reading
+        weights = read_tensors(path / MODEL_FILE)
+    weights = dict(weights)
     check_weights(path, weights, expected)
     meta = read_json(path / META_FILE) if (path / META_FILE).is_file() else {}
     return CheckpointFiles(path, config, tokenizer, weights, meta)
@@ -271,16 +292,22 @@ def load_checkpoint(
     from transformer import hub
 
     path = resolve(name_or_path)
-    if hub.is_hub_folder(path):
-        loaded = hub.open_hub_folder(path, dtype)
-        loaded.model.to(device)
-        return loaded
-    files = read_checkpoint(path)
-    model = Transformer(files.config)
-    model.load_state_dict({name: tensor.to(dtype) for name, tensor in files.weights.items()})
-    return LoadedCheckpoint(
-        files.path, model.to(device=device, dtype=dtype).eval(), files.tokenizer, files.config, files.meta
-    )
+    try:
+        if hub.is_hub_folder(path):
+            loaded = hub.open_hub_folder(path, dtype)
+            loaded.model.to(device)
+            return loaded
+        files = read_checkpoint(path)
+        check_memory(path, model_bytes(files.config))
+        model = Transformer(files.config)
+        model.load_state_dict({name: tensor.to(dtype) for name, tensor in files.weights.items()})
+        return LoadedCheckpoint(
+            files.path, model.to(device=device, dtype=dtype).eval(), files.tokenizer, files.config, files.meta
+        )
+    except (MemoryError, RuntimeError) as error:
+        if not is_allocation_failure(error):
+            raise
+        raise CheckpointError(f"{path}: not enough memory to open this model") from None
 
 
 # The one library module with a door: `python -m transformer.checkpoint average|export|info` (used throughout the

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from transformer.config import ModelConfig
@@ -36,6 +36,8 @@ LOG_FILES = (TRAINING_LOG_FILE, METRICS_FILE)  # where training_log() looks, in 
 
 REPOSITORY_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 DEFAULT_CHECKPOINT_NAME = "en-de-small"
+MAX_JSON_BYTES = 64 * 2**20  # a model's config, meta and tokenizer JSON are kilobytes to a few tens of megabytes
+MAX_TOKENIZER_BYTES = 256 * 2**20  # the largest tokenizer files in use (NLLB's tokenizer.json) are about 32 MB
 
 
 class CheckpointError(ValueError):
@@ -58,6 +60,8 @@ class LoadedCheckpoint:
     # Where measurements of these weights are stored (save_beside): the checkpoint folder itself, or for a Hugging
     # Face model a folder of the project's cache (transformer.hub.measurement_folder).
     store: Path | None = None
+    # Set when a server's cache lets the model go (pages.common): no new translation process is started for it.
+    released: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.store is None:
@@ -104,13 +108,86 @@ def folder_lock(folder: Path) -> Iterator[None]:
         os.close(handle)  # closing releases the lock
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, max_bytes: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file of at most ``max_bytes``; every way it can fail (missing, too large, not JSON, nested beyond
+    Python's recursion limit) is a :class:`CheckpointError` naming the file."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: file is missing") from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if size > max_bytes:
+        raise CheckpointError(
+            f"{path}: {size / 2**20:,.0f} MB, more than a JSON file of a model holds ({max_bytes // 2**20} MB)"
+        )
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path}: file is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise CheckpointError(f"{path}: nested too deeply to be a configuration") from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot be read ({error.strerror or error})") from None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate without swapping: the kernel's MemAvailable, or less where a cgroup
+    limits the process (a container); None where neither can be read."""
+    found: list[int] = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit != "max":
+            found.append(int(limit) - int(Path("/sys/fs/cgroup/memory.current").read_text()))
+    except (OSError, ValueError):
+        pass
+    return max(0, min(found)) if found else None
+
+
+def check_memory(what: Path | str, needed: int, doing: str = "to open") -> None:
+    """Refuse, with a :class:`CheckpointError` a user understands, work that needs more memory than is free: a
+    refusal is a message, running out of memory half way would take the whole server (every visitor) down."""
+    free = available_memory()
+    if free is not None and needed > free:
+        raise CheckpointError(
+            f"{what}: needs about {needed / 2**30:.1f} GB of memory {doing}; {free / 2**30:.1f} GB are free"
+        )
+
+
+def meta_model(path: Path, config: ModelConfig) -> Transformer:
+    """The model ``config`` describes, built on the ``meta`` device: its names and shapes without its memory. A
+    configuration no model can be built from is a :class:`CheckpointError`."""
+    try:
+        with torch.device("meta"):
+            return Transformer(config)
+    except (ValueError, TypeError, RuntimeError, ZeroDivisionError, OverflowError) as error:
+        raise CheckpointError(f"{path / CONFIG_FILE}: invalid model configuration ({error})") from None
+
+
+def model_bytes(config: ModelConfig) -> int:
+    """The float32 bytes of the model ``config`` describes (parameters and buffers), counted on the ``meta``
+    device: nothing is allocated, however large the configuration claims to be."""
+    model = meta_model(Path("."), config)
+    return sum(t.numel() * 4 for t in (*model.parameters(), *model.buffers()))
+
+
+def is_allocation_failure(error: BaseException) -> bool:
+    """A failure to allocate memory, as PyTorch and Python report it."""
+    if isinstance(error, MemoryError):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and any(
+        words in text
+        for words in ("can't allocate memory", "defaultcpuallocator", "out of memory", "not enough memory")
+    )
 
 
 def shard_name(index: int, count: int) -> str:
@@ -177,8 +254,29 @@ def read_tensors(path: Path) -> dict[str, torch.Tensor]:
         return merged
     if not path.is_file():
         raise CheckpointError(f"{path}: file is missing")
+    check_memory(path, path.stat().st_size, "to read")
     try:
         return load_file(path)
-    except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+    except (SafetensorError, OSError, ValueError, RuntimeError, MemoryError) as error:
+        if is_allocation_failure(error):
+            raise CheckpointError(f"{path}: not enough memory to read it") from None
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise CheckpointError(f"{path}: not a readable safetensors file, perhaps truncated ({message})") from None
+
+
+def tensor_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every tensor of a safetensors file (or of ``model.safetensors``'s shards), read from
+    the files' headers: nothing of the weights themselves is read."""
+    shards = shards_of(path) if path.name == MODEL_FILE and not path.is_file() else [path]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for shard in shards:
+        if not shard.is_file():
+            raise CheckpointError(f"{shard}: file is missing")
+        try:
+            with safe_open(shard, "pt") as handle:
+                for name in handle.keys():  # noqa: SIM118  (a safetensors handle is no dict)
+                    shapes[name] = tuple(handle.get_slice(name).get_shape())
+        except (SafetensorError, OSError, ValueError, RuntimeError) as error:
+            message = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise CheckpointError(f"{shard}: not a readable safetensors file, perhaps truncated ({message})") from None
+    return shapes

@@ -24,6 +24,7 @@ a folder always opens, a hub id only when the local Hugging Face cache already h
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -36,7 +37,19 @@ from typing import Any
 
 import torch
 
-from transformer.checkpoint_files import CheckpointError, LoadedCheckpoint, fingerprint, read_json, read_tensors
+from transformer.checkpoint_files import (
+    MAX_TOKENIZER_BYTES,
+    CheckpointError,
+    LoadedCheckpoint,
+    check_memory,
+    fingerprint,
+    meta_model,
+    model_bytes,
+    read_json,
+    read_tensors,
+    shards_of,
+    tensor_shapes,
+)
 from transformer.config import ModelConfig
 from transformer.model import Transformer
 from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean
@@ -78,11 +91,9 @@ def _transformers():
 def is_hub_folder(path: str | Path) -> bool:
     """True for a folder whose config.json is a Hugging Face one (it names a ``model_type``)."""
     config = Path(path) / "config.json"
-    if not config.is_file():
-        return False
     try:
-        return "model_type" in json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError):
+        return "model_type" in read_json(config)
+    except (CheckpointError, TypeError):  # missing, huge, not JSON, nested too deeply: not a Hugging Face folder
         return False
 
 
@@ -126,8 +137,8 @@ def cached_hub_models() -> list[str]:
 
 def _model_type(folder: Path) -> str | None:
     try:
-        return json.loads((folder / "config.json").read_text(encoding="utf-8")).get("model_type")
-    except (OSError, ValueError, AttributeError):
+        return read_json(folder / "config.json").get("model_type")
+    except (CheckpointError, AttributeError):
         return None
 
 
@@ -282,20 +293,45 @@ def _languages(folder: Path, config: Mapping[str, Any], tokenizer_config: Mappin
     return "en", "de"
 
 
-def _check_size(folder: Path, config: Mapping[str, Any]) -> None:
-    """Refuse a model too large for this machine's memory before reading its weights."""
-    weights = sum(path.stat().st_size for path in folder.glob("*.safetensors"))
-    try:
-        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return
-    # float32 in memory, twice over while converting: four times an fp16 file, twice a float32 one
-    factor = 4 if str(config.get("torch_dtype", config.get("dtype", "float32"))) in ("float16", "bfloat16") else 2
-    if weights * factor > available:
+TOKENIZER_FILES = ("*.spm", "*.model", "tokenizer.json", "vocab.json", "merges.txt", "*.txt")
+
+
+def _check_tokenizer_files(folder: Path) -> None:
+    """Refuse tokenizer files no tokenizer has (the largest in use, NLLB's tokenizer.json, is about 32 MB) before
+    the tokenizer library reads them whole."""
+    for pattern in TOKENIZER_FILES:
+        for path in folder.glob(pattern):
+            size = path.stat().st_size if path.is_file() else 0
+            if size > MAX_TOKENIZER_BYTES:
+                raise HubError(f"{path}: {size / 2**20:,.0f} MB, larger than any tokenizer file; not opened")
+
+
+def _check_memory(folder: Path, weights: Path, model_config: ModelConfig) -> None:
+    """Refuse a model too large for the free memory before reading its weights: the file, the float32 copy the
+    conversion makes, and the model, whose size is counted from the configuration on the ``meta`` device."""
+    files = [weights] if weights.is_file() else shards_of(weights)
+    on_disk = sum(path.stat().st_size for path in files)
+    check_memory(folder, on_disk + 2 * model_bytes(model_config))
+
+
+def _check_shapes(folder: Path, shapes: Mapping[str, tuple[int, ...]], model_config: ModelConfig, embedding: str):
+    """Every tensor the configuration implies is in the weights with its shape (read from the files' headers), so
+    that a config.json that does not describe its weights is refused before anything is allocated."""
+    expected = meta_model(folder, model_config).state_dict()
+    rows = shapes[embedding][0]
+    if tuple(shapes[embedding]) != (rows, model_config.d_model):
         raise HubError(
-            f"{folder}: {weights / 2**30:.1f} GB of weights need about {weights * factor / 2**30:.1f} GB of memory "
-            f"to open; {available / 2**30:.1f} GB are free"
+            f"{folder}: {embedding} has shape {tuple(shapes[embedding])} but config.json implies (…, "
+            f"{model_config.d_model})"
         )
+    for ours, (theirs, _how) in weight_names(model_config).items():
+        if theirs not in shapes:
+            raise HubError(f"{folder}: the weights lack {theirs}")
+        if tuple(shapes[theirs]) != tuple(expected[ours].shape):
+            raise HubError(
+                f"{folder}: tensor {theirs} has shape {tuple(shapes[theirs])} but config.json implies "
+                f"{tuple(expected[ours].shape)}"
+            )
 
 
 def hub_model_config(
@@ -317,10 +353,10 @@ def hub_model_config(
     )
     if activation is None:
         raise HubError(f"{folder}: activation {config.get('activation_function')!r} is not supported")
-    d_model = int(config["d_model"])
-    if d_model % 2:
-        raise HubError(f"{folder}: d_model={d_model} is odd; the positional tables need an even width")
     try:
+        d_model = int(config["d_model"])
+        if d_model % 2:
+            raise HubError(f"{folder}: d_model={d_model} is odd; the positional tables need an even width")
         return ModelConfig(
             vocab_size=vocabulary.size,
             d_model=d_model,
@@ -345,7 +381,8 @@ def hub_model_config(
         raise HubError(f"{folder / 'config.json'}: {error}") from None
 
 
-def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
+def _weights_file(folder: Path) -> Path:
+    """The folder's safetensors weights (``model.safetensors`` or its shards); a pickle is never opened."""
     if not (folder / "model.safetensors").is_file() and not list(folder.glob("model-*-of-*.safetensors")):
         pickles = [p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt")]
         hint = f" (it has {pickles[0]}, a pickle, which the app never opens: it could run code)" if pickles else ""
@@ -353,8 +390,15 @@ def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
             f"{folder}: no model.safetensors{hint}. Save the model as safetensors first: "
             "AutoModelForSeq2SeqLM.from_pretrained(folder).save_pretrained(folder, safe_serialization=True)"
         )
+    return folder / "model.safetensors"
+
+
+def _hub(call, *arguments):
+    """A reader of :mod:`transformer.checkpoint_files` whose failure is this module's :class:`HubError`."""
     try:
-        return read_tensors(folder / "model.safetensors")
+        return call(*arguments)
+    except HubError:
+        raise
     except CheckpointError as error:
         raise HubError(str(error)) from None
 
@@ -427,6 +471,12 @@ def _language_code(tokenizer, code: str) -> str:
     return NLLB_CODES.get(code, code)
 
 
+def _our_id(ours: Mapping[int, int], theirs: int) -> int:
+    if theirs not in ours:
+        raise HubError(f"the tokenizer's token {theirs} lies outside the model's vocabulary")
+    return ours[theirs]
+
+
 def _language_token_id(tokenizer, code: str) -> int:
     if hasattr(tokenizer, "get_lang_id"):
         return int(tokenizer.get_lang_id(code))
@@ -443,30 +493,42 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     family = config["model_type"]
     if family == "marian" and not config.get("share_encoder_decoder_embeddings", True):
         raise HubError(f"{folder}: separate source and target vocabularies cannot be opened yet")
-    _check_size(folder, config)
+    _check_tokenizer_files(folder)
     tokenizer_config = (
         read_json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
     )
+    if not isinstance(tokenizer_config, dict):
+        raise HubError(f"{folder / 'tokenizer_config.json'}: not a tokenizer configuration")
     languages = _languages(folder, config, tokenizer_config)
     hub_tokenizer = _hub_tokenizer(folder, family, languages)
-    tensors = _read_weights(folder)
-    shared = _embedding(tensors, folder)
+    weights = _weights_file(folder)
+    shapes = _hub(tensor_shapes, weights)
+    embedding = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight") if n in shapes), None)
+    if embedding is None or len(shapes[embedding]) != 2:
+        raise HubError(f"{folder}: the weights hold no token embedding (model.shared.weight)")
     try:
         pad, eos = int(config["pad_token_id"]), int(config["eos_token_id"])
         start = int(config.get("decoder_start_token_id", pad))
-    except (KeyError, TypeError) as error:
+    except (KeyError, TypeError, ValueError) as error:
         raise HubError(f"{folder / 'config.json'}: no special token ids ({error})") from None
     unk = hub_tokenizer.unk_token_id
-    vocabulary = Vocabulary.of(shared.size(0), pad, unk, start, eos)
+    vocabulary = Vocabulary.of(shapes[embedding][0], pad, unk, start, eos)
     forced, source_prefix = -1, []
     if family == "m2m_100":
         ours = vocabulary.to_ours()
-        forced = ours[_language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[1]))]
-        source_prefix = [ours[_language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[0]))]]
+        forced = _our_id(ours, _language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[1])))
+        source_prefix = [_our_id(ours, _language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[0])))]
+    # Checked before anything is read or built: the shapes the configuration implies, and the memory it needs.
+    model_config = hub_model_config(folder, config, vocabulary, languages, forced, vocabulary.added is not None)
+    _check_shapes(folder, shapes, model_config, embedding)
+    _check_memory(folder, weights, model_config)
+    tensors = _hub(read_tensors, weights)
+    shared = _embedding(tensors, folder)
     bias = tensors.get("final_logits_bias", torch.zeros(1, shared.size(0))).float().reshape(-1)
+    if bias.numel() != shared.size(0):
+        raise HubError(f"{folder}: final_logits_bias has {bias.numel()} values for {shared.size(0)} tokens")
     # A zero output bias (this project's own models exported as Marian) is no bias: the paper's model comes back.
-    with_bias = vocabulary.added is not None or bool(bias.any())
-    model_config = hub_model_config(folder, config, vocabulary, languages, forced, with_bias)
+    model_config = dataclasses.replace(model_config, output_bias=vocabulary.added is not None or bool(bias.any()))
     model = Transformer(model_config)
     order = torch.tensor(vocabulary.order)
     width = interleaving(model_config.d_model)
@@ -483,7 +545,7 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
         state["output_bias"] = bias
     try:
         model.load_state_dict(state)
-    except RuntimeError as error:
+    except RuntimeError as error:  # only shapes the headers did not show (the checks above cover the rest)
         raise HubError(f"{folder}: the weights do not fit its config.json ({str(error).splitlines()[0]})") from None
     name = str(config.get("_name_or_path") or folder.name)
     if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):

@@ -50,6 +50,7 @@ PAGES = (
 STEP_KEYS = {"page", "title", "text", "state", "question", "choices", "answer"}
 LESSON_KEYS = {"title", "summary", "steps"}
 MAX_STEPS = 100
+MAX_LESSON_CHARACTERS = 200_000  # the shipped tour, 11 steps in two languages, is about 12,000
 
 
 class LessonError(ValueError):
@@ -146,10 +147,16 @@ def _step(where: str, raw: Any, pages: tuple[str, ...]) -> Step:
 
 def parse_lesson(name: str, text: str, pages: tuple[str, ...] = PAGES) -> Lesson:
     """A lesson from its TOML ``text``; :class:`LessonError` names what is wrong and in which step."""
+    if len(text) > MAX_LESSON_CHARACTERS:
+        raise LessonError(
+            f"lesson {name!r} has {len(text):,} characters; a lesson has at most {MAX_LESSON_CHARACTERS:,}"
+        )
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise LessonError(f"lesson {name!r} is not valid TOML: {error}") from None
+    except RecursionError:
+        raise LessonError(f"lesson {name!r} is nested too deeply to be a lesson") from None
     unknown = set(raw) - LESSON_KEYS
     if unknown:
         known = ", ".join(sorted(LESSON_KEYS))
@@ -178,6 +185,9 @@ def read_lesson(path: str | Path, pages: tuple[str, ...] = PAGES) -> Lesson:
     if path.suffix != ".toml" and not path.exists():
         path = lessons_folder() / f"{path.name}.toml"
     try:
+        size = path.stat().st_size
+        if size > 4 * MAX_LESSON_CHARACTERS:  # never read a huge file whole (UTF-8: at most 4 bytes a character)
+            raise LessonError(f"lesson {path.stem!r} is {size / 2**20:,.1f} MB; a lesson is a short text file")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise LessonError(f"cannot read lesson {str(path)!r}: {error}") from None

@@ -7,8 +7,16 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import cached_translation, get_checkpoint, matrix_csv, sentence_input, show_figure
-from pages.i18n import language, t
+from pages.common import (
+    cached_translation,
+    error_line,
+    matrix_csv,
+    may_open_folders,
+    open_checkpoint,
+    sentence_input,
+    show_figure,
+)
+from pages.i18n import escaped, language, t
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import (
@@ -18,6 +26,7 @@ from pages.what_if_tabs.shared import (
     download,
     head_pickers,
     heatmap,
+    open_comparison,
     translation_line,
     view_fields,
 )
@@ -38,14 +47,18 @@ def render(case: Case) -> None:
         url_state.ensure("wi_other", choices[0], choices.__contains__)
         left, right = st.columns(2)
         chosen = left.selectbox(t("whatif.other_checkpoint"), choices, key="wi_other", help=t("whatif.other_help"))
-        typed = right.text_input(
-            t("whatif.other_folder"), key="wi_other_path", max_chars=1000, help=t("whatif.other_folder_help")
-        ).strip()
+        typed = ""
+        if may_open_folders():  # the box, like the sidebar's, only for a visitor who may open any folder
+            typed = right.text_input(
+                t("whatif.other_folder"), key="wi_other_path", max_chars=1000, help=t("whatif.other_folder_help")
+            ).strip()
+        elif st.session_state.get("wi_other_path", "").strip():  # a link named a folder: say it is not opened
+            right.info(t("whatif.folder_not_offered"))
         other_name = typed or chosen
         try:
-            other = get_checkpoint(other_name)
+            other = open_checkpoint(typed) if typed else open_comparison(chosen)
         except CheckpointError as error:
-            st.error(t("whatif.other_failed", name=other_name, message=str(error).splitlines()[0]))
+            st.error(t("whatif.other_failed", name=escaped(other_name), message=error_line(error)))
             return
         second = cached_translation(other, text, options)
         sides = ((loaded.path.name, translation), (other.path.name, second))

@@ -12,7 +12,14 @@ import streamlit as st
 import transformer.checkpoint
 from pages import url_state
 from pages.caching import per_model
-from pages.common import available_checkpoints, sentence_slug, show_figure, stored_heads
+from pages.common import (
+    available_checkpoints,
+    get_checkpoint,
+    open_checkpoint,
+    sentence_slug,
+    show_figure,
+    stored_heads,
+)
 from pages.i18n import language, t
 from pages.links import atlas_button
 from pages.pickers import head_picker
@@ -145,6 +152,14 @@ def comparison_checkpoints(loaded: LoadedCheckpoint) -> list[str]:
         steps = [*sorted((run / "snapshots").glob("step-*")), *sorted((run / "checkpoints").glob("step-*"))]
         names += [shown_path(path) for path in steps if path != loaded.path and (path / "config.json").is_file()]
     return [*names, shown_path(loaded.path)]
+
+
+def open_comparison(chosen: str) -> LoadedCheckpoint:
+    """A choice of :func:`comparison_checkpoints`: a listed model through the gate (:func:`open_checkpoint`); a
+    snapshot or kept checkpoint of the loaded model's own run, which the page itself offers, directly."""
+    if chosen in available_checkpoints():
+        return open_checkpoint(chosen)
+    return get_checkpoint(str(transformer.checkpoint.resolve(chosen).resolve()))
 
 
 def shown_path(path: Path) -> str:

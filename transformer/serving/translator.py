@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import sys
 import threading
 import time
@@ -27,13 +28,54 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 from transformer.analysis.attention import Translation, translate_many_with_attention
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.checkpoint import LoadedCheckpoint, available_memory
 from transformer.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.model import Transformer
 from transformer.serving.process import TranslationProcess, TranslationProcessError
 
 RESTART_SECONDS = 30.0  # a child process that failed is started again at most this often
 MAX_BATCH = 16  # sentences in one search; more would only make the first of them wait for the longest
+PROCESSES_VARIABLE = "TRANSFORMER_TRANSLATION_PROCESSES"  # the most translation processes at once
+DEFAULT_PROCESSES = 4
+CHILD_OVERHEAD = 450 * 2**20  # a child's Python and PyTorch beside its model (measured: 445 MB with the shipped one)
+MEMORY_RESERVE = 1 << 30  # left free for the server's own pages when a child is started
+
+
+class ChildProcesses:
+    """How many translation processes run in this server, and whether one more may start: at most
+    ``$TRANSFORMER_TRANSLATION_PROCESSES`` (default 4) at once, and only while the free memory holds its model and
+    its Python beside a reserve for the pages. A model refused a child translates in the server's own process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.running = 0
+
+    @staticmethod
+    def limit() -> int:
+        try:
+            return max(0, int(os.environ.get(PROCESSES_VARIABLE, DEFAULT_PROCESSES)))
+        except ValueError:
+            return DEFAULT_PROCESSES
+
+    def take(self, model: Transformer) -> str | None:
+        """Reserve a place for one more child; None when taken, else why not (a place taken is given back with
+        :meth:`give`)."""
+        needed = CHILD_OVERHEAD + sum(p.numel() * p.element_size() for p in (*model.parameters(), *model.buffers()))
+        with self._lock:
+            if self.running >= self.limit():
+                return f"{self.running} translation processes run already, the most {PROCESSES_VARIABLE} allows"
+            free = available_memory()
+            if free is not None and needed + MEMORY_RESERVE > free:
+                return f"{free / 2**30:.1f} GB of memory are free; a process for this model needs {needed / 2**30:.1f}"
+            self.running += 1
+            return None
+
+    def give(self) -> None:
+        with self._lock:
+            self.running = max(0, self.running - 1)
+
+
+CHILDREN = ChildProcesses()  # one count per server process
 
 
 @contextmanager
@@ -115,6 +157,8 @@ class Translator:
         self.process_failures: list[str] = []  # why the child could not start or failed (the latest 20)
         self._starting: threading.Thread | None = None
         self._last_start = float("-inf")
+        self._place = threading.Lock()  # held while this queue holds a place among the CHILDREN
+        self._has_place = False
         if separate_process:
             self._start_process()
 
@@ -128,13 +172,19 @@ class Translator:
 
         def start() -> None:
             started = time.perf_counter()
+            refused = self._take_place()
+            if refused:
+                self._failed(f"not started: {refused}")
+                return
             try:
                 process = TranslationProcess(self.loaded.path, self.loaded.model, self._threads())
             except (TranslationProcessError, OSError) as error:
+                self._give_place()
                 self._failed(f"could not start: {error}")
                 return
             if not self.separate_process:  # closed meanwhile
                 process.close()
+                self._give_place()
                 return
             self.process = process
             print(
@@ -148,6 +198,20 @@ class Translator:
         # weights' checksum) when Python ends is stopped there, and that aborts the whole process.
         self._starting = threading.Thread(target=start, name="translation-process-start", daemon=False)
         self._starting.start()
+
+    def _take_place(self) -> str | None:
+        with self._place:
+            if self._has_place:
+                return None
+            refused = CHILDREN.take(self.loaded.model)
+            self._has_place = refused is None
+            return refused
+
+    def _give_place(self) -> None:
+        with self._place:
+            if self._has_place:
+                self._has_place = False
+                CHILDREN.give()
 
     def _threads(self) -> int | None:
         threads = self.process_threads
@@ -167,6 +231,7 @@ class Translator:
         process, self.process = self.process, None
         if process is not None:
             process.close()
+        self._give_place()
 
     @property
     def waiting(self) -> int:
@@ -217,6 +282,7 @@ class Translator:
                 return
             except TranslationProcessError as error:
                 self.process = None
+                self._give_place()
                 self._failed(str(error))
                 self._start_process()
                 with self._changed:  # searched below, in this process, ahead of the sentences that came later
