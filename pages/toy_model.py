@@ -149,6 +149,24 @@ def current_job(settings: ToySettings) -> Job | None:
     return job
 
 
+def other_training(settings: ToySettings) -> None:
+    """The address names a job that trains other settings (the visitor changed a control while it ran): say so, with
+    the way to stop it, rather than hide a job that keeps this session from training anew. A job the queue does not
+    know (ended long ago, or a made-up id) leaves the address."""
+    job_id = st.session_state.get("toy_job") or None
+    if job_id is None:
+        return
+    job = job_queue().get(job_id)
+    if job is None or job.kind != "toy" or job.done:
+        url_state.forget("toy_job")
+        return
+    st.info(t("toy.other_settings_training"), icon=":material/model_training:")
+    if st.button(t("toy.stop_other"), key="toy_stop_other", icon=":material/stop:"):
+        job_queue().cancel(job)
+        url_state.forget("toy_job")
+        st.rerun()
+
+
 def end_job(job: Job, settings: ToySettings) -> None:
     """Keep an ended job's run under its settings and take the job out of the address."""
     run = run_of(job, settings)
@@ -195,6 +213,8 @@ with page("toy", FIELDS, model=False):
     if job is not None and job.done:
         end_job(job, settings)
         job = None
+    if job is None:
+        other_training(settings)
     run = runs().get(settings)
     failure = st.session_state.pop("_toy_failure", None)
     if failure:

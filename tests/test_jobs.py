@@ -92,3 +92,26 @@ def test_a_toy_training_in_the_queue_is_the_one_run_here(queue):
     assert last.metrics["exact_match"] == pytest.approx(expected.metrics["exact_match"])
     assert set(last.attention) == {"cross", "encoder"}
     np.testing.assert_allclose(last.attention["cross"], expected.attention["cross"], atol=1e-4)
+
+
+def test_a_job_cancelled_as_it_starts_leaves_the_next_job_its_own_progress():
+    """A cancel that lands while the worker is still starting the job's child (or just after) must not leave that
+    child to the next job: it would read the cancelled job's frames, another session's training as its own."""
+    for trial in range(6):
+        queue = JobQueue(workers=1, per_owner=1, capacity=3)  # a fresh worker: its child starts with the job
+        try:
+            cancelled = queue.submit("ann", "sleep", {"steps": 6, "seconds": 0.2})
+            behind = queue.submit("bob", "sleep", {"steps": 2, "seconds": 0.01})
+            while cancelled.state == WAITING:
+                pass  # cancel the moment the worker takes it
+            queue.cancel(cancelled)
+            assert queue.wait(behind, timeout=60)
+            assert behind.state == FINISHED and behind.progress == [1, 2], (trial, behind.progress)
+        finally:
+            queue.close()
+
+
+def test_a_job_id_cannot_be_guessed_from_another(queue):
+    ids = [queue.submit(f"owner-{index}", "sleep", {"steps": 1, "seconds": 0}).id for index in range(3)]
+    assert len(set(ids)) == 3 and all(len(job_id) >= 20 and job_id.isascii() for job_id in ids)
+    assert len({job_id[:4] for job_id in ids}) == 3  # no shared prefix and counter to count from

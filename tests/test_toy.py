@@ -286,3 +286,24 @@ def test_the_page_speaks_korean():
     assert len(labels) >= 9
     assert [text for text in [*shown, *labels] if not HANGUL.search(text)] == []
     assert len(app.markdown) >= 4  # the intro and a word on each of the three ablations
+
+
+def test_a_training_hidden_by_changed_settings_is_named_and_can_be_stopped():
+    app = open_page(toy_task="sort", toy_steps="3000", toy_seed="8")
+    app.button(key="toy_train").click().run()
+    job_id = app.query_params["toy_job"]
+    app.number_input(key="toy_seed").set_value(9).run()
+    assert any("still running" in info.value for info in app.info)
+    app.button(key="toy_stop_other").click().run()
+    no_exceptions(app)
+    assert "toy_job" not in app.query_params and not any("still running" in info.value for info in app.info)
+    app.button(key="toy_train").click().run()  # these settings now train: the session's one job was stopped
+    assert not any("already has" in warning.value for warning in app.warning)
+    assert app.query_params["toy_job"] and app.query_params["toy_job"] != job_id
+    app.button(key="toy_stop").click().run()
+
+
+def test_an_unknown_job_in_the_address_leaves_it():
+    app = open_page(toy_job="x" * 40)
+    no_exceptions(app)
+    assert "toy_job" not in app.query_params and app.button(key="toy_train")

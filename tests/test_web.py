@@ -204,3 +204,32 @@ def test_a_visitors_choices_survive_reload_and_a_shared_link(browser, explorer):
     assert fresh.input_value("#sentence").startswith("The law will never be perfect")
     assert fresh.locator("#layer").input_value() == "4" and fresh.locator("#head").input_value() == "1"
     fresh.context.close()
+
+
+@needs_browser
+@needs_npm
+def test_html_in_a_shared_link_and_messages_from_other_windows_change_nothing(browser, explorer):
+    """A link whose hash carries markup in every field, and a message from a window that does not embed the
+    explorer: no element, script or language they name; the text shows as text."""
+    from urllib.parse import quote
+
+    payload = '<img src=x onerror="window.__pwned=1"><svg onload="window.__pwned=1">'
+    fragment = f"text={quote(payload)}&kind={quote(payload)}&layer=2.5&head=1e300&lang=__proto__"
+    page, _, refused = open_explorer(browser, explorer, fragment=fragment)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.click("#translate")
+    page.wait_for_function("document.querySelector('#timing').textContent.length > 0")
+    assert page.input_value("#sentence") == payload
+    assert page.evaluate("document.documentElement.lang") == "en"
+    shown = page.inner_text("#head-title")
+    page.evaluate(  # the window itself is no embedding lesson: ignored
+        "window.postMessage({type: 'explorer-show', text: 'Other text.', kind: 'encoder', layer: 2.5, head: 1,"
+        " language: 'constructor'}, '*')"
+    )
+    page.wait_for_timeout(500)
+    assert page.input_value("#sentence") == payload and page.inner_text("#head-title") == shown
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("img, iframe, svg[onload]").count() == 0
+    assert errors == [] and refused == []
+    page.context.close()

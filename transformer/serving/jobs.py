@@ -17,15 +17,16 @@ A job the owner cancels ends its child, and the worker starts a fresh one for th
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
+import secrets
 import struct
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,7 @@ class _Worker:
         self.queue = queue
         self.process: subprocess.Popen | None = None
         self.job: Job | None = None
+        self.running: subprocess.Popen | None = None  # the child while it runs ``job`` (set under the queue's lock)
         self.thread = threading.Thread(target=self._loop, name="job-worker", daemon=True)
         self.thread.start()
 
@@ -170,30 +172,49 @@ class _Worker:
 
     def _run(self, job: Job) -> None:
         process = self._child()
-        _, read = KINDS[job.kind]
-        write_frame(process.stdin, REQUEST, json.dumps({"kind": job.kind, "settings": job.settings}).encode())
-        while True:
-            kind, payload = read_frame(process.stdout)
-            if job.state == CANCELLED:
+        with self.queue._changed:
+            if job.state == CANCELLED:  # cancelled before it started: the child never saw it and stays
                 return
-            if kind == ANSWER:
-                self.queue._progress(job, read(payload))
-            elif kind == READY:
-                self.queue._end(job, FINISHED)
-                return
-            else:
-                self.queue._end(job, FAILED, payload.decode("utf-8", "replace"))
-                return
+            self.running = process  # what a cancel ends (JobQueue.cancel), exactly this child
+        try:
+            _, read = KINDS[job.kind]
+            write_frame(process.stdin, REQUEST, json.dumps({"kind": job.kind, "settings": job.settings}).encode())
+            while True:
+                kind, payload = read_frame(process.stdout)
+                if job.state == CANCELLED:
+                    # The child may still be in the cancelled job: never give it another, or the next job would
+                    # read this one's frames (another session's training).
+                    self._discard(process)
+                    return
+                if kind == ANSWER:
+                    self.queue._progress(job, read(payload))
+                elif kind == READY:
+                    self.queue._end(job, FINISHED)
+                    return
+                else:
+                    self.queue._end(job, FAILED, payload.decode("utf-8", "replace"))
+                    return
+        finally:
+            with self.queue._changed:
+                self.running = None
 
-    def cancel(self) -> None:
-        """End the child (and so the job it runs); the worker starts a new child for its next job."""
-        self.close()
+    def _discard(self, process: subprocess.Popen) -> None:
+        if self.process is process:
+            self.process = None
+        end_child(process)
 
     def close(self) -> None:
         process, self.process = self.process, None
-        if process is not None and process.poll() is None:
+        if process is not None:
+            end_child(process)
+
+
+def end_child(process: subprocess.Popen) -> None:
+    """End a worker's child: its input closed (it ends by itself), killed if it does not within 5 s."""
+    if process.poll() is None:
+        with suppress(OSError):
             process.stdin.close()
-            stop(process, grace=5.0)
+        stop(process, grace=5.0)
 
 
 class JobQueue:
@@ -206,8 +227,6 @@ class JobQueue:
         self.capacity = capacity
         self._jobs: dict[str, Job] = {}
         self._waiting: list[Job] = []
-        self._ids = itertools.count(1)
-        self._prefix = os.urandom(4).hex()
         self._changed = threading.Condition()
         self._closed = False
         self._workers = [_Worker(self) for _ in range(workers)]
@@ -226,7 +245,8 @@ class JobQueue:
                 raise JobError(f"this session already has {len(unfinished)} job(s) waiting or running")
             if len(self._waiting) >= self.capacity:
                 raise JobError(f"the queue is full ({self.capacity} jobs waiting)")
-            job = Job(f"{self._prefix}-{next(self._ids)}", owner, kind, settings)
+            # The id is what a link carries (toy_job=…): a secret, so that no visitor finds another's job by counting.
+            job = Job(secrets.token_urlsafe(16), owner, kind, settings)
             self._jobs[job.id] = job
             self._waiting.append(job)
             self._forget_old()
@@ -260,10 +280,11 @@ class JobQueue:
             if job in self._waiting:
                 self._waiting.remove(job)
             job.state, job.ended = CANCELLED, time.monotonic()
-            workers = [worker for worker in self._workers if worker.job is job]
+            # The child running this job, taken under the lock: never one its worker has started since.
+            children = [w.running for w in self._workers if w.job is job and w.running is not None]
             self._changed.notify_all()
-        for worker in workers:
-            worker.cancel()
+        for process in children:
+            end_child(process)  # the worker sees its pipe close and starts a fresh child for its next job
 
     def wait(self, job: Job, timeout: float | None = None) -> bool:
         """Block until ``job`` has ended (True) or ``timeout`` seconds have passed (False)."""

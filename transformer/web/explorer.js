@@ -364,7 +364,7 @@ function readHash() {
   state.layer = number("layer", config.encoder_layers);
   state.head = number("head", config.num_heads);
   state.search = parameters.get("search") === "greedy" ? "greedy" : "beam";
-  if (data.strings[parameters.get("lang")]) language = parameters.get("lang");
+  if (Object.hasOwn(data.strings, parameters.get("lang") ?? "")) language = parameters.get("lang");
 }
 
 function fillText() {
@@ -474,7 +474,7 @@ function wire() {
   }
   for (const button of document.querySelectorAll("#languages button")) {
     button.addEventListener("click", () => {
-      language = button.dataset.language;
+      if (Object.hasOwn(data.strings, button.dataset.language)) language = button.dataset.language;
       render();
     });
   }
@@ -484,12 +484,16 @@ function wire() {
 // 1), translated as soon as the model is ready.
 function listen() {
   window.addEventListener("message", (event) => {
+    // Only the page that embeds this one may steer it: no other window that opens or frames a copy.
+    if (window.parent === window || event.source !== window.parent) return;
     const request = event.data;
     if (!request || request.type !== "explorer-show") return;
     state.kind = KINDS.includes(request.kind) ? request.kind : state.kind;
-    state.layer = Math.max(0, (Number(request.layer) || 1) - 1);
-    state.head = Math.max(0, Math.min(config.num_heads, Number(request.head) || 1) - 1);
-    if (data.strings[request.language]) language = request.language;
+    const layers = state.kind === "encoder" ? config.encoder_layers : config.decoder_layers;
+    const within = (value, count) => Math.min(count, Math.max(1, Math.trunc(Number(value)) || 1)) - 1;
+    state.layer = within(request.layer, layers);
+    state.head = within(request.head, config.num_heads);
+    if (Object.hasOwn(data.strings, String(request.language))) language = request.language;
     state.text = String(request.text ?? "");
     $("sentence").value = state.text;
     render();
