@@ -336,8 +336,8 @@ def selected_checkpoint() -> LoadedCheckpoint | None:
         with st.spinner(t("common.loading")):
             loaded = open_checkpoint(name)
     except CheckpointError as error:
-        what_to_do = t("common.what_to_do", variable=ENVIRONMENT_VARIABLE)
-        st.error(f"{t('common.cannot_load', name=escaped(name), message=error_line(error))}\n\n{what_to_do}")
+        cannot = t("common.cannot_load", name=escaped(name), message=error_line(error))
+        st.error(cannot + "\n\n" + t("common.what_to_do", variable=ENVIRONMENT_VARIABLE))
         return None
     st.sidebar.caption(model_summary(loaded))
     return loaded
@@ -460,11 +460,11 @@ def show_figure(
     # The chart in words for a screen reader (and anyone): what it shows and its strongest links or values, then
     # its data as tables on request (transformer/plots/describe.py).
     described = describe_for_page(fig, language())
-    st.caption(escape_markdown(described.summary))
+    st.caption(escaped(described.summary))
     if described.tables:
         with st.expander(t("common.figure_data")):
             for title, table in described.tables:
-                st.markdown(f"**{escape_markdown(title)}**")
+                st.markdown(f"**{escaped(title)}**")
                 # A table a screen reader can walk cell by cell (HTML, with headers) when it is small enough to
                 # read; a larger one (every head of a long sentence) in Streamlit's scrolling grid.
                 if table.size <= MOST_HTML_TABLE_CELLS:
@@ -477,13 +477,6 @@ def show_figure(
 
 MOST_HTML_TABLE_CELLS = 2_000
 MOST_TABLE_CELLS = 40_000
-MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$])")
-
-
-def escape_markdown(text: str) -> str:
-    """``text`` shown literally by ``st.markdown``/``st.caption``: every character Markdown (or LaTeX, ``$``) would
-    read escaped with a backslash. Tokens are user text."""
-    return MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
 class _Leave(Exception):

@@ -31,6 +31,7 @@ from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
 from transformer.plots import atlas as plot_atlas
+from transformer.runs import portable_path
 
 st.set_page_config(page_title=t("atlas.title"), page_icon="🗺️", layout="wide")
 
@@ -64,9 +65,11 @@ def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[di
         return found, True
     asked = f"atlas_measure_{loaded.path}"
     name = loaded.path.name if loaded.path.parent == REPOSITORY_CHECKPOINTS else str(loaded.path)
-    st.info(t("atlas.not_stored", command=f"python -m transformer.atlas --checkpoint {name} --save"))
+    st.info(
+        t("atlas.not_stored", command=escaped(f"python -m transformer.atlas --checkpoint {name} --save", code=True))
+    )
     if not atlas.ENGLISH_TREES.is_file() or not atlas.GERMAN_TREES.is_file():
-        st.warning(t("atlas.no_data", folder=str(atlas.SYNTAX_ROOT)))
+        st.warning(t("atlas.no_data", folder=escaped(portable_path(str(atlas.SYNTAX_ROOT)))))
         return None, False
     if st.button(t("atlas.measure_here", sentences=SAMPLE), key=key) or st.session_state.get(asked):
         st.session_state[asked] = True
@@ -156,7 +159,7 @@ def where_else(loaded: LoadedCheckpoint, record: dict) -> None:
         words, key_words = index.words(kind, found["sentence"])
         items.append(example_item(kind, words, key_words, found["query"], found["key"], found["weight"]))
     show_examples(items)
-    st.caption(t("atlas.index_caption", sentences=len(index.english), sources=", ".join(index.names)))
+    st.caption(t("atlas.index_caption", sentences=len(index.english), sources=escaped(", ".join(index.names))))
 
 
 def linking_heads(loaded: LoadedCheckpoint, records: list[dict]) -> None:
@@ -340,7 +343,7 @@ def held_out_table(found: dict) -> None:
     held-out sentences with the 95% interval of the head's margin: the figure to trust."""
     treebanks = found.get("held_out_treebanks")
     if not treebanks:
-        st.caption(t("atlas.no_held_out", folder=str(atlas.SYNTAX_ROOT)))
+        st.caption(t("atlas.no_held_out", folder=escaped(portable_path(str(atlas.SYNTAX_ROOT)))))
     for kind in ("encoder", "decoder"):
         rows = found["held_out"].get(kind, {})
         if not rows:
@@ -373,7 +376,7 @@ def held_out_table(found: dict) -> None:
             st.markdown(
                 t(
                     f"atlas.held_out_{kind}",
-                    set=treebanks[kind]["name"],
+                    set=escaped(treebanks[kind]["name"]),
                     sentences=treebanks[kind]["sentences"] - treebanks[kind]["skipped"],
                     relations=len(scored),
                     accuracy=sum(h["accuracy"] for h in scored) / len(scored),
@@ -399,9 +402,9 @@ with page("atlas", FIELDS) as loaded:
         t(
             "atlas.measured_on",
             pairs=treebank["pairs"] - treebank["skipped"],
-            english=treebank["english"],
-            german=treebank["german"],
-            gold=found["alignment_gold"]["name"],
+            english=escaped(treebank["english"]),
+            german=escaped(treebank["german"]),
+            gold=escaped(found["alignment_gold"]["name"]),
             aligned=found["alignment_gold"]["pairs"],
         )
     )

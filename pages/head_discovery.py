@@ -9,7 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.caching import per_model
 from pages.common import leave_page, measured_heads, page, sentence_input, show_figure
-from pages.i18n import language, sample_label, score_text, t
+from pages.i18n import escaped, language, sample_label, score_text, t
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis.alignment import DICTIONARY_FILE
@@ -91,10 +91,10 @@ with page("heads", FIELDS, sidebar=sidebar) as loaded:
     st.caption(
         t(
             "heads.measured_over",
-            sample=sample_label(tables["sample"]),
-            words=tables.get("output_words", 0),
-            partners=tables.get("dictionary_words", 0),
-            dictionary=DICTIONARY_FILE.name,
+            sample=escaped(sample_label(tables["sample"])),
+            words=int(tables.get("output_words", 0)),
+            partners=int(tables.get("dictionary_words", 0)),
+            dictionary=escaped(DICTIONARY_FILE.name, code=True),
         )
     )
 
@@ -146,7 +146,7 @@ with page("heads", FIELDS, sidebar=sidebar) as loaded:
     if bounds is not None:
         low, high = (np.asarray(bounds[part], dtype=float) for part in ("low", "high"))
         near_best = np.asarray(bounds["near_best"], dtype=bool)
-    st.caption(f"{score_names[score_key]}: {score_text(score_key, 'description')}.")
+    st.caption(f"{escaped(score_names[score_key])}: {escaped(score_text(score_key, 'description'))}.")
     show_figure(
         plot_attention.score_heatmap(
             values,
@@ -170,13 +170,15 @@ with page("heads", FIELDS, sidebar=sidebar) as loaded:
             st.caption(t(f"heads.{direction}", where=head_name(layer, head), value=values[layer, head]))
             st.caption(t("heads.no_interval"))
         else:
-            where, value = head_name(layer, head), values[layer, head]
+            value = values[layer, head]
             interval = {"low": low[layer, head], "high": high[layer, head], "items": bounds["items"]}
             others = [head_name(a, b) for a, b in np.argwhere(near_best) if (a, b) != (layer, head)]
             if len(others) > 6:  # the map frames them all
                 others = [*others[:6], f"… (+{len(others) - 6})"]
             verdict = t("heads.not_clearly_ahead", heads=", ".join(others)) if others else t("heads.clearly_best")
-            st.caption(t(f"heads.{direction}_interval", where=where, value=value, **interval) + " " + verdict)
+            st.caption(
+                t(f"heads.{direction}_interval", where=head_name(layer, head), value=value, **interval) + " " + verdict
+            )
 
     # ------------------------------------------------------------------------------------------------ the table
     st.header(t("heads.every_head"))

@@ -37,13 +37,17 @@ def t(key: str, **values: object) -> str:
 MARKDOWN_SIGNS = re.compile(r"([\\`*_{}\[\]()#+\-.!|~<>$:&=^\"'])")
 
 
-def escaped(value: object) -> str:
+def escaped(value: object, code: bool = False) -> str:
     """``value`` as text that Markdown shows as it is: every sign Markdown, Streamlit's directives (``:red[…]``,
-    ``:material/…:``), LaTeX (``$``) or HTML could read is backslash-escaped, and line breaks become spaces, so that
-    a name, a path or an error message a visitor typed or a file holds can never make a link, an image the browser
-    fetches, a heading or a tag. The one way a page puts such text into ``st.markdown``, ``st.error`` and the like
-    (``tests/test_pages.py`` holds the pages to it); inside raw HTML, ``html.escape`` does the same."""
-    return MARKDOWN_SIGNS.sub(r"\\\1", " ".join(str(value).split()))
+    ``:material/…:``), LaTeX (``$``) or HTML could read is backslash-escaped, so that a name, a path, a token or an
+    error message a visitor typed or a file holds can never make a link, an image the browser fetches, a heading or
+    a tag (line breaks stay: with every sign escaped they can only end a paragraph). With ``code``, for a value a
+    message shows between backticks (a command, a folder): in a code span nothing is read but a backtick, which
+    would end it, and a line break; both are replaced. The one way a page puts such text into ``st.markdown``,
+    ``st.error`` and the like (``tests/test_pages.py`` holds the pages to it); inside raw HTML, ``html.escape``."""
+    if code:
+        return " ".join(str(value).replace("`", "'").split())
+    return MARKDOWN_SIGNS.sub(r"\\\1", str(value))
 
 
 def score_text(key: str, part: str) -> str:

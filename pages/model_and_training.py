@@ -11,7 +11,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import page, section, show_figure
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.url_state import Field
 from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor
 from transformer.checkpoint import LOG_FILES, TRAINER_FILE
@@ -57,7 +57,7 @@ with page("model", FIELDS) as loaded:
     config, meta = loaded.config, portable(loaded.meta)  # no folder of the machine it was trained on
 
     st.title(t("model.title"))
-    st.caption(t("model.checkpoint", path=portable_path(str(loaded.path))))
+    st.caption(t("model.checkpoint", path=escaped(portable_path(str(loaded.path)), code=True)))
 
     st.header(t("model.configuration"))
     columns = st.columns(6)
@@ -94,7 +94,7 @@ with page("model", FIELDS) as loaded:
     log = training_log(loaded.path)
     records = read_metrics(log) if log is not None else []
     if records:
-        st.caption(t("model.curves_caption", log=log.name, records=len(records)))
+        st.caption(t("model.curves_caption", log=escaped(log.name, code=True), records=len(records)))
         show_figure(plot_training.training_curves(records, language()), key="training_curves")
     else:
         st.info(t("model.no_log", files=" / ".join(LOG_FILES)))
@@ -130,7 +130,15 @@ with page("model", FIELDS) as loaded:
     if cooldown > 0 and last_step > 0:
         st.caption(t("model.cooldown", cooldown=cooldown, until=last_step + start))
     if start and step is not None:
-        st.caption(t("model.fine_tuned", parent=parent.get("checkpoint"), start=start, into=step - start, step=step))
+        st.caption(
+            t(
+                "model.fine_tuned",
+                parent=escaped(parent.get("checkpoint"), code=True),
+                start=start,
+                into=step - start,
+                step=step,
+            )
+        )
         step -= start
     warmup_range = (max(1, min(100, trained_warmup)), max(20_000, trained_warmup))
     scale_range = (min(0.05, trained_scale), max(2.0, trained_scale))
@@ -187,7 +195,14 @@ with page("model", FIELDS) as loaded:
             plot_training.smoothing_on_log(records, trained_epsilon, config.vocab_size, language()),
             key="smoothing_on_log",
         )
-        st.caption(t("model.smoothing_log_caption", log=log.name, epsilon=trained_epsilon, vocab=config.vocab_size))
+        st.caption(
+            t(
+                "model.smoothing_log_caption",
+                log=escaped(log.name, code=True),
+                epsilon=trained_epsilon,
+                vocab=config.vocab_size,
+            )
+        )
     else:
         st.info(t("model.no_smoothing_log"))
 

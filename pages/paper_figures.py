@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.common import measured_heads, page, show_figure
-from pages.i18n import language, score_text, t
+from pages.i18n import escaped, language, score_text, t
 from pages.links import atlas_button, atlas_buttons
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
@@ -96,10 +96,10 @@ def head_name(head: int) -> str:
 def paper_side(number: int, findings: str) -> None:
     figure = FIGURES[number]
     caption = t(f"fig.caption{number}") if language() != "en" else figure.caption
-    st.markdown(t("fig.paper_caption", number=number, caption=caption))
+    st.markdown(t("fig.paper_caption", number=number, caption=escaped(caption)))
     st.markdown(t("fig.this_model", findings=findings))
     if point is live:
-        st.markdown(t("fig.our_translation", translation=measured.translations[number]))
+        st.markdown(t("fig.our_translation", translation=escaped(measured.translations[number])))
     else:
         st.markdown(t("fig.no_translation"))
     st.markdown(t("fig.reference", line=figure.dev_line, reference=figure.reference))
@@ -112,7 +112,7 @@ def figure_section(number: int) -> tuple[dict, object, object]:
     found = metrics[f"figure_{number}"]
     left, right = st.columns([3, 2])
     if "error" in found:
-        right.warning(t("fig.cannot_measure", number=number, error=found["error"]))
+        right.warning(t("fig.cannot_measure", number=number, error=escaped(found["error"])))
     return found, left, right
 
 
@@ -156,7 +156,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     try:
         timeline = cached_timeline(str(timeline_path), timeline_path.stat().st_mtime) if timeline_path.exists() else []
     except CheckpointError as error:
-        st.warning(t("fig.timeline_error", error=error))
+        st.warning(t("fig.timeline_error", error=escaped(error)))
         timeline = []
     measured = measured_heads(loaded)
     live = measured.point
@@ -328,7 +328,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
     score = SCORES.get(score_key)
     name = score_names[score_key]
-    st.caption(f"{name}: {score_text(score_key, 'description') if score else ''}.")
+    st.caption(f"{escaped(name)}: {escaped(score_text(score_key, 'description')) if score else ''}.")
     bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
     show_figure(
         plot_attention.score_heatmap(

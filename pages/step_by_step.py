@@ -25,7 +25,7 @@ from pages.common import (
     show_figure,
 )
 from pages.decoding import current_options
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.links import atlas_button
 from pages.pickers import head_picker
 from pages.url_state import Field
@@ -113,7 +113,7 @@ with page("step_by_step", FIELDS) as loaded:
     with controls:
         text = sentence_input(t("steps.sentence"), "steps_text", t("steps.type_sentence")) or leave_page()
         translation = cached_translation(loaded, text, current_options())
-        st.markdown(t("steps.translation", translation=translation.translation or "∅"))
+        st.markdown(t("steps.translation", translation=escaped(translation.translation) or "∅"))
 
         config = loaded.config
         kind_column, layer_column, head_column, query_column = st.columns([3, 1, 1, 2])

@@ -19,7 +19,7 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import url_state
 from pages.common import page, show_figure
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.page_slots import cores, page_slots
 from pages.url_state import Field
 from transformer.plots import toy as plot_toy
@@ -218,14 +218,14 @@ with page("toy", FIELDS, model=False):
     run = runs().get(settings)
     failure = st.session_state.pop("_toy_failure", None)
     if failure:
-        st.error(t("toy.failed", error=failure))
+        st.error(t("toy.failed", error=escaped(failure)))
     label = t("toy.train_again") if run is not None else t("toy.train")
     if job is None and buttons.button(label, key="toy_train", type="primary", icon=":material/model_training:"):
         try:
             job = job_queue().submit(owner(), "toy", settings_of(settings))
             url_state.assign({"toy_job": job.id})
         except JobError as error:
-            st.warning(t("toy.refused", reason=str(error)))
+            st.warning(t("toy.refused", reason=escaped(error)))
     if job is not None:
         follow(job.id, settings, view)
     elif run is None or not run.snapshots:
@@ -245,5 +245,11 @@ with page("toy", FIELDS, model=False):
             shown = steps_shown.index(chosen)
         show_run(run, view, shown, key="")
         probe = {"source": " ".join(run.source_tokens), "output": " ".join(run.output_tokens)}
-        st.caption(t("toy.probe_caption", **probe))
+        st.caption(
+            t(
+                "toy.probe_caption",
+                source=escaped(probe["source"], code=True),
+                output=escaped(probe["output"], code=True),
+            )
+        )
         st.caption(t("toy.held_out_caption", count=settings.held_out_size))

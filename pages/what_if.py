@@ -25,7 +25,7 @@ import streamlit as st
 from pages import tabs, url_state
 from pages.common import DEFAULT_SENTENCE, cached_translation, leave_page, page, sentence_input
 from pages.decoding import current_options
-from pages.i18n import decoding_label, t
+from pages.i18n import decoding_label, escaped, t
 from pages.url_state import Field
 from pages.what_if_tabs import TABS
 from pages.what_if_tabs.shared import Case, read_old_links
@@ -47,6 +47,8 @@ with page("what_if", FIELDS) as loaded:
     text = sentence_input(t("whatif.sentence"), "wi_text", t("whatif.type_sentence")) or leave_page()
     options = current_options()
     translation = cached_translation(loaded, text, options)
-    st.markdown(t("whatif.translation", translation=translation.translation or "∅", decoding=decoding_label(options)))
+    st.markdown(
+        t("whatif.translation", translation=escaped(translation.translation) or "∅", decoding=decoding_label(options))
+    )
 
     tabs.show(TABS, "wi_tab", TAB_KEY, Case(loaded, text, translation, options))

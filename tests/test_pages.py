@@ -702,3 +702,93 @@ def test_every_page_runs_in_a_page_block_that_saves_its_link():
     main_page = (PAGES / "explore" / "__init__.py").read_text(encoding="utf-8")  # run by pages/translate.py
     assert "with page(" in main_page and main_page.count("with fragment_of(") == 2
     assert "st.stop()" not in main_page and "url_state.save(" not in main_page and "url_state.keep(" not in main_page
+
+
+# Streamlit calls that draw their first argument as Markdown
+MARKDOWN_CALLS = {"error", "warning", "info", "success", "markdown", "caption", "write", "toast", "exception"}
+# A value whose source reads like text from outside the program: a visitor's input, a file, a model's output, an
+# error; numbers, the app's own labels and head names are not.
+OUTSIDE_TEXT = re.compile(
+    r"error|name|choice|typed|path|message|problem|failure|words|sentence|text|label|translation|caption|source|"
+    r"output|word|relation|reading|where|folder|file|log|parent|treebank|probe|str\(|title|reason|what"
+)
+# Calls whose result is safe in Markdown: the escape itself, messages, numbers, and the app's own labels. A
+# lesson's texts (Lesson.words, Step.words) are the teacher's Markdown by design; lessons open only from the
+# server's lessons folder, and Streamlit shows any HTML in them as text.
+SAFE_IN_MARKDOWN = {
+    "escaped", "error_line", "html.escape", "t", "len", "int", "float", "round", "sum", "min", "max", "abs",
+    "article", "head_name", "decoding_label", "step_link", "lesson.words", "step.words",
+}  # fmt: skip
+
+
+def unescaped_values(source: str) -> list[str]:
+    """The values a Markdown call formats (``t(…)`` fields and f-string parts) that read like outside text and are
+    not escaped."""
+    import ast
+    import string
+
+    from transformer.i18n import catalogue
+
+    messages = catalogue("en")
+    found: list[str] = []
+
+    def numeric(key: str, field: str) -> bool:
+        """Whether message ``key`` formats ``field`` as a number (``{share:.0%}``, ``{records:,}``)."""
+        spec = {name: spec for _, name, spec, _ in string.Formatter().parse(messages.get(key, "")) if name}.get(field)
+        return bool(spec) and (spec[-1] in "bcdeEfFgGn%" or "," in spec)
+
+    def safe(value) -> bool:
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.Call) and ast.unparse(value.func) in SAFE_IN_MARKDOWN:
+            return True
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "capitalize":
+            return safe(value.func.value)
+        if isinstance(value, ast.BinOp) and not isinstance(value.op, ast.Add):  # arithmetic: a number
+            return True
+        if isinstance(value, ast.BoolOp):
+            return all(safe(part) for part in value.values)
+        if isinstance(value, ast.IfExp):
+            return safe(value.body) and safe(value.orelse)
+        return not OUTSIDE_TEXT.search(ast.unparse(value))
+
+    def visit(node) -> None:
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in SAFE_IN_MARKDOWN - {"t"}:
+            return  # everything inside is escaped (or safe) as a whole
+        values = []
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "t":
+            key = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else ""
+            values = [
+                keyword.value for keyword in node.keywords if keyword.arg is None or not numeric(key, keyword.arg)
+            ]
+        elif isinstance(node, ast.JoinedStr):
+            values = [part.value for part in node.values if isinstance(part, ast.FormattedValue)]
+        found.extend(ast.unparse(value) for value in values if not safe(value))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MARKDOWN_CALLS:
+            for argument in node.args[:1]:
+                visit(argument)
+    return found
+
+
+def test_every_outside_text_a_page_shows_as_markdown_is_escaped():
+    """A name typed into a box or carried by a link, an error message, a folder's name, a model's output: each goes
+    through pages.i18n.escaped before st.markdown, st.error and the like draw it (an unescaped
+    ``![x](http://elsewhere/p.png)`` made every visitor's browser fetch the image)."""
+    root = Path(__file__).resolve().parent.parent
+    files = [*sorted((root / "pages").rglob("*.py")), root / "app.py"]
+    found = {
+        str(path.relative_to(root)): values
+        for path in files
+        if (values := unescaped_values(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
+    # and the check can fail: the shape of the defect it was written for
+    assert unescaped_values('st.error(t("whatif.other_failed", name=other_name, message=str(error)))') == [
+        "other_name",
+        "str(error)",
+    ]
+    assert unescaped_values('st.markdown(f"**{html.escape(label)}** {typed}")') == ["typed"]

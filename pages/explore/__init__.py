@@ -26,7 +26,7 @@ from pages.common import (
 )
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view
 from pages.explore.shared import Shown
-from pages.i18n import decoding_label, language, language_label, t
+from pages.i18n import decoding_label, escaped, language, language_label, t
 from pages.page_slots import fragment_in_a_slot
 from pages.url_state import Field
 from transformer.analysis import precompute
@@ -125,13 +125,13 @@ def main(loading=None) -> None:
                     t(
                         "explore.about",
                         article=article(source).capitalize(),
-                        source=source,
+                        source=escaped(source),
                         target=target,
                         encoder=config.encoder_layers,
                         decoder=config.decoder_layers,
                         heads=config.num_heads,
                         d_model=config.d_model,
-                        checkpoint=loaded.path.name,
+                        checkpoint=escaped(loaded.path.name, code=True),
                     )
                 )
             translation_panel(loaded)
@@ -163,7 +163,7 @@ def sentence_and_views(loaded) -> None:
 
     text = st.session_state["text"]
     if not text.strip():
-        st.info(t("explore.type_sentence", article=article(source), source=source))
+        st.info(t("explore.type_sentence", article=article(source), source=escaped(source)))
         leave_page()
     pasted = len(text)
     text = text[:MAX_CHARACTERS]  # what no screen can show anyway; the model reads fewer pieces still
@@ -179,7 +179,7 @@ def sentence_and_views(loaded) -> None:
     )
     if reasons:
         reads = language_label(config.source_language)
-        st.warning(t("explore.not_source", reads=reads, reasons="; ".join(reasons)))
+        st.warning(t("explore.not_source", reads=reads, reasons=escaped("; ".join(reasons))))
     missing = unknown_characters(translation.read_text, loaded.tokenizer)
     if missing and not reasons:  # input made mostly of them already has the warning above
         shown = ", ".join(f"`{character}`" for character in missing[:12]) + (" …" if len(missing) > 12 else "")

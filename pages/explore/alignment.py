@@ -11,7 +11,7 @@ from pages import url_state
 from pages.caching import per_model
 from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown, layer_head_pickers
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis import word_alignment as wa
@@ -121,12 +121,12 @@ def omission_note(found: Omissions | None, support: Support | None) -> None:
         return ", ".join(f"“{words[i]}” ({values[i]:+.1f})" for i in flagged)
 
     if found.flagged():
-        st.warning(t("explore.omissions_found", words=listed(found.words, found.gain, found.flagged())))
+        st.warning(t("explore.omissions_found", words=escaped(listed(found.words, found.gain, found.flagged()))))
     else:
         st.caption(t("explore.omissions_none"))
     st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
     if support.flagged():
-        st.warning(t("explore.unsupported_found", words=listed(support.words, support.pmi, support.flagged())))
+        st.warning(t("explore.unsupported_found", words=escaped(listed(support.words, support.pmi, support.flagged()))))
     st.caption(t("explore.unsupported_how"))
 
 
@@ -134,7 +134,7 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
     """How far the chosen reading agreed with gold alignments, beside the best reading and the usual one."""
     measured = (stored or {}).get("methods", {})
     if method.name not in measured:
-        st.warning(t("explore.align_unmeasured", method=method.name, fallback=wa.FALLBACK_METHOD))
+        st.warning(t("explore.align_unmeasured", method=escaped(method.name), fallback=wa.FALLBACK_METHOD))
         return
     score, usual = measured[method.name], measured.get("mean", {})
     held_out = [check["aer"] for check in stored.get("held_out", [])]
@@ -142,7 +142,7 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
     # the cross-fitted AER with its bootstrap interval (files written before intervals: the halves' mean, no interval)
     interval = stored.get("held_out_interval") or {"value": mean, "low": float("nan"), "high": float("nan")}
     st.info(
-        t("explore.align_trust", method=method.name, pairs=stored["pairs"], gold=stored["gold"], **score)
+        t("explore.align_trust", method=escaped(method.name), pairs=stored["pairs"], gold=stored["gold"], **score)
         + "\n\n"
         + t(
             "explore.align_best",

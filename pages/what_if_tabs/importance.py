@@ -10,7 +10,7 @@ import streamlit as st
 from pages import url_state
 from pages.caching import per_model
 from pages.common import show_figure
-from pages.i18n import decoding_label, language, sample_label, t
+from pages.i18n import decoding_label, escaped, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
 from pages.tabs import Tab
 from pages.url_state import Field
@@ -21,6 +21,7 @@ from transformer.checkpoint import LoadedCheckpoint
 from transformer.data import DEV_PREFIX, has_pairs, read_pairs
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
+from transformer.runs import portable_path
 from transformer.serving.translator import scratch_model
 
 MEASURES = ("bleu_drop", "chrf_drop", "gradient")
@@ -48,12 +49,12 @@ def render(case: Case) -> None:
     st.caption(t("whatif.importance_intro"))
     stored = ablation.read_importance(loaded)
     if stored is None:
-        st.info(t("whatif.no_stored_importance", folder=loaded.path.name))
+        st.info(t("whatif.no_stored_importance", folder=escaped(loaded.path.name)))
         left, right = st.columns([2, 1], vertical_alignment="bottom")
         sample = left.slider(t("whatif.sample"), *IMPORTANCE_SAMPLE, key="wi_sample")
         measure_all = right.button(t("whatif.measure"), help=t("whatif.measure_help"))
         if not has_pairs(DEV_PREFIX, loaded.config.languages):
-            st.warning(t("whatif.no_dev", path=str(DEV_PREFIX)))
+            st.warning(t("whatif.no_dev", path=escaped(portable_path(str(DEV_PREFIX)))))
             return
         with_ablation = measure_all or st.session_state.get(f"_wi_measured_{sample}", False)
         if measure_all:
@@ -67,8 +68,8 @@ def render(case: Case) -> None:
     st.caption(
         t(
             "whatif.importance_measured",
-            sentences=result["sentences"],
-            source=source,
+            sentences=int(result["sentences"]),
+            source=escaped(source),
             bleu=result["bleu"],
             chrf=result["chrf"],
             decoding=decoding_label(result.get("decoding", "")),
