@@ -180,3 +180,14 @@ def browser() -> Iterator[Browser]:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def plain(markdown: str) -> str:
+    """What a reader sees of a Markdown element: rendered (CommonMark, as Streamlit renders these constructs), tags
+    dropped, entities decoded; so that a test reads a message as shown, escapes and all."""
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    return html.unescape(re.sub(r"<[^>]+>", "", MarkdownIt("commonmark").render(markdown))).strip()

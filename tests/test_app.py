@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from pages import explore
-from tests.conftest import array, charts, no_exceptions
+from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import precompute
 from transformer.analysis.attention import KIND_TITLES
 from transformer.checkpoint import load_checkpoint
@@ -363,7 +363,7 @@ def test_broken_checkpoint_shows_what_to_do(checkpoint, tmp_path: Path, monkeypa
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(broken))
     app = start()
     no_exceptions(app)
-    assert "model.safetensors" in app.error[0].value and "retrain" in app.error[0].value
+    assert "model.safetensors" in plain(app.error[0].value) and "retrain" in plain(app.error[0].value)
     assert not charts(app)
 
 

@@ -20,7 +20,7 @@ import torch
 from markdown_it import MarkdownIt
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import no_exceptions
+from tests.conftest import needs_browser, no_exceptions
 from tests.hub_models import make_marian
 from transformer import checkpoint, checkpoint_files, hub, lessons
 from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
@@ -358,3 +358,41 @@ def test_script_tags_in_a_lesson_are_shown_as_text(tmp_path, monkeypatch):
     blocks = [block for block in app.markdown if "script" in block.value or "onerror" in block.value]
     assert blocks  # the lesson's text is shown…
     assert all(not block.proto.allow_html for block in blocks)  # …as Markdown, in which HTML is shown as text
+
+
+# In Chromium: a visitor from another machine, as every request through a proxy announces one ----------------------
+
+
+@needs_browser
+@pytest.mark.slow
+def test_in_chromium_a_remote_link_opens_no_folder_and_markdown_fetches_nothing(browser, trained_checkpoint, tmp_path):
+    from benchmarks.app_server import serving
+
+    other = shutil.copytree(trained_checkpoint, tmp_path / "elsewhere")
+    log = tmp_path / "server.log"
+    environment = {**os.environ, "TRANSFORMER_OPEN_FOLDERS": ""}
+    with serving(str(trained_checkpoint), log, environment=environment) as (origin, _):
+        remote = browser.new_context(extra_http_headers={"X-Forwarded-For": "192.0.2.7"})
+        local = browser.new_context()  # loopback, no forwarding header: the server's own machine
+        fetched: list[str] = []
+        for context in (remote, local):
+            context.route(
+                "http://elsewhere.example/**", lambda route: (fetched.append(route.request.url), route.abort())
+            )
+        try:
+            page = remote.new_page()
+            page.goto(f"{origin}/what_if?v=2&wi_tab=compare&wi_mode=checkpoints&wi_other_path={other}")
+            page.get_by_text("not opened").wait_for(timeout=180_000)
+            assert page.locator("[data-testid=stException]").count() == 0
+            assert page.locator(f"text={tmp_path}").count() == 0
+            assert page.get_by_label("Or any checkpoint folder").count() == 0
+            page = local.new_page()
+            page.goto(f"{origin}/what_if?v=2&wi_tab=compare&wi_mode=checkpoints&wi_other_path={IMAGE}")
+            page.locator("[data-testid=stAlertContentError]").first.wait_for(timeout=180_000)
+            assert "elsewhere.example/p.png" in page.locator("[data-testid=stAlertContentError]").first.inner_text()
+            page.wait_for_timeout(1000)
+            assert page.locator("[data-testid=stAlertContentError] img").count() == 0 and fetched == []
+        finally:
+            remote.close()
+            local.close()
+    assert str(other) not in log.read_text(errors="replace")  # no model, no translation process for it

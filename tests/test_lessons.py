@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from benchmarks.robot_visitor import settle
 from pages.navigation import PAGE_SCRIPTS
 from tests import test_browser
-from tests.conftest import needs_browser
+from tests.conftest import needs_browser, plain
 from tests.test_browser import FIRST_RENDER_MS, offline_context
 from transformer.checkpoint import load_checkpoint
 from transformer.cli.lesson import export
@@ -111,8 +111,8 @@ def test_a_step_naming_a_control_its_page_lacks_gets_a_message(tmp_path: Path, m
     app = AppTest.from_file(APP, default_timeout=120)
     app.query_params.update({"lesson": "typo", "lesson_step": "1"})
     app.run()
-    errors = [error.value for error in app.error]
-    assert any("Lesson `typo`, step 1: page 'positional_encoding' has no control 'pe_ofset'" in e for e in errors)
+    errors = [plain(error.value) for error in app.error]
+    assert any("Lesson “typo”, step 1: page 'positional_encoding' has no control 'pe_ofset'" in e for e in errors)
     assert app.query_params.get("pe_positions") == "50"  # the rest of the step still applies
 
 
@@ -122,7 +122,7 @@ def test_the_lessons_page_lists_each_lesson_and_names_the_broken_one(tmp_path: P
     monkeypatch.setenv(FOLDER_VARIABLE, str(tmp_path))
     app = AppTest.from_file(str(Path(APP).parent / "pages" / "lessons.py"), default_timeout=120).run()
     assert [header.value for header in app.main.header] == ["A lesson"]
-    assert len(app.error) == 1 and "lesson 'bad', step 2 names page 'nowhere'" in app.error[0].value
+    assert len(app.error) == 1 and "lesson 'bad', step 2 names page 'nowhere'" in plain(app.error[0].value)
     assert "?lesson=good&lesson_step=1" in " ".join(markdown.value for markdown in app.markdown)
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import array, charts, no_exceptions
+from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import ablation
 from transformer.checkpoint import load_checkpoint
 from transformer.data import read_parallel
@@ -89,7 +89,7 @@ def test_stored_importance_is_used_only_for_its_own_weights(checkpoint, sentence
     assert ablation.read_importance(loaded)["sentences"] == 2
     app = open_page(sentence, wi_tab="importance")
     no_exceptions(app)
-    captions = " ".join(caption.value for caption in app.caption)
+    captions = " ".join(plain(caption.value) for caption in app.caption)
     assert not app.info and "words, pairs 3–4 (heads ranked on pairs 1–2)" in captions
     (table,) = [frame.value for frame in app.dataframe if "BLEU lost, 95% interval" in frame.value.columns]
     assert len(table) == 24 and all(cell.startswith("[") for cell in table["BLEU lost, 95% interval"])
@@ -115,7 +115,7 @@ def test_beam_tab_lists_the_search_and_its_best_is_the_translation(checkpoint, s
     app = open_page(sentence, wi_tab="beam")
     no_exceptions(app)
     table = app.dataframe[0].value
-    shown = app.markdown[next(i for i, m in enumerate(app.markdown) if "**Translation:**" in m.value)].value
+    shown = plain(next(m.value for m in app.markdown if "**Translation:**" in m.value))
     assert table.iloc[0]["Hypothesis"] in shown
     assert list(table["Score (log P / lp)"]) == sorted(table["Score (log P / lp)"], reverse=True)
     titles = [chart["figure"]["layout"]["title"]["text"] for chart in charts(app)]
@@ -130,8 +130,8 @@ def test_forced_decoding_of_the_models_output_scores_100(checkpoint, sentence):
     app = open_page(sentence, wi_tab="forced")
     no_exceptions(app)
     assert app.info  # asks for a translation
-    shown = next(m.value for m in app.markdown if "**Translation:**" in m.value)
-    output = shown.split("**Translation:** ")[1].split("  ·  ")[0]
+    shown = plain(next(m.value for m in app.markdown if "**Translation:**" in m.value))
+    output = shown.split("Translation: ")[1].split("  ·  ")[0]
     app.text_area(key="wi_given").set_value(output).run()
     no_exceptions(app)
     metrics = {metric.label: metric.value for metric in app.metric}

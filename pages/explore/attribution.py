@@ -12,7 +12,7 @@ from pages import url_state
 from pages.caching import per_model
 from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown
-from pages.i18n import escaped, language, t
+from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis import attribution as at
@@ -119,7 +119,7 @@ def render(shown: Shown) -> None:
         t("explore.attr_share", share=found.source_share(), score=found.score)
         + ("" if found.delta is None else " " + t("explore.attr_delta", delta=found.delta))
         + "\n\n"
-        + t("explore.attr_caption", correlation=escaped(_agreement(attention, found.source)))
+        + t("explore.attr_caption", correlation=_agreement(attention, found.source))
     )
     with st.expander(t("explore.faith_title")):
         faithfulness_panel(loaded)
