@@ -163,8 +163,9 @@ class Translator:
             self._start_process()
 
     def _start_process(self) -> None:
-        """Start the child in the background (unless one is starting, or the last try was very recent)."""
-        if self._starting is not None and self._starting.is_alive():
+        """Start the child in the background (unless one is starting, the last try was very recent, or the queue was
+        closed: its model has left the cache)."""
+        if not self.separate_process or (self._starting is not None and self._starting.is_alive()):
             return
         if time.monotonic() - self._last_start < RESTART_SECONDS:
             return
