@@ -92,14 +92,22 @@ def _separate_projections():
         MultiHeadAttention.fused_projections = fused
 
 
-def onnx_graphs(model: Transformer) -> tuple:
-    """The encoder and decoder of ``model`` as ONNX models (``onnx.ModelProto``) with their weights inside, for any
-    batch, source and target length within the model's positions."""
+def require_exporter() -> None:
+    """The ONNX exporter, or one line naming the extra that brings it (the app's install leaves it out)."""
     try:
         import onnx  # noqa: F401
         import onnxscript  # noqa: F401
     except ImportError:
-        raise WebExportError("the ONNX exporter is not installed: pip install onnx onnxscript") from None
+        raise WebExportError(
+            "the one-file explorer needs the ONNX exporter, which the app's install leaves out: "
+            'pip install -e ".[web]"  (onnx, onnxscript, onnxruntime)'
+        ) from None
+
+
+def onnx_graphs(model: Transformer) -> tuple:
+    """The encoder and decoder of ``model`` as ONNX models (``onnx.ModelProto``) with their weights inside, for any
+    batch, source and target length within the model's positions."""
+    require_exporter()
     if any(module.head_gate is not None for module in model.modules() if isinstance(module, MultiHeadAttention)):
         raise WebExportError("heads are switched off on this model; export it with every head on")
     model = model.float().eval()
@@ -293,6 +301,7 @@ def explorer_html(
             "the explorer file runs this project's own checkpoints (their SentencePiece model and the paper's "
             "architecture); a Hugging Face model opens in the app instead"
         )
+    require_exporter()  # before the JavaScript is fetched and bundled: say at once what is missing
     script = javascript(cache)
     config = loaded.config
     with tempfile.TemporaryDirectory() as scratch:
