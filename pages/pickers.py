@@ -20,13 +20,19 @@ def kind_picker(key: str, where=st) -> str:
     return where.radio(t("explore.attention"), ATTENTION_KINDS, key=key, format_func=kind_labels().get, horizontal=True)
 
 
-def head_picker(config: ModelConfig, prefix: str, columns=None) -> tuple[str, int, int]:
+def head_picker(
+    config: ModelConfig, prefix: str, columns=None, also: ModelConfig | None = None
+) -> tuple[str, int, int]:
     """A radio for the attention kind and selectboxes for the layer and head (keys ``{prefix}kind``,
     ``{prefix}layer``, ``{prefix}head``; 1-based numbers, brought into range when the kind or the model changes) in
-    ``columns`` (default: a row of three). Returns the kind and the 0-based layer and head."""
+    ``columns`` (default: a row of three). ``also``: a second model shown beside the first, of which the layer and
+    head must exist too (only the layers and heads both have are offered). Returns the kind and the 0-based layer
+    and head."""
     kind_column, layer_column, head_column = columns or st.columns([3, 1, 1], vertical_alignment="bottom")
     kind = kind_picker(f"{prefix}kind", kind_column)
     layers, heads = config.layers(kind), config.num_heads
+    if also is not None:
+        layers, heads = min(layers, also.layers(kind)), min(heads, also.num_heads)
     url_state.ensure(f"{prefix}layer", 1, lambda value: 1 <= int(value) <= layers)
     url_state.ensure(f"{prefix}head", 1, lambda value: 1 <= int(value) <= heads)
     layer = layer_column.selectbox(t("explore.layer_label"), range(1, layers + 1), key=f"{prefix}layer")

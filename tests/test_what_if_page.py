@@ -218,3 +218,31 @@ def test_switched_off_heads_are_named_layer_head_from_1_and_old_links_still_open
     old = open_page(sentence, wi_off_cross=str(1 * heads + 3))  # no v: the old spelling of the same head
     no_exceptions(old)
     assert old.multiselect(key="wi_off_cross").value == [(1, 3)] and old.query_params["wi_off_cross"] == "2-4"
+
+
+def test_side_by_side_with_a_model_of_another_shape_offers_what_both_have(checkpoint, sentence, tmp_path, monkeypatch):
+    """A model with fewer layers and heads beside the loaded one: both translations, both maps, and pickers that
+    offer only the layers and heads both models have (it used to stop at "no such layer or head")."""
+    import dataclasses
+
+    import torch
+
+    from transformer.checkpoint import save_checkpoint, state_dict_for_saving
+    from transformer.model import Transformer
+
+    loaded = load_checkpoint(checkpoint)
+    config = dataclasses.replace(loaded.config, encoder_layers=1, decoder_layers=1, num_heads=2)
+    torch.manual_seed(0)
+    small = save_checkpoint(tmp_path / "small", state_dict_for_saving(Transformer(config)), config, loaded.tokenizer, {})
+    monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
+    app = open_page(sentence, wi_tab="compare", wi_mode="checkpoints", wi_other_path=str(small), wi_compare_layer="2")
+    no_exceptions(app)
+    assert not app.warning and not app.error
+    labels = [plain(block.value) for block in app.markdown]
+    assert "tiny" in labels and "small" in labels  # each side's translation under its model's name
+    assert app.selectbox(key="wi_compare_layer").options == ["1"] and app.selectbox(key="wi_compare_head").options == [
+        "1",
+        "2",
+    ]
+    assert len(charts(app)) >= 2
+    assert any("differ in shape" in plain(caption.value) for caption in app.caption)

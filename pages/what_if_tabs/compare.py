@@ -70,10 +70,9 @@ def render(case: Case) -> None:
         second = cached_translation(loaded, other_text, options)
         sides = ((text, translation), (other_text, second))
         compared = loaded
-    kind, layer, head = head_pickers(loaded, "wi_compare_")
-    if layer >= compared.config.layers(kind) or head >= compared.config.num_heads:
-        st.warning(t("whatif.no_such_head"))
-        return
+    kind, layer, head = head_pickers(loaded, "wi_compare_", also=compared if compared is not loaded else None)
+    if shape(loaded.config) != shape(compared.config):
+        st.caption(t("whatif.shapes_of_models", left=shape(loaded.config), right=shape(compared.config)))
     columns = st.columns(2)
     for index, (column, (name, side)) in enumerate(zip(columns, sides, strict=True)):
         with column:
@@ -93,6 +92,11 @@ def render(case: Case) -> None:
     )
     st.caption(t("whatif.largest_difference", value=float(np.abs(delta).max())))
     download("wi_difference", "difference", lambda: matrix_csv(delta, queries, keys), "csv", "text/csv")
+
+
+def shape(config) -> str:
+    """A model's shape as the caption names it: ``6+6 layers × 8 heads``."""
+    return t("whatif.shape", encoder=config.encoder_layers, decoder=config.decoder_layers, heads=config.num_heads)
 
 
 TAB = Tab(

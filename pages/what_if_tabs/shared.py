@@ -20,7 +20,7 @@ from pages.common import (
     show_figure,
     stored_heads,
 )
-from pages.i18n import language, t
+from pages.i18n import escaped, language, t
 from pages.links import atlas_button
 from pages.pickers import head_picker
 from pages.url_state import Field
@@ -82,7 +82,7 @@ def set_heads_off(heads: list[ablation.Head]) -> None:
 
 
 def translation_line(label: str, text: str) -> None:
-    st.markdown(f"**{html.escape(label)}**", unsafe_allow_html=True)
+    st.markdown(f"**{escaped(label)}**")
     st.markdown(
         f'<div style="font-size:1.25rem;font-weight:600">{html.escape(text) or "∅"}</div>', unsafe_allow_html=True
     )
@@ -94,15 +94,18 @@ def opening_head(loaded: LoadedCheckpoint) -> tuple[str, int, int]:
     return ("cross", 0, 0) if stored is None else precompute.default_head(stored.tables)
 
 
-def head_pickers(loaded: LoadedCheckpoint, prefix: str = "wi_") -> tuple[str, int, int]:
+def head_pickers(
+    loaded: LoadedCheckpoint, prefix: str = "wi_", also: LoadedCheckpoint | None = None
+) -> tuple[str, int, int]:
     """Kind, layer and head of the view shown on both sides (0-based layer and head); they open on the model's
-    clearest head."""
+    clearest head. ``also``: the model on the other side, when it is another one (only the layers and heads both
+    models have are offered)."""
     if f"{prefix}kind" not in st.session_state:
         kind, layer, head = opening_head(loaded)
         st.session_state[f"{prefix}kind"] = kind
         st.session_state.setdefault(f"{prefix}layer", layer + 1)
         st.session_state.setdefault(f"{prefix}head", head + 1)
-    return head_picker(loaded.config, prefix)
+    return head_picker(loaded.config, prefix, also=None if also is None else also.config)
 
 
 def heatmap(
