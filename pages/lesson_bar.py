@@ -22,6 +22,8 @@ STEP_PARAM = "lesson_step"
 ANSWER_PARAM = "lesson_answer"  # the choice picked for the step's question, 1-based (kept by a reload and a link)
 PLAYING = "_lesson_playing"  # session: (lesson name, step number) or absent
 REVEALED = "_lesson_revealed"  # session: the (lesson, step) pairs whose question was answered
+BEFORE = "_lesson_before"  # session: every control's value as the visitor had it when the lesson started
+LEFT = "_lesson_left"  # session: those values, from the moment the visitor leaves the lesson until they are back
 
 
 @st.cache_data(show_spinner=False, ttl=5)
@@ -59,6 +61,7 @@ def open_step(lesson: Lesson, number: int) -> None:
     presenter mode and checkpoint."""
     number = min(max(number, 1), len(lesson.steps))
     step = lesson.steps[number - 1]
+    remember_before()
     st.session_state[PLAYING] = (lesson.name, number)
     carried = {LESSON_PARAM: lesson.name, STEP_PARAM: str(number)}
     from pages.common import COMMON_FIELDS  # here: app.py draws the bar before torch is imported
@@ -71,8 +74,34 @@ def open_step(lesson: Lesson, number: int) -> None:
     st.switch_page(target, query_params={**common, **step.state, **carried})
 
 
+def remember_before() -> None:
+    """As a lesson starts: the visitor's own choices on every page, given back when they leave it (:func:`stop`)."""
+    if PLAYING not in st.session_state and BEFORE not in st.session_state:
+        st.session_state[BEFORE] = dict(url_state.kept())
+
+
+def give_back(declared: dict) -> None:
+    """After the first run past a lesson's end: every control but the page's own (``declared``, which stays as the
+    lesson left it) takes back the value the visitor had before the lesson, or its default, so that the other
+    pages open as the visitor left them (a step page no longer opens on the lesson's last tab and sentence)."""
+    before = st.session_state.pop(LEFT, None)
+    if before is None:
+        return
+    kept = url_state.kept()
+    for key in set(kept) | set(before):
+        if key in declared:
+            continue
+        st.session_state.pop(key, None)
+        if key in before:
+            kept[key] = before[key]
+        else:
+            kept.pop(key, None)
+
+
 def stop() -> None:
-    """Leave the lesson; the page stays as it is."""
+    """Leave the lesson: the page stays as it is; every other page gets the visitor's own choices back
+    (:func:`give_back`, after the next run)."""
+    st.session_state[LEFT] = st.session_state.pop(BEFORE, dict(url_state.kept()))
     st.session_state.pop(PLAYING, None)
     url_state.carry({})
     for param in (LESSON_PARAM, STEP_PARAM, ANSWER_PARAM):
@@ -95,6 +124,7 @@ def play(page) -> None:
             page.run()
             return
         number = min(number, len(lesson.steps))
+        remember_before()
         if set(st.query_params) <= {LESSON_PARAM, STEP_PARAM}:
             open_step(lesson, number)  # a step's own link: its page with its controls
         # else a page's link copied or reloaded during the lesson (controls as the visitor left them): as it is
@@ -103,6 +133,7 @@ def play(page) -> None:
     playing = st.session_state.get(PLAYING)
     if playing is None:
         page.run()
+        give_back(st.session_state.get(url_state.DECLARED, {}))
         return
     name, number = playing
     lesson = load_or_say(name)

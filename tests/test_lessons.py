@@ -209,6 +209,34 @@ def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, 
     context.close()
 
 
+@needs_browser
+def test_leaving_a_lesson_gives_the_other_pages_back_the_visitors_choices(browser, server: str):
+    """A visitor starts the tour from the Lessons page, follows it past the step page's *multi-head* step, leaves on
+    a later step and opens the step page: it opens as the visitor had it before the lesson (its first tab), not on
+    the lesson's last state of it."""
+    blocked: list[str] = []
+    context = offline_context(browser, server, blocked)
+    page = context.new_page()
+    page.goto(f"{server}/lessons")
+    settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lessons_start_paper_tour button").click()
+    settle(page, FIRST_RENDER_MS)
+    for _ in range(5):  # to step 6, on the main page; step 5 left the step page on its multi-head tab
+        page.locator(".st-key-lesson_next button").click()
+        settle(page, FIRST_RENDER_MS)
+    assert parse_qs(urlsplit(page.url).query)["lesson_step"] == ["6"]
+    page.locator(".st-key-lesson_leave button").click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator('[data-testid="stSidebarNav"] a[href$="step_by_step"]').click()
+    settle(page, FIRST_RENDER_MS)
+    query = parse_qs(urlsplit(page.url).query)
+    assert "lesson" not in query and query.get("steps_tab", ["steps"]) == ["steps"], query
+    selected = page.locator('[data-testid="stTab"][aria-selected="true"]').first.inner_text()
+    assert selected.strip() == "Step by step", selected
+    assert blocked == []
+    context.close()
+
+
 def file_only_context(browser, refused: list[str]):
     """A browser context whose pages may read files only: any other request is refused and appended to ``refused``."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
