@@ -233,7 +233,9 @@ def test_side_by_side_with_a_model_of_another_shape_offers_what_both_have(checkp
     loaded = load_checkpoint(checkpoint)
     config = dataclasses.replace(loaded.config, encoder_layers=1, decoder_layers=1, num_heads=2)
     torch.manual_seed(0)
-    small = save_checkpoint(tmp_path / "small", state_dict_for_saving(Transformer(config)), config, loaded.tokenizer, {})
+    small = save_checkpoint(
+        tmp_path / "small", state_dict_for_saving(Transformer(config)), config, loaded.tokenizer, {}
+    )
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
     app = open_page(sentence, wi_tab="compare", wi_mode="checkpoints", wi_other_path=str(small), wi_compare_layer="2")
     no_exceptions(app)
