@@ -59,6 +59,7 @@ from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 800}
 # URL path → page name as the robot reports it ("explore" is the app's default page).
+SENTENCE_PAGES = ("explore", "what_if", "step_by_step", "why_self_attention")  # the sentence follows the visitor
 PAGES = {
     "": "explore",
     "lessons": "lessons",
@@ -632,9 +633,15 @@ class Robot:
         else:
             box.press("Enter")
         settle(page)
-        # A new sentence may legitimately change choices that depend on it (a token's index): start afresh here.
-        self.journey.remembered.pop(page_of(page.url), None)
+        self.new_sentence()
         self.check(returning=False)
+
+    def new_sentence(self) -> None:
+        """The visitor typed a sentence: it follows them to every page with a sentence box, and the choices that
+        depend on it (a token's index) may legitimately change there: those pages start afresh."""
+        for name in SENTENCE_PAGES:
+            self.journey.remembered.pop(name, None)
+        self.journey.remembered.pop(page_of(self.page.url), None)
 
     def do_control(self) -> None:
         page = self.page
@@ -916,8 +923,7 @@ class KeyboardRobot(Robot):
             self.check_focus_shown(submit["key"])
         self.press("Enter")
         settle(page)
-        # A new sentence may legitimately change choices that depend on it (a token's index): start afresh here.
-        self.journey.remembered.pop(page_of(page.url), None)
+        self.new_sentence()
         self.check(returning=False)
 
     # ----------------------------------------------------------------------------------------- controls

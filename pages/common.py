@@ -558,6 +558,47 @@ def section(heading: str, text: str | None = None, formula: str | None = None) -
         st.latex(formula)
 
 
+VISITOR_SENTENCE = "_visitor_sentence"  # the sentence the visitor last typed or opened, on any page
+
+
+def follow_sentence(key: str) -> None:
+    """Before a page draws its sentence box (control ``key``): the sentence follows the visitor from page to page.
+    The box shows the sentence they last typed on any page (or opened by a link or a lesson's step), unless they
+    have just typed into this box or this visit's link names the page's own, which then becomes theirs. Where the
+    link's sentence replaces the visitor's, the page says so and offers theirs back (:func:`linked_sentence_note`)."""
+    shown = f"_sentence_shown_{key}"
+    current = st.session_state.get(key)
+    latest = st.session_state.get(VISITOR_SENTENCE)
+    typed = shown in st.session_state and current is not None and current != st.session_state[shown]
+    if url_state.linked(key) and current:
+        if latest and latest != current:
+            st.session_state[f"_sentence_replaced_{key}"] = latest
+        latest = current
+    elif typed or (latest is None and current):
+        latest = current
+    latest = latest or DEFAULT_SENTENCE
+    if current != latest:
+        url_state.assign({key: latest})
+    st.session_state[VISITOR_SENTENCE] = st.session_state[shown] = latest
+
+
+def linked_sentence_note(key: str) -> None:
+    """Under a sentence box whose link (or lesson step) replaced the visitor's own sentence: say so, with a button
+    that brings theirs back (on this page and every other)."""
+    replaced = st.session_state.get(f"_sentence_replaced_{key}")
+    if not replaced or st.session_state.get(key) == replaced:
+        st.session_state.pop(f"_sentence_replaced_{key}", None)
+        return
+    left, right = st.columns([5, 1], vertical_alignment="center")
+    left.caption(t("common.linked_sentence", yours=escaped(replaced)))
+
+    def use_mine() -> None:
+        st.session_state[key] = replaced
+        st.session_state.pop(f"_sentence_replaced_{key}", None)
+
+    right.button(t("common.use_my_sentence"), key=f"_use_mine_{key}", on_click=use_mine, type="tertiary")
+
+
 def sentence_input(label: str, key: str, when_empty: str) -> str | None:
     """A one-line sentence box (at most 2,000 characters) and its text, stripped; when there is none, ``when_empty``
     says what to type and None comes back (``sentence_input(…) or leave_page()`` ends the page there)."""

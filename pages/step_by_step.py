@@ -16,9 +16,10 @@ import streamlit as st
 from pages import url_state
 from pages.caching import per_model
 from pages.common import (
-    DEFAULT_SENTENCE,
     cached_translation,
+    follow_sentence,
     leave_page,
+    linked_sentence_note,
     page,
     presenting,
     sentence_input,
@@ -105,13 +106,14 @@ def show_step(steps: HeadSteps, number: int, query: int) -> None:
 
 
 with page("step_by_step", FIELDS) as loaded:
-    url_state.ensure("steps_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+    follow_sentence("steps_text")
     st.title(t("steps.page_title"))
     st.caption(t("steps.intro"))
     # In presenter mode the controls fold away, so that the chart fills the screen.
     controls = st.expander(t("steps.controls")) if presenting() else st.container()
     with controls:
         text = sentence_input(t("steps.sentence"), "steps_text", t("steps.type_sentence")) or leave_page()
+        linked_sentence_note("steps_text")
         translation = cached_translation(loaded, text, current_options())
         st.markdown(t("steps.translation", translation=escaped(translation.translation) or "∅"))
 

@@ -170,6 +170,7 @@ KEPT = "_url_state_kept"  # key → last value of every declared control, in the
 DECLARED = "_url_state_declared"  # key → Field of every control a page declared in this run (app.py empties it)
 CARRIED = "_url_state_carried"  # URL entries that belong to no page and stay in the URL of every page (a lesson's)
 FRESH = "_url_state_fresh"  # the next page opened reads its controls from the link alone (open_link)
+LINKED = "_url_state_linked_"  # + a control's key: the link this visit opened with named its value
 
 
 def parsed(field: Field, raw: str, old_link: bool) -> Any:
@@ -207,6 +208,7 @@ def keep(fields: dict[str, Field], page: str) -> None:
                 value = kept().get(key, field.default)
             else:
                 value = parsed(field, raw, old_link)
+                st.session_state[f"{LINKED}{key}"] = True  # the link named it (read once: linked())
             if value is not None:
                 st.session_state[key] = value
     remembered = kept()
@@ -223,6 +225,12 @@ def keep(fields: dict[str, Field], page: str) -> None:
             continue
         remembered[key] = value
         st.session_state[key] = value
+
+
+def linked(key: str) -> bool:
+    """Whether the link the page was opened with (a shared link, a lesson's step) named control ``key``; answered
+    once per visit."""
+    return bool(st.session_state.pop(f"{LINKED}{key}", False))
 
 
 def tabs(state_key: str, labels: dict[str, str], widget_key: str | None = None) -> dict[str, Any]:

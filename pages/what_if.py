@@ -23,7 +23,14 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import tabs, url_state
-from pages.common import DEFAULT_SENTENCE, cached_translation, leave_page, page, sentence_input
+from pages.common import (
+    cached_translation,
+    follow_sentence,
+    leave_page,
+    linked_sentence_note,
+    page,
+    sentence_input,
+)
 from pages.decoding import current_options
 from pages.i18n import decoding_label, escaped, t
 from pages.url_state import Field
@@ -41,10 +48,11 @@ FIELDS = {
 # ------------------------------------------------------------------------------------------------ page
 with page("what_if", FIELDS) as loaded:
     read_old_links(loaded)
-    url_state.ensure("wi_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+    follow_sentence("wi_text")
     st.title(t("whatif.page_title"))
     st.caption(t("whatif.intro"))
     text = sentence_input(t("whatif.sentence"), "wi_text", t("whatif.type_sentence")) or leave_page()
+    linked_sentence_note("wi_text")
     options = current_options()
     translation = cached_translation(loaded, text, options)
     st.markdown(

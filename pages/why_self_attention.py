@@ -13,7 +13,7 @@ import os
 import streamlit as st
 
 from pages import url_state
-from pages.common import DEFAULT_SENTENCE, MAX_SOURCE_TOKENS, leave_page, page, show_figure
+from pages.common import MAX_SOURCE_TOKENS, follow_sentence, leave_page, linked_sentence_note, page, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
 from transformer.analysis.complexity import (
@@ -51,12 +51,13 @@ def server_timings() -> dict[tuple[int, int], LayerTimes]:
 
 with page("why_self_attention", FIELDS) as loaded:
     config = loaded.config
-    url_state.ensure("why_text", st.session_state.get("text") or DEFAULT_SENTENCE)
+    follow_sentence("why_text")
 
     st.title(t("why.title"))
     st.markdown(t("why.intro"))
 
     text = st.text_input(t("why.sentence"), key="why_text", max_chars=2000).strip()
+    linked_sentence_note("why_text")
     pieces = loaded.tokenizer.pieces(loaded.tokenizer.encode(text))
     cut = len(pieces) > MAX_SOURCE_TOKENS
     pieces = pieces[:MAX_SOURCE_TOKENS]

@@ -813,3 +813,30 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
     click_tile(3, 4)
     assert (controls(page)["grid_layer"], controls(page)["grid_head"]) == ("3", "4")
     visit.assert_quiet()
+
+
+def test_the_sentence_follows_the_visitor_from_page_to_page(open_app: Callable[..., Visit]):
+    """A long sentence translated, a tab opened, another page from the sidebar: the sentence comes along (What if
+    used to open on the default sentence); one typed there comes back to the other pages in turn."""
+    visit = open_app()
+    page = visit.page
+    robot = robot_visitor()
+    first = "The old man who lives near the river sold his small boat to a young fisherman last summer."
+    page.locator(".st-key-text textarea").fill(first)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    robot.settle(page)
+    page.get_by_role("tab", name="Alignment", exact=True).click()
+    robot.settle(page)
+    go_to(page, "What if")
+    assert controls(page)["wi_text"] == first
+    second = "My sister reads a book in the garden."
+    box = page.locator(".st-key-wi_text input")
+    box.fill(second)
+    box.press("Enter")
+    robot.settle(page)
+    go_to(page, "Attention, step by step")
+    assert controls(page)["steps_text"] == second
+    go_to(page, "Translate and explore")
+    assert controls(page)["text"] == second
+    assert problems(page) == []
+    visit.assert_quiet()

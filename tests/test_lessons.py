@@ -237,6 +237,39 @@ def test_leaving_a_lesson_gives_the_other_pages_back_the_visitors_choices(browse
     context.close()
 
 
+@needs_browser
+def test_a_step_that_shows_its_own_sentence_says_so_and_gives_the_visitors_back(browser, server: str):
+    """The visitor translates their own sentence, then starts the tour: its first step opens on a sentence of its
+    own, says so naming theirs, and *Use mine* brings theirs back; after the lesson their sentence is everywhere."""
+    blocked: list[str] = []
+    context = offline_context(browser, server, blocked)
+    page = context.new_page()
+    page.goto(server)
+    settle(page, FIRST_RENDER_MS)
+    mine = "My sister reads a book in the garden."
+    page.locator(".st-key-text textarea").fill(mine)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator('[data-testid="stSidebarNav"] a[href$="lessons"]').click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lessons_start_paper_tour button").click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lesson_reveal button").click()  # the first step asks a question before its page shows
+    settle(page, FIRST_RENDER_MS)
+    assert page.locator(".st-key-why_text input").input_value() != mine
+    assert f"yours was “{mine}”" in page.locator('[data-testid="stCaptionContainer"]').all_inner_texts().__str__()
+    page.locator(".st-key-_use_mine_why_text button").click()
+    settle(page, FIRST_RENDER_MS)
+    assert page.locator(".st-key-why_text input").input_value() == mine
+    page.locator(".st-key-lesson_leave button").click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator('[data-testid="stSidebarNav"] a[href$="what_if"]').click()
+    settle(page, FIRST_RENDER_MS)
+    assert page.locator(".st-key-wi_text input").input_value() == mine
+    assert blocked == []
+    context.close()
+
+
 def file_only_context(browser, refused: list[str]):
     """A browser context whose pages may read files only: any other request is refused and appended to ``refused``."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})

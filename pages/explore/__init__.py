@@ -18,8 +18,10 @@ from pages.common import (
     DEFAULT_SENTENCE,
     MAX_SOURCE_TOKENS,
     cached_translation,
+    follow_sentence,
     fragment_of,
     leave_page,
+    linked_sentence_note,
     page,
     presenting,
     stored_heads,
@@ -151,10 +153,12 @@ def translation_panel(loaded) -> None:
 def sentence_and_views(loaded) -> None:
     config = loaded.config
     source, target = language_label(config.source_language), language_label(config.target_language)
+    follow_sentence("text")
     with st.form("translate", border=False):
         sentence, button = st.columns([6, 1], vertical_alignment="bottom")
         sentence.text_area(t("explore.sentence", source=source), key="text", height=68, max_chars=None)
         button.form_submit_button(t("explore.translate"), type="primary", width="stretch")
+    linked_sentence_note("text")
     # Rows of controls are single horizontal containers rather than columns: fewer elements for every run to send.
     with st.container(horizontal=True, vertical_alignment="center"):
         st.caption(t("explore.paper_sentences"), width="content")
