@@ -58,8 +58,15 @@ if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 800}
+# The pages whose sentence box follows the visitor (pages.common.follow_sentence), and that box's key on each.
+SENTENCE_BOXES = {
+    "explore": "text",
+    "what_if": "wi_text",
+    "step_by_step": "steps_text",
+    "why_self_attention": "why_text",
+}
+SENTENCE_PAGES = tuple(SENTENCE_BOXES)
 # URL path → page name as the robot reports it ("explore" is the app's default page).
-SENTENCE_PAGES = ("explore", "what_if", "step_by_step", "why_self_attention")  # the sentence follows the visitor
 PAGES = {
     "": "explore",
     "lessons": "lessons",
@@ -84,6 +91,9 @@ SENTENCES = [
     "   ",
     "a" * 600,
     "The Law will never be perfect, but its application should be just.",
+    # a translator's 41-word news sentence (long: the pages that follow it must draw every piece)
+    "The central bank raised interest rates again on Thursday, a move that analysts said would cool the housing "
+    "market but could also slow growth in a region where many families already struggle to pay their rent each month.",
     "Ünïcödé ﬁ ligatures ‮ right-to-left ‬ and\u200bzero width.",
 ]
 # Buttons the robot does not press: downloads (they leave the page alone) and measurements that take minutes on
@@ -419,6 +429,9 @@ class Journey:
     focus_marks: dict[str, str] = field(default_factory=dict)  # "page: control" → what shows its keyboard focus
     log_offset: int = 0
     count: int = 0
+    # The sentence the robot last typed into a sentence box, while nothing else may have replaced it (a lesson, a
+    # reload, the browser's history): every sentence page it opens from the sidebar must show it.
+    sentence: str | None = None
 
 
 def page_of(url: str) -> str:
@@ -541,7 +554,7 @@ class Robot:
         self.note(f"page {page_of(link.get_attribute('href') or '')}")
         link.click()
         settle(self.page)
-        self.check(returning=True)
+        self.check_sentence(self.check(returning=True))
 
     def other_tab(self):
         """A visible tab of the page that is not open (at random), or None."""
@@ -563,18 +576,21 @@ class Robot:
         self.check(returning=True, changed={key})
 
     def do_back(self) -> None:
+        self.journey.sentence = None  # the history or a new session may show another page's own sentence
         self.note("back")
         self.page.go_back()
         settle(self.page)
         self.check(returning=True)
 
     def do_forward(self) -> None:
+        self.journey.sentence = None  # the history or a new session may show another page's own sentence
         self.note("forward")
         self.page.go_forward()
         settle(self.page)
         self.check(returning=True)
 
     def do_reload(self) -> None:
+        self.journey.sentence = None  # the history or a new session may show another page's own sentence
         self.note(f"reload {page_of(self.page.url)}")
         self.page.reload()
         settle(self.page)
@@ -624,6 +640,7 @@ class Robot:
         if not fields:
             return self.do_control()
         box = self.random.choice(fields)
+        key = box.evaluate(KEY_OF_JS)
         sentence = self.random.choice(SENTENCES)
         self.note(f"type {sentence[:40]!r} on {page_of(page.url)}")
         box.fill(sentence)
@@ -634,14 +651,34 @@ class Robot:
             box.press("Enter")
         settle(page)
         self.new_sentence()
-        self.check(returning=False)
+        self.typed_sentence(key, self.check(returning=False))
 
     def new_sentence(self) -> None:
-        """The visitor typed a sentence: it follows them to every page with a sentence box, and the choices that
-        depend on it (a token's index) may legitimately change there: those pages start afresh."""
+        """The visitor typed into a text box: a sentence box's text follows them to every page with a sentence
+        box, and the choices that depend on it (a token's index) may legitimately change there: those pages start
+        afresh."""
         for name in SENTENCE_PAGES:
             self.journey.remembered.pop(name, None)
         self.journey.remembered.pop(page_of(self.page.url), None)
+
+    def typed_sentence(self, key: str | None, shown: dict[str, object]) -> None:
+        """After typing into ``key``: when it is this page's sentence box, what it shows is the sentence every
+        sentence page must show from now on (:meth:`check_sentence`)."""
+        if key is not None and SENTENCE_BOXES.get(page_of(self.page.url)) == key and "lesson=" not in self.page.url:
+            self.journey.sentence = shown.get(key)
+
+    def check_sentence(self, shown: dict[str, object]) -> None:
+        """After opening a page from the sidebar: its sentence box shows the sentence last typed on any page."""
+        journey, name = self.journey, page_of(self.page.url)
+        if "lesson=" in self.page.url or name == "lessons":
+            journey.sentence = None  # a lesson's steps bring sentences of their own (and say so)
+            return
+        key = SENTENCE_BOXES.get(name)
+        if journey.sentence is None or key is None or key not in shown:
+            return
+        if shown[key] != journey.sentence:
+            self.violation("sentence did not follow", f"{name}: {key} shows {shown[key]!r}, typed {journey.sentence!r}")
+        journey.sentence = shown[key]
 
     def do_control(self) -> None:
         page = self.page
@@ -863,7 +900,7 @@ class KeyboardRobot(Robot):
             return None
         self.press("Enter")
         settle(self.page)
-        self.check(returning=True)
+        self.check_sentence(self.check(returning=True))
 
     def do_tab(self) -> None:
         tab = self.other_tab()
@@ -924,7 +961,7 @@ class KeyboardRobot(Robot):
         self.press("Enter")
         settle(page)
         self.new_sentence()
-        self.check(returning=False)
+        self.typed_sentence(key, self.check(returning=False))
 
     # ----------------------------------------------------------------------------------------- controls
     def choose_in_list(self, key: str, what: str) -> bool:
