@@ -26,7 +26,7 @@ from pages.common import (
     presenting,
     stored_heads,
 )
-from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view
+from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view, pair
 from pages.explore.shared import Shown
 from pages.i18n import decoding_label, escaped, language, language_label, t
 from pages.page_slots import fragment_in_a_slot
@@ -46,7 +46,7 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 
 # ------------------------------------------------------------------------------------------------ URL state
 # Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
-TABS = (heads.TAB, model_view.TAB, focus.TAB, alignment.TAB, attribution.TAB, lens.TAB, bertviz.TAB)
+TABS = (heads.TAB, model_view.TAB, focus.TAB, pair.TAB, alignment.TAB, attribution.TAB, lens.TAB, bertviz.TAB)
 VIEW_KEY = "view"
 VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
 SCALES = ("0 to 1", "fitted")

@@ -434,3 +434,32 @@ def score_heatmap(
         layout["height"] += 54
         layout["margin"] = {**layout["margin"], "b": 64}
     return figure(traces, layout)
+
+
+LINK_COLOURS = {"encoder": "blue", "decoder": "green", "cross": "orange"}  # roles of the palette, by kind
+
+
+def linking_heads(links: Sequence, labels: Sequence[str], title: str, language: str = DEFAULT_LANGUAGE) -> go.Figure:
+    """The heads that link two words, strongest at the top: one bar per head (``links``: its kind, layer, head and
+    weight, :class:`transformer.analysis.linking.Link`), labelled by ``labels`` (the kind's short name, layer and
+    head), coloured by the attention kind."""
+    text = words(language, "plot_links")
+    weights = [link.weight for link in links]
+    trace = {
+        "type": "bar",
+        "orientation": "h",
+        "x": weights,
+        "y": [safe_label(label) for label in labels],
+        "marker": {"color": [colour(LINK_COLOURS[link.kind]) for link in links]},
+        "text": [f"{weight:.2f}" for weight in weights],
+        "textposition": "outside",
+        "hovertemplate": "%{y}: %{x:.3f}<extra></extra>",
+    }
+    layout = {
+        "title": {"text": safe_label(title)},
+        "xaxis": {"title": {"text": text["weight"]}, "range": [0, max(1.0, *weights) * 1.12] if weights else [0, 1]},
+        "yaxis": {"autorange": "reversed", "automargin": True},
+        "height": int(110 + 26 * max(1, len(links))),
+        **base_layout(50, 40),
+    }
+    return figure([trace], layout)
