@@ -53,9 +53,41 @@ FIELDS = {
 }
 
 
+MAKING_GOAL = 3  # heads of one layer the paper's Figure 3 shows on "making … more difficult"
+
+
 def forget_heads() -> None:
     """Another layer starts from its own best-matching heads."""
     url_state.forget("fig3_heads", "fig4_heads", "fig5_heads")
+
+
+def go_to_layer(layer: int) -> None:
+    st.session_state["fig_layer"] = layer
+    forget_heads()
+
+
+def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int) -> None:
+    """Where the loaded model falls short of Figure 3 in the layer shown (fewer than the 3 heads the paper draws):
+    say so plainly, with the layer where it does it most (one click away) and how to see a stronger model, so
+    that a visitor can tell the app from the model."""
+    if per_layer[layer] >= MAKING_GOAL:
+        return
+    st.info(
+        t("fig.short_of_paper", count=per_layer[layer], layer=layer + first, goal=MAKING_GOAL)
+        + " "
+        + (t("fig.does_it_elsewhere", layer=best + first, count=per_layer[best]) if per_layer[best] else "")
+        + " "
+        + t("fig.stronger_model"),
+        icon=":material/info:",
+    )
+    if best != layer and per_layer[best]:
+        st.button(
+            t("fig.go_to_layer", layer=best + first),
+            key="fig_go_to_best",
+            on_click=go_to_layer,
+            args=(best,),
+            icon=":material/arrow_forward:",
+        )
 
 
 def forget_layer() -> None:
@@ -221,6 +253,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
                 t("fig.heads_count", count=making["making_heads_on_more_difficult"]),
                 delta_color="off",
             )
+            short_of_the_paper(per_layer, layer, making["best_layer_making"], first)
             tokens = point.attention[3].tokens
             weights = point.attention[3].weights
             m = word_index(tokens, "making")

@@ -301,6 +301,27 @@ def making_count(app: AppTest) -> int:
 LAW, APPLICATION = "“its” → “Law”", "“its” → “application”"
 
 
+def test_paper_figures_say_where_the_model_falls_short_of_the_paper_and_where_it_does_it(checkpoint: Path):
+    """Fewer than the paper's 3 heads in the layer shown: the page says so, names the layer where the model does it
+    most (one click away) and how to see a stronger model; with 3 or more, it says nothing of the kind."""
+    app = run_page(FIGURES)
+    no_exceptions(app)
+    for layer in (1, 0):
+        app.selectbox(key="fig_layer").set_value(layer).run()
+        (shown,) = [metric for metric in app.metric if metric.label.startswith("Heads of layer")]
+        count = int(shown.value.split(" of ")[0])
+        notes = [plain(info.value) for info in app.info if "Short of the paper" in info.value]
+        assert bool(notes) == (count < 3), (layer, count, notes)
+        if notes:
+            assert "docs/models.md" in notes[0] and f"{count} head(s) of layer {layer + 1}" in notes[0]
+        jump = [button for button in app.button if button.key == "fig_go_to_best"]
+        if jump:
+            best = int(jump[0].label.split()[-1]) - 1
+            jump[0].click().run()
+            no_exceptions(app)
+            assert app.selectbox(key="fig_layer").value == best
+
+
 def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(checkpoint: Path):
     """A sentence that states a number or names a head takes it from the table beside it: the same layer, the same
     head, the same rounding. So do the whole model's best "its" head and its weights."""
