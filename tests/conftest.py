@@ -136,6 +136,20 @@ def uniform_encoder_copy(checkpoint: Path, folder: Path, step: int) -> Path:
     return folder
 
 
+def smaller_model(checkpoint: Path, folder: Path, layers: int, heads: int) -> Path:
+    """A model of another shape over the checkpoint's tokenizer (``layers`` + ``layers``, ``heads`` heads; random
+    weights): for views that put two models side by side."""
+    import dataclasses
+
+    from transformer.model import Transformer
+
+    loaded = ckpt.load_checkpoint(checkpoint)
+    config = dataclasses.replace(loaded.config, encoder_layers=layers, decoder_layers=layers, num_heads=heads)
+    torch.manual_seed(0)
+    weights = ckpt.state_dict_for_saving(Transformer(config))
+    return ckpt.save_checkpoint(folder, weights, config, loaded.tokenizer, {})
+
+
 def charts(app: AppTest) -> list[dict]:
     """Each plotly chart on the page as the browser receives it: the figure and the plotly config."""
     return [

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from benchmarks.app_server import REPOSITORY, serving
-from tests.conftest import needs_browser
+from tests.conftest import needs_browser, smaller_model
 from tests.test_plots_bertviz import shown
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
 from transformer.tokenizer import Tokenizer
@@ -840,3 +840,77 @@ def test_the_sentence_follows_the_visitor_from_page_to_page(open_app: Callable[.
     assert controls(page)["text"] == second
     assert problems(page) == []
     visit.assert_quiet()
+
+
+def test_the_word_pair_tab_answers_which_heads_link_two_words(open_app: Callable[..., Visit]):
+    """A researcher's question on their own sentence, in the browser: which heads link "it" to "animal"? The ranking
+    is drawn, the strongest head below it with its atlas card, and the choice survives a reload."""
+    visit = open_app()
+    page = visit.page
+    robot = robot_visitor()
+    sentence = "The animal didn't cross the street because it was too tired."
+    page.locator(".st-key-text textarea").fill(sentence)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    robot.settle(page)
+    open_tab(page, "Word pair")
+    robot.settle(page)
+    for key, word in (("pair_first", "it"), ("pair_second", "animal")):
+        page.locator(f".st-key-{key} button[aria-haspopup=listbox]").click()
+        page.get_by_role("option", name=re.compile(rf"^sentence, word \d+: {word}$")).click()
+        robot.settle(page)
+    title = page.locator(".st-key-pair .gtitle").text_content()
+    assert title == "Heads linking “it” and “animal”", title
+    assert page.locator(".st-key-pair .bars path").count() == 12  # the twelve strongest of 6 × 8 encoder heads
+    assert page.locator(".st-key-pair_head_atlas button").count() == 1
+    query = parse_qs(urlsplit(page.url).query)
+    page.reload()
+    robot.settle(page)
+    assert parse_qs(urlsplit(page.url).query)["pair_first"] == query["pair_first"]
+    assert page.locator(".st-key-pair .gtitle").text_content() == title
+    assert problems(page) == []
+    visit.assert_quiet()
+
+
+def test_side_by_side_with_a_model_of_another_shape_shows_both_in_chromium(
+    browser: Browser, checkpoint: Path, tmp_path: Path
+):
+    """A two-layer model beside the shipped six-layer one: both translations and both maps, and a layer picker that
+    offers only the layers both have (it used to end at "The second checkpoint has no such layer or head.")."""
+    small = smaller_model(checkpoint, tmp_path / "small", layers=2, heads=4)
+    environment = {**os.environ, "TRANSFORMER_MODELS": str(small)}
+    with serving(served_name(checkpoint), tmp_path / "server.log", environment=environment) as (origin, _):
+        blocked: list[str] = []
+        context = offline_context(browser, origin, blocked)
+        try:
+            page = context.new_page()
+            page.goto(f"{origin}/what_if?v=2&wi_tab=compare&wi_mode=checkpoints&wi_other={small}&wi_compare_layer=5")
+            robot_visitor().settle(page, FIRST_RENDER_MS)
+            assert problems(page) == []
+            text = page.locator("[data-testid=stMain]").inner_text()
+            assert "no such layer or head" not in text and "differ in shape" in text
+            assert page.locator(HEATMAP).count() >= 2  # a map on each side
+            page.locator(".st-key-wi_compare_layer button[aria-haspopup=listbox]").click()
+            assert page.get_by_role("option").all_inner_texts() == ["1", "2"]
+        finally:
+            context.close()
+    assert not blocked
+
+
+def test_paper_figures_say_in_the_browser_where_the_model_falls_short(open_app: Callable[..., Visit]):
+    """On Paper figures at the paper's layer: where the model has fewer than the paper's 3 heads there, the page says
+    so with the layer where it does it most, and the button opens that layer."""
+    visit = open_app(path="/paper_figures", ready=".js-plotly-plot")
+    page = visit.page
+    robot_visitor().settle(page)
+    notes = page.locator("[data-testid=stAlert]").filter(has_text="Short of the paper")
+    shown = page.locator("[data-testid=stMetric]").filter(has_text="Heads of layer").first.inner_text()
+    count = int(re.search(r"(\d+) of \d+", shown).group(1))
+    assert (notes.count() == 1) == (count < 3), shown
+    jump = page.locator(".st-key-fig_go_to_best button")
+    if jump.count():
+        layer = re.search(r"(\d+)", jump.inner_text()).group(1)
+        jump.click()
+        robot_visitor().settle(page)
+        assert parse_qs(urlsplit(page.url).query)["fig_layer"] == [layer]
+    assert problems(page) == []
+    visit.assert_quiet("paper_figures")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import array, charts, no_exceptions, plain
+from tests.conftest import array, charts, no_exceptions, plain, smaller_model
 from transformer.analysis import ablation
 from transformer.checkpoint import load_checkpoint
 from transformer.data import read_parallel
@@ -223,19 +223,7 @@ def test_switched_off_heads_are_named_layer_head_from_1_and_old_links_still_open
 def test_side_by_side_with_a_model_of_another_shape_offers_what_both_have(checkpoint, sentence, tmp_path, monkeypatch):
     """A model with fewer layers and heads beside the loaded one: both translations, both maps, and pickers that
     offer only the layers and heads both models have (it used to stop at "no such layer or head")."""
-    import dataclasses
-
-    import torch
-
-    from transformer.checkpoint import save_checkpoint, state_dict_for_saving
-    from transformer.model import Transformer
-
-    loaded = load_checkpoint(checkpoint)
-    config = dataclasses.replace(loaded.config, encoder_layers=1, decoder_layers=1, num_heads=2)
-    torch.manual_seed(0)
-    small = save_checkpoint(
-        tmp_path / "small", state_dict_for_saving(Transformer(config)), config, loaded.tokenizer, {}
-    )
+    small = smaller_model(checkpoint, tmp_path / "small", layers=1, heads=2)
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
     app = open_page(sentence, wi_tab="compare", wi_mode="checkpoints", wi_other_path=str(small), wi_compare_layer="2")
     no_exceptions(app)
