@@ -815,25 +815,29 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
     visit.assert_quiet()
 
 
+def translate_then_open(page: Page, sentence: str, tab: str) -> None:
+    """Type a sentence into the main page's box, translate it, and open one of the page's tabs."""
+    page.locator(".st-key-text textarea").fill(sentence)
+    page.get_by_role("button", name="Translate", exact=True).click()
+    robot_visitor().settle(page)
+    open_tab(page, tab)
+    robot_visitor().settle(page)
+
+
 def test_the_sentence_follows_the_visitor_from_page_to_page(open_app: Callable[..., Visit]):
     """A long sentence translated, a tab opened, another page from the sidebar: the sentence comes along (What if
     used to open on the default sentence); one typed there comes back to the other pages in turn."""
     visit = open_app()
     page = visit.page
-    robot = robot_visitor()
     first = "The old man who lives near the river sold his small boat to a young fisherman last summer."
-    page.locator(".st-key-text textarea").fill(first)
-    page.get_by_role("button", name="Translate", exact=True).click()
-    robot.settle(page)
-    page.get_by_role("tab", name="Alignment", exact=True).click()
-    robot.settle(page)
+    translate_then_open(page, first, "Alignment")
     go_to(page, "What if")
     assert controls(page)["wi_text"] == first
     second = "My sister reads a book in the garden."
     box = page.locator(".st-key-wi_text input")
     box.fill(second)
     box.press("Enter")
-    robot.settle(page)
+    robot_visitor().settle(page)
     go_to(page, "Attention, step by step")
     assert controls(page)["steps_text"] == second
     go_to(page, "Translate and explore")
@@ -848,12 +852,7 @@ def test_the_word_pair_tab_answers_which_heads_link_two_words(open_app: Callable
     visit = open_app()
     page = visit.page
     robot = robot_visitor()
-    sentence = "The animal didn't cross the street because it was too tired."
-    page.locator(".st-key-text textarea").fill(sentence)
-    page.get_by_role("button", name="Translate", exact=True).click()
-    robot.settle(page)
-    open_tab(page, "Word pair")
-    robot.settle(page)
+    translate_then_open(page, "The animal didn't cross the street because it was too tired.", "Word pair")
     for key, word in (("pair_first", "it"), ("pair_second", "animal")):
         page.locator(f".st-key-{key} button[aria-haspopup=listbox]").click()
         page.get_by_role("option", name=re.compile(rf"^sentence, word \d+: {word}$")).click()
