@@ -570,13 +570,14 @@ def follow_sentence(key: str) -> None:
     current = st.session_state.get(key)
     latest = st.session_state.get(VISITOR_SENTENCE)
     typed = shown in st.session_state and current is not None and current != st.session_state[shown]
-    if url_state.linked(key) and current:
+    if url_state.linked(key) and current is not None:
         if latest and latest != current:
             st.session_state[f"_sentence_replaced_{key}"] = latest
         latest = current
-    elif typed or (latest is None and current):
-        latest = current
-    latest = latest or DEFAULT_SENTENCE
+    elif typed or (latest is None and current is not None):
+        latest = current  # an emptied box stays empty: the page asks for a sentence
+    if latest is None:
+        latest = DEFAULT_SENTENCE
     if current != latest:
         url_state.assign({key: latest})
     st.session_state[VISITOR_SENTENCE] = st.session_state[shown] = latest

@@ -149,6 +149,8 @@ NAMES = [
     "DeYoung",
     "Clark et al.",
     "Universal Dependencies",
+    "Hugging Face",
+    "Marian",
     "CPU",
     "GPU",
     "<EOS>",
