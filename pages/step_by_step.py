@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import streamlit as st
 
 from pages import url_state
@@ -44,6 +46,7 @@ from transformer.analysis.steps import (
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import scaling as plot_scaling
 from transformer.plots import steps as plot_steps
+from transformer.tokenizer import readable_pieces
 
 st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
 
@@ -66,7 +69,10 @@ FIELDS = {
 def cached_steps(
     loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...], kind: str, layer: int, head: int
 ) -> HeadSteps:
-    return head_steps(loaded.model, loaded.tokenizer, source_ids, output_ids, kind, layer, head)
+    steps = head_steps(loaded.model, loaded.tokenizer, source_ids, output_ids, kind, layer, head)
+    return dataclasses.replace(  # pieces as a reader sees them, without SentencePiece's ▁
+        steps, query_tokens=readable_pieces(steps.query_tokens), key_tokens=readable_pieces(steps.key_tokens)
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -76,7 +82,13 @@ def cached_demo(d_k: int):
 
 @per_model(max_entries=32)
 def cached_next_tokens(loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...]):
-    return next_tokens(loaded.model, loaded.tokenizer, source_ids, output_ids)
+    upcoming = next_tokens(loaded.model, loaded.tokenizer, source_ids, output_ids)
+    return dataclasses.replace(
+        upcoming,
+        position_tokens=readable_pieces(upcoming.position_tokens),
+        chosen=readable_pieces(upcoming.chosen),
+        top_tokens=[readable_pieces(row) for row in upcoming.top_tokens],
+    )
 
 
 def move(by: int) -> None:
@@ -225,7 +237,7 @@ with page("step_by_step", FIELDS) as loaded:
                 plot_steps.decoding_figure(
                     maps.decoder[decoder_layer, head, at],
                     maps.cross[decoder_layer, head, at],
-                    maps.source_tokens,
+                    readable_pieces(maps.source_tokens),
                     upcoming,
                     at,
                     decoder_layer,

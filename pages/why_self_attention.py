@@ -26,6 +26,7 @@ from transformer.analysis.complexity import (
     time_layers,
 )
 from transformer.plots import complexity as plot_complexity
+from transformer.tokenizer import readable_pieces
 
 st.set_page_config(page_title=t("why.title"), page_icon="⚖️", layout="wide")
 
@@ -58,7 +59,7 @@ with page("why_self_attention", FIELDS) as loaded:
 
     text = st.text_input(t("why.sentence"), key="why_text", max_chars=2000).strip()
     linked_sentence_note("why_text")
-    pieces = loaded.tokenizer.pieces(loaded.tokenizer.encode(text))
+    pieces = readable_pieces(loaded.tokenizer.pieces(loaded.tokenizer.encode(text)))
     cut = len(pieces) > MAX_SOURCE_TOKENS
     pieces = pieces[:MAX_SOURCE_TOKENS]
     if len(pieces) < 2:

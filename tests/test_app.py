@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -15,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 from pages import explore
 from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import precompute
-from transformer.analysis.attention import KIND_TITLES
+from transformer.analysis.attention import KIND_TITLES, merge_tokens, word_groups
 from transformer.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -235,15 +236,21 @@ def test_english_input_is_not_flagged(checkpoint):
     assert not app.warning
 
 
-def test_merging_pieces_and_hiding_specials_change_the_tokens(checkpoint):
-    app = start("the sleeps.", layer="1", head="1")
-    pieces = heatmap_z(app).shape
+def test_words_by_default_pieces_on_request_and_specials_hidden(checkpoint):
+    sentence = "the sleeps."
+    tokenizer = load_checkpoint(checkpoint).tokenizer
+    pieces = [*tokenizer.pieces(tokenizer.encode(sentence)), "</s>"]
+    escaped = [html.escape(piece) for piece in pieces]
+    app = start(sentence, layer="1", head="1", kind="encoder")
+    no_exceptions(app)
+    # A person reads words: no SentencePiece marker on the page's axes unless they ask for pieces.
+    assert heatmap_axes(app)[1] == [html.escape(word) for word in merge_tokens(pieces, word_groups(pieces))]
+    app.toggle(key="merge").set_value(False).run()
+    no_exceptions(app)
+    assert heatmap_axes(app)[1] == escaped and app.query_params["merge"] == "0"
     app.toggle(key="specials").set_value(False).run()
     no_exceptions(app)
-    assert heatmap_z(app).shape[1] == pieces[1] - 1  # </s> is gone
-    app.toggle(key="merge").set_value(True).run()
-    no_exceptions(app)
-    assert heatmap_z(app).shape[1] <= pieces[1] - 1
+    assert heatmap_axes(app)[1] == escaped[:-1]  # </s> is gone
 
 
 def test_greedy_decoding_and_url_round_trip(checkpoint):

@@ -28,6 +28,7 @@ import pytest
 from benchmarks.app_server import REPOSITORY, serving
 from tests.conftest import needs_browser, smaller_model
 from tests.test_plots_bertviz import shown
+from transformer.analysis.attention import merge_tokens, word_groups
 from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
 from transformer.tokenizer import Tokenizer
 
@@ -187,8 +188,9 @@ def open_app(browser: Browser, server: str) -> Iterator[Callable[..., Visit]]:
 
 # ------------------------------------------------------------------------------------------------ the page
 def expected_tokens(tokenizer: Tokenizer, text: str) -> list[str]:
-    """The source pieces the app shows for ``text`` (word pieces unmerged, </s> shown)."""
-    return [*tokenizer.pieces(tokenizer.encode(text)), "</s>"]
+    """The source words the app shows for ``text`` by default (pieces merged into words, </s> shown)."""
+    pieces = [*tokenizer.pieces(tokenizer.encode(text)), "</s>"]
+    return merge_tokens(pieces, word_groups(pieces))
 
 
 # What the page shows of the current translation: the translation itself, the "Source tokens" strip, and the

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, join_pieces
+from transformer.tokenizer import (
+    BOS_ID,
+    CONTINUES,
+    EOS_ID,
+    PAD_ID,
+    UNK_ID,
+    WORD_START,
+    Tokenizer,
+    join_pieces,
+    readable_pieces,
+)
 
 
 def test_special_ids_are_fixed(tokenizer: Tokenizer):
@@ -52,3 +62,25 @@ def test_byte_pieces_stay_inside_their_word_and_merge_back_to_text():
     assert Tokenizer.word_groups(pieces) == [[0, 1, 2], [3, 4, 5], [6], [7]]
     assert join_pieces(pieces[3:6]) == "▁café"
     assert join_pieces(["<0xC3>"]) == "\ufffd"  # half a character is shown as such, never an exception
+
+
+def test_pieces_read_without_the_word_marker_and_continuations_marked(tokenizer: Tokenizer):
+    sentence = "The central bank's interest rates rose, didn't they?"
+    pieces = tokenizer.pieces(tokenizer.encode(sentence))
+    shown = readable_pieces([*pieces, "</s>"])
+    assert not any(WORD_START in piece for piece in shown) and shown[-1] == "</s>"
+    # A reader gets the text back: a shown piece starts a word where the model's did, and a continuation's mark goes.
+    words = "".join(
+        (" " + piece.replace("␣", "") if original.startswith(WORD_START) else piece.removeprefix(CONTINUES))
+        for piece, original in zip(shown, pieces, strict=False)
+    )
+    assert words == join_pieces(pieces).replace(WORD_START, " ") == " " + sentence
+    assert any(piece.startswith(CONTINUES) for piece in shown)  # "rates" or "didn't" is more than one piece
+    assert readable_pieces(["▁Zins", "sätze", "▁", ".", "<0xE2>", "__de__"]) == [
+        "Zins",
+        "·sätze",
+        "␣",
+        ".",
+        "<0xE2>",
+        "__de__",
+    ]

@@ -64,6 +64,32 @@ def join_pieces(pieces: Sequence[str]) -> str:
     return "".join(text)
 
 
+CONTINUES = "·"  # shown before a piece that continues the word before it
+_TAG = re.compile(r"__\w+__|>>\w+<<|<[^<>\s]+>")  # language codes and other tags a tokenizer adds (__de__, >>deu<<)
+
+
+def readable_piece(piece: str) -> str:
+    """A piece as a reader sees it: a word's first piece without SentencePiece's ▁ marker, a piece that continues a
+    word after ``·`` ("▁Zins", "sätze" → "Zins", "·sätze"); special tokens, tags, punctuation and byte pieces as
+    they are, and a lone ▁ (a space before something the vocabulary lacks) as ␣. A byte piece of a printable ASCII
+    character reads as that character; other bytes (part of a longer UTF-8 character) stay as the model reads them."""
+    value = byte_value(piece)
+    if value is not None and value < 0x80 and chr(value).isprintable():
+        piece = chr(value)
+    if piece in SPECIAL_PIECES or _TAG.fullmatch(piece) or byte_value(piece) is not None:
+        return piece
+    if piece.startswith(WORD_START):
+        return piece.lstrip(WORD_START) or "␣"
+    if all(unicodedata.category(character).startswith("P") for character in piece):
+        return piece
+    return CONTINUES + piece
+
+
+def readable_pieces(pieces: Iterable[str]) -> list[str]:
+    """:func:`readable_piece` of each piece."""
+    return [readable_piece(piece) for piece in pieces]
+
+
 class Tokenizer:
     """A loaded SentencePiece model with the project's special-token conventions."""
 

@@ -53,7 +53,7 @@ SCALES = ("0 to 1", "fitted")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
     **decoding.FIELDS,
-    "merge": Field(False, url_state.flag, url_state.dump_flag),
+    "merge": Field(True, url_state.flag, url_state.dump_flag),  # words; off: the pieces the model reads
     "specials": Field(True, url_state.flag, url_state.dump_flag),
     "predicted": Field(True, url_state.flag, url_state.dump_flag),  # decoder rows by the token they write
     "scale": Field(SCALES[0], url_state.choice(SCALES)),
@@ -102,7 +102,7 @@ def sidebar() -> None:
     st.header(t("explore.decoding"))
     decoding.controls()
     st.header(t("explore.display"))
-    st.toggle(t("explore.merge"), key="merge")
+    st.toggle(t("explore.merge"), key="merge", help=t("explore.merge_help"))
     st.toggle(t("explore.specials"), key="specials")
     st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
     scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}

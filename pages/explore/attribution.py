@@ -19,6 +19,7 @@ from transformer.analysis import attribution as at
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attribution as plot_attribution
+from transformer.tokenizer import readable_pieces
 
 ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not that"
 NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)
@@ -57,7 +58,7 @@ def render(shown: Shown) -> None:
     if not output_ids:
         st.info(t("explore.attr_nothing"))
         return
-    source_ids, pieces = tuple(translation.source_ids), loaded.tokenizer.pieces(output_ids)
+    source_ids, pieces = tuple(translation.source_ids), readable_pieces(loaded.tokenizer.pieces(output_ids))
     url_state.ensure("attr_position", 0, lambda value: isinstance(value, int) and 0 <= value < len(output_ids))
     url_state.ensure("attr_method", at.METHODS[-1], lambda value: value in at.METHODS)
     token_column, method_column, against_column = st.columns([2, 3, 2], vertical_alignment="bottom")
@@ -83,7 +84,9 @@ def render(shown: Shown) -> None:
         options,
         key="attr_against",
         format_func=lambda token: (
-            t("explore.attr_nothing_else") if token == NO_CONTRAST else loaded.tokenizer.pieces([token])[0]
+            t("explore.attr_nothing_else")
+            if token == NO_CONTRAST
+            else readable_pieces(loaded.tokenizer.pieces([token]))[0]
         ),
         help=t("explore.attr_against_help"),
     )
@@ -91,12 +94,16 @@ def render(shown: Shown) -> None:
     against = None if st.session_state["attr_against"] == NO_CONTRAST else st.session_state["attr_against"]
     with st.spinner(t("explore.attr_computing")):
         found = cached_attribution(loaded, source_ids, output_ids, position, method, against)
-    written = pieces[position] if against is None else f"{pieces[position]} / {loaded.tokenizer.pieces([against])[0]}"
+    written = (
+        pieces[position]
+        if against is None
+        else f"{pieces[position]} / {readable_pieces(loaded.tokenizer.pieces([against]))[0]}"
+    )
     attention = translation.maps.cross[:, :, position, :].mean(axis=(0, 1))
     name = f"{sentence_slug(translation.source_text)}-attribution-{position + 1}-{method}"
     show_figure(
         plot_attribution.attribution_figure(
-            translation.maps.source_tokens,
+            readable_pieces(translation.maps.source_tokens),
             found.source,
             t("explore.attr_source_title", token=written),
             attention=plot_attribution.shares(attention),
@@ -107,7 +114,7 @@ def render(shown: Shown) -> None:
     )
     show_figure(
         plot_attribution.attribution_figure(
-            translation.maps.target_tokens[: position + 1],
+            readable_pieces(translation.maps.target_tokens[: position + 1]),
             found.prefix,
             t("explore.attr_prefix_title", token=written),
             language=language(),

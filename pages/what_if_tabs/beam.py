@@ -16,6 +16,7 @@ from transformer.analysis.beam import BeamTree, explore_beam
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import whatif as plot_whatif
+from transformer.tokenizer import readable_piece, readable_pieces
 
 
 @per_model(max_entries=16)
@@ -54,7 +55,7 @@ def render(case: Case) -> None:
     )
     node = finished[chosen]
     pieces = tokenizer.pieces(each.token for each in tree.nodes)
-    show_figure(plot_whatif.beam_tree(tree, pieces, node.id, language()), key="wi_tree")
+    show_figure(plot_whatif.beam_tree(tree, readable_pieces(pieces), node.id, language()), key="wi_tree")
     st.caption(
         t(
             "whatif.tree_caption",
@@ -73,10 +74,10 @@ def render(case: Case) -> None:
     table = [
         {
             t("whatif.position"): p.position + 1,
-            t("whatif.piece"): p.piece,
+            t("whatif.piece"): readable_piece(p.piece),
             t("whatif.probability"): round(p.probability, 4),
             t("whatif.rank"): p.rank,
-            t("whatif.alternatives"): ", ".join(f"{piece} {prob:.3f}" for piece, prob in p.top),
+            t("whatif.alternatives"): ", ".join(f"{readable_piece(piece)} {prob:.3f}" for piece, prob in p.top),
         }
         for p in probabilities
     ]

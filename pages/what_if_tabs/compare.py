@@ -33,6 +33,7 @@ from pages.what_if_tabs.shared import (
 from transformer.analysis.compare import difference, same_tokens
 from transformer.checkpoint import CheckpointError
 from transformer.plots import whatif as plot_whatif
+from transformer.tokenizer import readable_pieces
 
 MODES = ("checkpoints", "sentences")
 
@@ -82,7 +83,7 @@ def render(case: Case) -> None:
     if delta is None:
         st.info(t("whatif.shapes_differ"))
         return
-    queries, keys = translation.maps.tokens(kind)
+    queries, keys = map(readable_pieces, translation.maps.tokens(kind))
     if not same_tokens(translation.maps, second.maps, kind):
         queries, keys = [str(i) for i in range(delta.shape[0])], [str(i) for i in range(delta.shape[1])]
         st.caption(t("whatif.positions_only"))

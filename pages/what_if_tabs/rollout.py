@@ -16,6 +16,7 @@ from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, download, heatmap
 from transformer.analysis import rollout
 from transformer.plots import attention as plot_attention
+from transformer.tokenizer import readable_pieces
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -38,7 +39,7 @@ def render(case: Case) -> None:
     flow = right.toggle(
         t("whatif.flow"), key="wi_flow", disabled=not short, help=t("whatif.flow_help", most=rollout.MAX_FLOW_TOKENS)
     )
-    tokens = maps.source_tokens
+    tokens = readable_pieces(maps.source_tokens)
     st.header(t("whatif.encoder_rollout"))
     columns = st.columns(2)  # two across, flow below: three across left each map too narrow to read at 1280 px
     with columns[0]:
@@ -69,13 +70,17 @@ def render(case: Case) -> None:
     with right:
         show_figure(
             plot_attention.attention_heatmap(
-                normalised, maps.target_tokens, tokens, t("whatif.cross_rollout_title"), language=language()
+                normalised,
+                readable_pieces(maps.target_tokens),
+                tokens,
+                t("whatif.cross_rollout_title"),
+                language=language(),
             ),
             key="wi_cross_rollout",
         )
     st.caption(t("whatif.source_share", low=float(share.min()), high=float(share.max())))
     arrays = {
-        "source_tokens": np.array(tokens),
+        "source_tokens": np.array(maps.source_tokens),
         "target_tokens": np.array(maps.target_tokens),
         "encoder_rollout": rollout.attention_rollout(maps.encoder, residual),
         "cross_rollout": through["source"],

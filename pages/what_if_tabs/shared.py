@@ -30,6 +30,7 @@ from transformer.analysis.forced import Scored, score_output
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.decode import DecodingOptions
 from transformer.plots import attention as plot_attention
+from transformer.tokenizer import readable_pieces
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def heatmap(
     maps: AttentionMaps, kind: str, layer: int | None, head: int | None, title: str, key: str, atlas: bool = False
 ) -> None:
     """One head's (or an average's) attention; ``atlas``: with a button to the head's card (the loaded model's)."""
-    queries, keys = maps.tokens(kind)
+    queries, keys = map(readable_pieces, maps.tokens(kind))
     show_figure(
         plot_attention.attention_heatmap(
             maps.matrix(kind, layer, head), queries, keys, title, causal=kind == "decoder", language=language()

@@ -14,6 +14,7 @@ from transformer.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import heatmap_height
 from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out, safe_label, token_ticks
+from transformer.tokenizer import readable_piece
 
 # Finished hypotheses are orange (they were green, which a deuteranope sees as the red of the chosen path); pruned
 # ones deliberately faint.
@@ -132,12 +133,12 @@ def token_probabilities(
     fig = go.Figure()
     for name, tokens in series.items():
         alternatives = [
-            "<br>".join(f"{safe_label(piece)} {probability:.3f}" for piece, probability in token.top)
+            "<br>".join(f"{safe_label(readable_piece(piece))} {probability:.3f}" for piece, probability in token.top)
             for token in tokens
         ]
         fig.add_trace(
             go.Bar(
-                x=[f"{token.position + 1}. {safe_label(token.piece)}" for token in tokens],
+                x=[f"{token.position + 1}. {safe_label(readable_piece(token.piece))}" for token in tokens],
                 y=[token.probability for token in tokens],
                 name=safe_label(name),
                 customdata=[[token.rank, alternatives[i]] for i, token in enumerate(tokens)],
