@@ -8,9 +8,10 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import leave_page, measured_heads, page, sentence_input, show_figure
+from pages.common import leave_page, measured_heads, page, show_figure
 from pages.i18n import escaped, language, sample_label, score_text, t
 from pages.page_slots import called_outside_the_slot
+from pages.sentence import sentence_input
 from pages.url_state import Field
 from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE

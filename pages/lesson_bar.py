@@ -77,7 +77,7 @@ def open_step(lesson: Lesson, number: int) -> None:
 def remember_before() -> None:
     """As a lesson starts: the visitor's own choices on every page, given back when they leave it (:func:`stop`)."""
     if PLAYING not in st.session_state and BEFORE not in st.session_state:
-        from pages.common import VISITOR_SENTENCE
+        from pages.sentence import VISITOR_SENTENCE
 
         st.session_state[BEFORE] = {**url_state.kept(), VISITOR_SENTENCE: st.session_state.get(VISITOR_SENTENCE)}
 
@@ -89,7 +89,7 @@ def give_back(declared: dict) -> None:
     before = st.session_state.pop(LEFT, None)
     if before is None:
         return
-    from pages.common import VISITOR_SENTENCE
+    from pages.sentence import VISITOR_SENTENCE
 
     sentence = before.pop(VISITOR_SENTENCE, None)
     if sentence:  # the visitor's own sentence, on every page again

@@ -17,20 +17,12 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import (
-    cached_translation,
-    follow_sentence,
-    leave_page,
-    linked_sentence_note,
-    page,
-    presenting,
-    sentence_input,
-    show_figure,
-)
+from pages.common import cached_translation, leave_page, page, presenting, show_figure
 from pages.decoding import current_options
 from pages.i18n import escaped, language, t
 from pages.links import atlas_button
 from pages.pickers import head_picker
+from pages.sentence import follow_sentence, linked_sentence_note, sentence_input
 from pages.url_state import Field
 from transformer.analysis.attention import KINDS
 from transformer.analysis.steps import (

@@ -31,6 +31,8 @@ from typing import Any
 
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES
 
+DEFAULT_SENTENCE = "The children are playing in the park."  # what the app and its lessons open on
+
 LESSONS = Path(__file__).resolve().parent.parent / "lessons"  # the shipped lessons
 FOLDER_VARIABLE = "TRANSFORMER_LESSONS"  # another folder of lessons, for the app and the commands
 # The app's pages a step can name (the main page is "explore"; the others are named after their files in pages/).

@@ -14,22 +14,12 @@ import html
 import streamlit as st
 
 from pages import decoding, tabs, url_state
-from pages.common import (
-    DEFAULT_SENTENCE,
-    MAX_SOURCE_TOKENS,
-    cached_translation,
-    follow_sentence,
-    fragment_of,
-    leave_page,
-    linked_sentence_note,
-    page,
-    presenting,
-    stored_heads,
-)
+from pages.common import MAX_SOURCE_TOKENS, cached_translation, fragment_of, leave_page, page, presenting, stored_heads
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view, pair
 from pages.explore.shared import Shown
 from pages.i18n import decoding_label, escaped, language, language_label, t
 from pages.page_slots import fragment_in_a_slot
+from pages.sentence import DEFAULT_SENTENCE, follow_sentence, linked_sentence_note
 from pages.url_state import Field
 from transformer.analysis import precompute
 from transformer.analysis.attention import AttentionMaps, Translation, merged_view, without_specials

@@ -24,7 +24,7 @@ from transformer.analysis.word_alignment import default_method
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, fail, load_or_report
 from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
-from transformer.lessons import Lesson, LessonError, Step, read_lesson
+from transformer.lessons import DEFAULT_SENTENCE, Lesson, LessonError, Step, read_lesson
 from transformer.model import sinusoidal_positional_encoding
 from transformer.plots import attention as plot_attention
 from transformer.plots import complexity as plot_complexity
@@ -38,7 +38,6 @@ from transformer.plots.paper import paper_figures
 from transformer.runs import read_metrics, training_log
 from transformer.web import WebExportError, embeddable, explorer_html
 
-DEFAULT_SENTENCE = "The children are playing in the park."
 # A page's view in the file: (checkpoint, the step's URL state, language) → plotly figures (none: not in the file).
 View = Callable[[LoadedCheckpoint, dict[str, str], str], list]
 
