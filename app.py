@@ -18,7 +18,7 @@ import pandas  # noqa: F401
 import streamlit as st
 
 from pages import lesson_bar
-from pages.navigation import app_pages, routed
+from pages.navigation import app_pages, first_paint, routed
 from pages.page_slots import page_slots
 
 # `kill -USR1 <server pid>` writes every thread's stack to the server's standard error: what a stuck server waits for.
@@ -47,4 +47,6 @@ st.html(
 
 
 with page_slots().run(), routed():  # pages run one per core at once, in arrival order (pages/page_slots.py)
-    lesson_bar.play(st.navigation(app_pages()))  # the page, under a lesson's bar while one is on
+    chosen = st.navigation(app_pages())
+    first_paint(chosen)  # a server's first visit sees its page while the model code loads
+    lesson_bar.play(chosen)  # the page, under a lesson's bar while one is on

@@ -8,9 +8,10 @@
 2. The same submit → Heads view time over the newstest2013 sentences of 29–31 pieces (up to 25 of them, each
    once after a warm-up), since the number of decoding steps depends on the sentence and its translation.
 3. First render: with Debian's Chromium (driven by Playwright) already open, starts ``streamlit run app.py`` on a
-   free local port and measures the time from launching the server until the page shows its first attention
-   heatmap; then the same for a one-chart Streamlit app, the floor that Streamlit and plotly.js alone cost on this
-   machine. Medians of three launches each. Skipped with a note when Playwright or Chromium is missing.
+   free local port and measures the time from launching the server until it answers, until the page's first paint
+   (its title and sentence box, drawn while the model code loads) and until it shows its first attention heatmap;
+   then the same for a one-chart Streamlit app, the floor that Streamlit and plotly.js alone cost on this machine.
+   Medians of three launches each. Skipped with a note when Playwright or Chromium is missing.
 4. First visit of *Paper figures* and *Head discovery* after a server start: from the click on the page's link in
    the sidebar until its first figure is drawn, with the measurements stored beside the checkpoint
    (``measured.safetensors``) and without them (a copy of the checkpoint without the file: the page measures, then
@@ -175,13 +176,18 @@ def open_when_serving(page, address: str) -> None:
             time.sleep(0.05)
 
 
-def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple[float, float]:
-    """Seconds from launching ``streamlit run script`` until it answers, and until a plotly heatmap is drawn."""
+def time_to_heatmap(playwright, script: Path, environment: dict | None) -> tuple[float, float | None, float]:
+    """Seconds from launching ``streamlit run script`` until it answers, until its first paint shows a sentence box
+    (None for a script without one), and until a plotly heatmap is drawn."""
     with served(playwright, script, environment) as (page, address, started):
         open_when_serving(page, address)
         serving = time.perf_counter() - started
+        box = None
+        if script.name == "app.py":
+            page.wait_for_selector("textarea", timeout=120_000)
+            box = time.perf_counter() - started
         page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=120_000)
-        return serving, time.perf_counter() - started
+        return serving, box, time.perf_counter() - started
 
 
 def browser_missing(what: str) -> bool:
@@ -258,10 +264,12 @@ def first_render(checkpoint: str | None, repeats: int = 3) -> None:
         floor = [time_to_heatmap(playwright, floor_script, None) for _ in range(repeats)]
     for name, runs in (("app.py", app), ("a one-chart Streamlit app (the floor)", floor)):
         serving = statistics.median(run[0] for run in runs)
-        heatmap = statistics.median(run[1] for run in runs)
+        heatmap = statistics.median(run[2] for run in runs)
+        painted = [run[1] - run[0] for run in runs if run[1] is not None]
+        first_paint = f", title and sentence box {statistics.median(painted):.1f} s after it answers" if painted else ""
         print(
             f"first render of {name}, median of {repeats} launches (browser already open): server answers after "
-            f"{serving:.1f} s, first heatmap drawn after {heatmap:.1f} s"
+            f"{serving:.1f} s{first_paint}, first heatmap drawn after {heatmap:.1f} s"
         )
 
 

@@ -24,7 +24,7 @@ import streamlit as st
 from pages import url_state
 from pages.caching import per_model
 from pages.i18n import LANGUAGE_KEY, escaped, language, language_picker, t
-from pages.navigation import through_the_router
+from pages.navigation import clear_first_paint, through_the_router
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.checkpoint import (
@@ -508,6 +508,7 @@ def page(
     sidebar_figure_choices()
     presenter_controls()
     loaded = selected_checkpoint() if model else None
+    clear_first_paint()  # the page draws itself from here
     if model and loaded is None:
         st.stop()
     with suppress(_Leave):

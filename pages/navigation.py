@@ -11,6 +11,7 @@ runs the request again, through ``app.py``: same page, same URL (:func:`through_
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 from collections.abc import Iterator
@@ -62,6 +63,7 @@ def routed() -> Iterator[None]:
         yield
     finally:
         _routing.active = False
+        clear_first_paint()
 
 
 def through_the_router() -> None:
@@ -70,3 +72,41 @@ def through_the_router() -> None:
     if not getattr(_routing, "active", False) and Path(sys.argv[0]).resolve() == ROUTER:
         st.navigation(app_pages(), position="hidden")
         st.rerun()
+
+
+MODEL_CODE = "pages.common"  # the module every page with a model imports first: it brings torch (seconds)
+
+
+def model_code_loaded() -> bool:
+    return MODEL_CODE in sys.modules
+
+
+def first_paint(page) -> None:
+    """On a server's first visit (nothing has imported torch yet): draw the page's title, on the main page the
+    sentence box with the visitor's sentence (read-only until the model is there), and a spinner counting the
+    seconds, before the imports that take them. It stays until the page has its model (:func:`clear_first_paint`),
+    or its run ends: a visitor sees the page at once instead of a blank screen."""
+    if model_code_loaded():
+        return
+    from pages.sentence import DEFAULT_SENTENCE, VISITOR_SENTENCE
+
+    early = st.empty()
+    with early.container():
+        main = page_name(page) == "explore"
+        st.title(t("explore.title") if main else page.title)
+        if main:
+            sentence = st.query_params.get("text") or st.session_state.get(VISITOR_SENTENCE) or DEFAULT_SENTENCE
+            box, button = st.columns([6, 1], vertical_alignment="bottom")
+            box.text_area(t("common.starting_sentence"), sentence[:2000], height=68, disabled=True, key="_early_text")
+            button.button(t("explore.translate"), type="primary", width="stretch", disabled=True, key="_early_go")
+        with st.spinner(t("common.starting"), show_time=True):
+            importlib.import_module(MODEL_CODE)
+    _routing.early = early
+
+
+def clear_first_paint() -> None:
+    """Take :func:`first_paint`'s page away (the page is drawing its own); nothing when there is none."""
+    early = getattr(_routing, "early", None)
+    _routing.early = None
+    if early is not None:
+        early.empty()

@@ -6,14 +6,13 @@ import html
 import json
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import explore
+from pages import explore, navigation
 from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import precompute
 from transformer.analysis.attention import KIND_TITLES, merge_tokens, word_groups
@@ -376,12 +375,13 @@ def test_broken_checkpoint_shows_what_to_do(checkpoint, tmp_path: Path, monkeypa
 
 @pytest.mark.parametrize("text", [SENTENCE, ""])
 def test_first_visit_placeholder_gives_way_to_the_page(checkpoint, text, monkeypatch: pytest.MonkeyPatch):
-    # The server's first visitor sees a loading chart while the model code is imported; it must not stay.
-    monkeypatch.delitem(sys.modules, "pages.explore", raising=False)
+    # A server's first visitor sees the page's title and a read-only sentence box while the model code is imported;
+    # once the page has its model, its own box replaces them.
+    monkeypatch.setattr(navigation, "model_code_loaded", lambda: False)
     app = start(text)
     no_exceptions(app)
-    loading = [chart for chart in charts(app) if "Loading the model" in json.dumps(chart["figure"])]
-    assert loading == []
+    assert [area.key for area in app.text_area] == ["text"] and app.text_area(key="text").value == text
+    assert [title.value for title in app.title] == ["Attention Explorer"]
     assert len(charts(app)) == (1 if text else 0)
 
 

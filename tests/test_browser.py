@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 
@@ -410,6 +410,42 @@ def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browse
             assert any(link.endswith("Attention, step by step") for link in links), links
             assert not any(link.strip() in ("url state", "common", "app") for link in links), links
             assert parse_qs(urlsplit(page.url).query).get("steps_kind") == ["decoder"]
+        finally:
+            context.close()
+    assert not blocked
+
+
+# Every sentence box the page shows, in order, with what it held while it was there: [disabled, value].
+BOXES_SEEN_JS = """() => {
+    const boxes = [];
+    window.boxesSeen = [];
+    setInterval(() => {
+        for (const box of document.querySelectorAll('textarea')) {
+            if (!boxes.includes(box)) { boxes.push(box); window.boxesSeen.push([box.disabled, '']); }
+        }
+        boxes.forEach((box, i) => { if (box.isConnected && box.value) window.boxesSeen[i][1] = box.value; });
+    }, 20);
+}"""
+
+
+def test_a_fresh_servers_first_visitor_sees_the_sentence_box_while_the_model_code_loads(
+    browser: Browser, checkpoint: Path, tmp_path: Path
+):
+    """The server's first visit: the title and the visitor's sentence (read-only) are drawn before torch and the model
+    code are imported, then the page's own box takes their place with the same sentence."""
+    sentence = "A link's own sentence for the first visitor."
+    with serving(served_name(checkpoint), tmp_path / "server.log") as (origin, _):
+        blocked: list[str] = []
+        context = offline_context(browser, origin, blocked, None)
+        try:
+            page = context.new_page()
+            page.add_init_script(f"({BOXES_SEEN_JS})()")
+            page.goto(f"{origin}/?text={quote(sentence)}")
+            page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=FIRST_RENDER_MS)
+            seen = page.evaluate("window.boxesSeen")
+            assert seen[0] == [True, sentence], seen  # the first paint: read-only, the link's sentence
+            assert seen[-1] == [False, sentence], seen  # the page's own box
+            assert page.locator("textarea").count() == 1 and page.locator("h1").count() == 1
         finally:
             context.close()
     assert not blocked

@@ -101,35 +101,28 @@ def sidebar() -> None:
     )
 
 
-def main(loading=None) -> None:
-    """The page; ``loading`` is a placeholder (``st.empty``) to clear once the model is loaded (or cannot be)."""
-    try:
-        with page("explore", FIELDS, sidebar=sidebar) as loaded:
-            if loading is not None:  # the model is loaded; the translation's own spinner covers the rest
-                loading.empty()
-                loading = None
-            default_view(loaded)
-            config = loaded.config
-            source, target = language_label(config.source_language), language_label(config.target_language)
-            st.title(t("explore.title"))
-            if not presenting():  # on a projector the first chart needs the room
-                st.caption(
-                    t(
-                        "explore.about",
-                        article=article(source).capitalize(),
-                        source=escaped(source),
-                        target=target,
-                        encoder=config.encoder_layers,
-                        decoder=config.decoder_layers,
-                        heads=config.num_heads,
-                        d_model=config.d_model,
-                        checkpoint=escaped(loaded.path.name, code=True),
-                    )
+def main() -> None:
+    """The page."""
+    with page("explore", FIELDS, sidebar=sidebar) as loaded:
+        default_view(loaded)
+        config = loaded.config
+        source, target = language_label(config.source_language), language_label(config.target_language)
+        st.title(t("explore.title"))
+        if not presenting():  # on a projector the first chart needs the room
+            st.caption(
+                t(
+                    "explore.about",
+                    article=article(source).capitalize(),
+                    source=escaped(source),
+                    target=target,
+                    encoder=config.encoder_layers,
+                    decoder=config.decoder_layers,
+                    heads=config.num_heads,
+                    d_model=config.d_model,
+                    checkpoint=escaped(loaded.path.name, code=True),
                 )
-            translation_panel(loaded)
-    finally:
-        if loading is not None:
-            loading.empty()
+            )
+        translation_panel(loaded)
 
 
 @fragment_in_a_slot
