@@ -9,10 +9,11 @@ German word) and the shifted one (the rows that read it, Chen et al. 2020), each
 best single head, every reading again with both directions agreeing, the gradient readings (each German piece's
 saliency or input × gradient over the source, captum), the held-out reading of ``python -m transformer.align
 --choose`` (each half of the pairs aligned by the reading chosen on the other: the figure to report, since the best
-of 220 readings on the same 50 pairs flatters itself), and eflomal (``pip install eflomal``, a dev dependency: IBM1 +
-HMM + fertility) trained on the lowercased, punctuation-split training corpora plus the gold sentences, forward,
-reverse and intersected. Every AER has its 95% bootstrap interval over the pairs; the held-out reading's paired
-difference from eflomal follows on standard error.
+of 220 readings on the same 50 pairs flatters itself), the same with the compound links the Alignment tab draws
+dashed (:func:`transformer.analysis.word_alignment.compound_links`) and those links alone, and eflomal (``pip
+install eflomal``, a dev dependency: IBM1 + HMM + fertility) trained on the lowercased, punctuation-split training
+corpora plus the gold sentences, forward, reverse and intersected. Every AER has its 95% bootstrap interval over the
+pairs; the held-out reading's paired difference from eflomal follows on standard error.
 """
 
 from __future__ import annotations
@@ -75,13 +76,20 @@ def attention_rows(loaded, gold: wa.Gold) -> tuple[list[list[object]], np.ndarra
     held_out = None
     if stored and len(stored.get("held_out", [])) == 2:
         half = len(pairs) // 2
-        found = [[] for _ in pairs]
+        found, compounds = [[] for _ in pairs], [[] for _ in pairs]
         for check, fitted in ((slice(half, None), stored["held_out"][0]), (slice(0, half), stored["held_out"][1])):
-            found[check] = [wa.links(pair, wa.Method.parse(fitted["method"])) for pair in pairs[check]]
+            method = wa.Method.parse(fitted["method"])
+            found[check] = [wa.links(pair, method) for pair in pairs[check]]
+            checked = zip(pairs[check], found[check], strict=True)
+            compounds[check] = [wa.compound_links(pair, method, links) for pair, links in checked]
         names = " / ".join(h["method"] for h in stored["held_out"])
         label = "**held out**: each half aligned by the reading chosen on the other"
         rows.append([label, names, *figures(found, gold)])
         held_out = wa.counts(found, gold.sure, gold.possible)
+        # What the Alignment tab draws: the reading's links, and dashed, the compound links of the words it left out.
+        completed = [sorted({*f, *c}) for f, c in zip(found, compounds, strict=True)]
+        rows.append(["held out, with the compound links the app draws dashed", names, *figures(completed, gold)])
+        rows.append(["the compound links alone", f"share ≥ {wa.COMPOUND_SHARE}", *figures(compounds, gold)])
     return rows, held_out
 
 

@@ -1,7 +1,7 @@
 """Omissions and insertions made on purpose: does the detector find the source word whose translation was deleted,
 and the German word that was added?
 
-    python benchmarks/omissions.py [--checkpoint DIR] [--gold PREFIX] [--markdown]
+    python benchmarks/omissions.py [--checkpoint DIR] [--gold PREFIX] [--markdown] [--store]
 
 From each gold pair (PREFIX.en / .de / .de-en.wa, default ``../shared/data/en-de/align/europarl_gold``) and each
 English content word whose German words translate only it (and which occurs once in its sentence), a damaged pair
@@ -10,9 +10,11 @@ is ranked by how likely it went untranslated; top-1 is the share of cases in whi
 Ranked by: contrastive conditioning (:mod:`transformer.analysis.omissions`), and the attention coverage of the head
 reading stored beside the checkpoint (``alignment.json``; a word's largest attention from any German word, lowest
 first, without the both-directions rule). Beside them: a random pick, and the detector's false alarms on the intact
-pairs (pairs in which some content word is flagged although nothing was deleted). Every share has its 95% bootstrap
-interval over the gold pairs (a pair's cases resampled together), and each detector its paired difference from a
-random pick on the same cases.
+pairs (pairs in which some content word is flagged although nothing was deleted, and the share of their content
+words flagged), and how often a mark is right (of the marks on the damaged pairs, the share on the deleted word);
+``--store`` keeps these beside the model (``omissions.json``), where the Alignment tab reads them. Every share has
+its 95% bootstrap interval over the gold pairs (a pair's cases resampled together), and each detector its paired
+difference from a random pick on the same cases.
 
 Insertions: into each gold German sentence, four times, a content word of another gold sentence is inserted at a
 random place (seeded); the German content words are ranked by how little the source supports them
@@ -33,8 +35,16 @@ from tables import print_table
 
 from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
-from transformer.analysis.omissions import MARGIN, content_word, german_content_word, omissions, source_support
+from transformer.analysis.omissions import (
+    MARGIN,
+    OMISSIONS_FILE,
+    content_word,
+    german_content_word,
+    omissions,
+    source_support,
+)
 from transformer.checkpoint import load_checkpoint
+from transformer.checkpoint_files import save_beside
 from transformer.data import DATA_ROOT
 from transformer.tokenizer import EOS_ID
 
@@ -64,6 +74,9 @@ def main() -> int:
     parser.add_argument("--checkpoint", default=None, help="checkpoint folder or name (default: the shipped model)")
     parser.add_argument("--gold", type=Path, default=GOLD, help="PREFIX of PREFIX.en, PREFIX.de, PREFIX.de-en.wa")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    parser.add_argument(
+        "--store", action="store_true", help=f"store how often the marks are right beside the model ({OMISSIONS_FILE})"
+    )
     args = parser.parse_args()
     gold = wa.Gold.read(f"{args.gold}.en", f"{args.gold}.de", f"{args.gold}.de-en.wa")
     loaded = load_checkpoint(args.checkpoint)
@@ -72,25 +85,40 @@ def main() -> int:
     coverage_reading = wa.Method(reading.layer, reading.head, reading.shift)  # every German word's strongest link
     forced = wa.force(loaded, [c[0] for c in cases], [c[1] for c in cases])
     # per gold pair (a pair's cases are resampled together): cases, and hits of each detector
-    hits = np.zeros((len(gold.english), 5))  # conditioning, marked, attention, chance, cases
+    # conditioning, marked, attention, chance, cases, marks on the pair, marks on a deleted word
+    hits = np.zeros((len(gold.english), 7))
     for (english, german, deleted, number), pair in zip(cases, forced, strict=True):
         found = omissions(loaded, english.split(), loaded.tokenizer.encode(german))
-        ranked = found.ranked()
+        ranked, marked = found.ranked(), found.flagged()
         coverage = wa.word_scores(pair, coverage_reading).max(axis=0)
         attention = min(ranked, key=lambda i: coverage[i]) == deleted
-        hits[number] += (ranked[0] == deleted, deleted in found.flagged(), attention, 1 / len(ranked), 1)
-    alarms = [
-        float(bool(omissions(loaded, english.split(), loaded.tokenizer.encode(german)).flagged()))
-        for english, german in zip(gold.english, gold.german, strict=True)
-    ]
+        right = deleted in marked
+        hits[number] += (ranked[0] == deleted, right, attention, 1 / len(ranked), 1, len(marked), right)
+    intact = np.zeros((len(gold.english), 3))  # per intact pair: some word marked, words marked, content words
+    for number, (english, german) in enumerate(zip(gold.english, gold.german, strict=True)):
+        found = omissions(loaded, english.split(), loaded.tokenizer.encode(german))
+        intact[number] = (bool(found.flagged()), len(found.flagged()), len(found.ranked()))
     hits = hits[hits[:, 4] > 0]
     rows = [
         ["contrastive conditioning", *shares(hits[:, 0], hits[:, 4], hits[:, 3])],
         [f"deleted word marked (gain over {MARGIN:g} nat)", *shares(hits[:, 1], hits[:, 4])],
+        ["a mark on a damaged pair is on the deleted word", *shares(hits[:, 6], hits[:, 5])],
         [f"attention coverage ({coverage_reading.name})", *shares(hits[:, 2], hits[:, 4], hits[:, 3])],
         ["random content word", *shares(hits[:, 3], hits[:, 4])],
-        ["false alarms: intact pairs with a word flagged", *shares(alarms, np.ones(len(alarms)))],
+        ["false alarms: intact pairs with a word flagged", *shares(intact[:, 0], np.ones(len(intact)))],
+        ["false alarms: content words of intact pairs marked", *shares(intact[:, 1], intact[:, 2])],
     ]
+    if args.store:
+        measured = {
+            "gold": gold.name,
+            "cases": int(hits[:, 4].sum()),
+            "intact_pairs": len(intact),
+            "margin": MARGIN,
+            "deleted_marked": intervals.ratio(hits[:, 1], hits[:, 4]).as_dict(),
+            "marks_right": intervals.ratio(hits[:, 6], hits[:, 5]).as_dict(),
+            "intact_words_marked": intervals.ratio(intact[:, 1], intact[:, 2]).as_dict(),
+        }
+        print(f"stored in {save_beside(loaded, OMISSIONS_FILE, measured)}", file=sys.stderr)
     print(f"{loaded.path.name}: {len(cases)} damaged pairs from {len(hits)} gold pairs", file=sys.stderr)
     print_table(["detector", "top-1 [95% interval]", "over random [95%]"], rows, args.markdown, align="left")
     print()

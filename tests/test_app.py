@@ -16,7 +16,9 @@ from pages import explore, navigation
 from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import precompute
 from transformer.analysis.attention import KIND_TITLES, merge_tokens, word_groups
+from transformer.analysis.omissions import OMISSIONS_FILE
 from transformer.checkpoint import load_checkpoint
+from transformer.checkpoint_files import save_beside
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SENTENCE = "the small cat sees the big dog."
@@ -118,6 +120,7 @@ def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
     red = [text for text, colour in colours if colour == "#d62728"]
     warned = " ".join(str(w.value) for w in align.warning if "Possibly left untranslated" in str(w.value))
     assert all(f"“{word}" in warned for word in red) and (not red) == (not warned)
+    assert any("has not been measured for this model" in plain(c.value) for c in align.caption)  # no omissions.json
     # Attribution: the second output token, by saliency, beside its attention; then contrasted with another token.
     attribution = start(view="Attribution", attr_position="1", attr_method="saliency")
     no_exceptions(attribution)
@@ -181,6 +184,21 @@ def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
     assert cross.shape == (len(target_queries), len(source_keys))
     assert np.isnan(decoder[np.triu_indices(decoder.shape[0], k=1)]).all()  # the future is masked, not zero
     assert app.query_params["kind"] == "decoder" and app.query_params["layer"] == "2"
+
+
+def test_the_alignment_says_how_often_its_marks_were_right_for_this_model(
+    checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    measured = shutil.copytree(checkpoint, tmp_path / "measured")
+    figures = {"value": 0.25, "low": 0.2, "high": 0.3, "items": 10}
+    stored = {"cases": 37, "deleted_marked": figures, "marks_right": {**figures, "value": 0.5}}
+    save_beside(load_checkpoint(measured), OMISSIONS_FILE, {**stored, "intact_words_marked": {**figures, "value": 0.1}})
+    monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(measured))
+    app = start(view="Alignment")
+    no_exceptions(app)
+    (line,) = [plain(c.value) for c in app.caption if "How often a mark is right" in plain(c.value)]
+    assert "37 omissions" in line and "25% of the deleted words" in line and "50% of the marks" in line
+    assert "10% of the content words" in line
 
 
 def test_head_average_is_the_mean_of_the_heads(checkpoint):

@@ -15,11 +15,13 @@ names, decoding options and samples, which the library writes in English, reach 
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Callable
 
 import pytest
+import sentencepiece as spm
 from markdown_it import MarkdownIt
 
 from tests.conftest import needs_browser
@@ -212,19 +214,36 @@ def german(clause: str) -> bool:
 SYNTAX_GROUP = catalogue("ko")["atlas.group.syntax"]  # the head atlas's syntax heads, named by their UD relation
 
 
+@functools.cache
+def model_words() -> frozenset[str]:
+    """The words the shipped model can write (its vocabulary's word-initial pieces, lowercased) that no English
+    message of the app uses: a page shows them as data (translations, beam hypotheses, next-piece candidates), and
+    an English word left in the interface would come from the English catalogue."""
+    vocabulary = spm.SentencePieceProcessor(
+        model_file=str(REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME / "spm.model")
+    )
+    pieces = (vocabulary.id_to_piece(i) for i in range(vocabulary.get_piece_size()))
+    words = {piece[1:].lower() for piece in pieces if piece.startswith("▁") and piece[1:].isalpha()}
+    # The English messages' own words, without the German examples they quote ("→Kinder").
+    english = (re.sub(r"→\w+|“[^”]*”", " ", text) for text in catalogue("en").values())
+    interface = {word.lower() for text in english for word in re.findall(r"[A-Za-z]+", text)}
+    return frozenset(words - interface)
+
+
 def leftovers(shown: dict) -> list[str]:
     """English that ``shown`` (from SHOWN_JS) still holds once data, names and glosses are taken out: (a) a message
     of the English catalogue, (b) a run of ordinary lowercase words, (c) any other Latin word. Token pieces
-    (``▁word``), quoted examples and German clauses (translations, references) are data as well."""
+    (``▁word``, ``·piece``), the words the model writes (:func:`model_words`), quoted examples and German clauses
+    (translations, references) are data as well."""
     data = {text for text in shown["skipped"] if len(text.strip()) >= 3}
     data |= {figure.sentence for figure in FIGURES.values()}
     kept = sorted(data | english_glosses() | set(NAMES), key=len, reverse=True)
-    data_words = {word.lower() for text in data for word in re.findall(r"[A-Za-zÀ-ÿ]+", text)}
+    data_words = {word.lower() for text in data for word in re.findall(r"[A-Za-zÀ-ÿ]+", text)} | model_words()
     segments = english_segments()
     found = []
     for text in [*shown["texts"], *shown["titles"]]:
         rest = re.sub(
-            r"“[^”]*”|▁\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa|conllu)(?![A-Za-z])"
+            r"“[^”]*”|[▁·]\S*|[\w.-]+\.(?:json|jsonl|md|safetensors|model|tsv|npz|csv|png|svg|wa|conllu)(?![A-Za-z])"
             rf"|(?<={SYNTAX_GROUP}: )[a-z]+(?::[a-z]+)?",  # a Universal Dependencies relation ("구문: nsubj"): data
             " ",
             without(text, kept),

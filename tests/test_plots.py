@@ -12,6 +12,7 @@ import torch
 
 from transformer.analysis.logit_lens import LogitLens
 from transformer.config import preset
+from transformer.i18n import message
 from transformer.model import Transformer, sinusoidal_positional_encoding
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import attention as plot_attention
@@ -371,6 +372,17 @@ def test_alignment_marks_flagged_words_and_names_the_marks_in_a_legend():
     assert not [trace for trace in plain.data if trace.showlegend]  # no marks, no legend
     room = fig.layout.height - plain.layout.height  # the legend's two lines get room under the sentences
     assert room == fig.layout.margin.b - plain.layout.margin.b >= 2 * 20
+
+
+def test_a_compound_link_is_dashed_named_in_the_legend_and_its_word_not_grey():
+    english, german = ["the", "central", "bank"], ["die", "Zentralbank"]
+    scores = np.array([[0.9, 0.05, 0.05], [0.0, 0.5, 0.4]])
+    fig = plot_alignment.alignment_figure(english, german, [(0, 0), (1, 1)], scores, "t", compounds=[(2, 1)])
+    lines = [trace for trace in fig.data if trace.mode == "lines" and not trace.showlegend]
+    assert [trace.line.dash for trace in lines] == ["solid", "solid", "dash"]
+    words = next(trace for trace in fig.data if trace.mode == "markers+text")
+    assert list(words.textfont.color) == [plot_alignment.LINKED_TEXT] * 3  # "bank" is translated, not grey
+    assert [trace.name for trace in fig.data if trace.showlegend] == [message("en", "plot_alignment.compound")]
 
 
 def test_learning_rate_curve_peaks_at_the_end_of_warm_up():

@@ -51,6 +51,20 @@ def test_links_merge_pieces_into_words_and_leave_the_end_of_sentence_out():
     assert wa.links(pair, wa.Method(0, None, shift=True)) == wa.links(pair, wa.Method(None, None, shift=True))
 
 
+def test_a_word_translated_inside_a_compound_is_linked_to_it():
+    # "the central bank" → "die Zentralbank": Zentralbank attends most to "central" and nearly as much to "bank".
+    pair = wa.ForcedPair(
+        np.zeros((1, 1, 3, 4)), [0, 1, 2], [0, 1], english=["the", "central", "bank"], german=["die", "Zentralbank"]
+    )
+    scores = np.array([[0.9, 0.05, 0.05], [0.0, 0.5, 0.4]])
+    found = wa.links(pair, wa.Method(0, 0), scores)
+    assert found == [(0, 0), (1, 1)]  # "bank" left without a link: drawn grey, read as untranslated
+    assert wa.compound_links(pair, wa.Method(0, 0), found, scores) == [(2, 1)]
+    # A word attended to weakly stays unlinked: under half of the German word's strongest attention.
+    weak = np.array([[0.9, 0.05, 0.05], [0.0, 0.5, 0.2]])
+    assert wa.compound_links(pair, wa.Method(0, 0), wa.links(pair, wa.Method(0, 0), weak), weak) == []
+
+
 def test_regroup_finds_the_tokenizer_words_that_spell_each_whitespace_word():
     assert wa.regroup(["I'd", "like", "tea."], ["I", "'", "d", "like", "tea", "."]) == [[0, 1, 2], [3], [4, 5]]
     assert wa.regroup(["a", "b"], ["a", "", "b"]) == [[0], [2]]  # a bare word-start piece spells nothing

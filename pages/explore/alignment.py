@@ -17,7 +17,7 @@ from pages.url_state import Field
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
-from transformer.analysis.omissions import Omissions, Support, omissions, source_support
+from transformer.analysis.omissions import OMISSIONS_FILE, Omissions, Support, omissions, source_support
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import alignment as plot_alignment
 
@@ -42,24 +42,26 @@ def render(shown: Shown) -> None:
     trust_note(method, stored)
     pair = wa.from_maps(maps)
     scores = wa.word_scores(pair, method)  # once: the links and the lines' strength both read it
+    found_links = wa.links(pair, method, scores)
     found, support = word_checks(loaded, translation)
     title = t("explore.align_title", method=method.name)
     show_figure(
         plot_alignment.alignment_figure(
             pair.english,
             pair.german,
-            wa.links(pair, method, scores),
+            found_links,
             scores,
             title,
             language(),
             english_marks=omission_marks(found, pair.english),
             german_marks=support_marks(support, pair.german),
+            compounds=wa.compound_links(pair, method, found_links, scores),
         ),
         key="alignment",
         filename=f"{sentence_slug(translation.source_text)}-alignment-{method.name}",
     )
     st.caption(t("explore.align_caption"))
-    omission_note(found, support)
+    omission_note(found, support, stored_beside(loaded, OMISSIONS_FILE))
 
 
 @per_model(max_entries=64)
@@ -111,9 +113,27 @@ def support_marks(support: Support | None, german: list[str]) -> plot_alignment.
     return plot_alignment.Marks(notes, set(support.flagged()), t("explore.support_mark"))
 
 
-def omission_note(found: Omissions | None, support: Support | None) -> None:
+def marks_trust(measured: dict | None) -> str:
+    """How often the omission marks were right for this model (``benchmarks/omissions.py --store``), or that it was
+    not measured."""
+    try:
+        figures = {name: measured[name]["value"] for name in ("deleted_marked", "marks_right", "intact_words_marked")}
+        cases = int(measured["cases"])
+    except (KeyError, TypeError, ValueError):
+        return t("explore.omissions_unmeasured")
+    return t(
+        "explore.omissions_measured",
+        cases=cases,
+        marked=figures["deleted_marked"],
+        right=figures["marks_right"],
+        intact=figures["intact_words_marked"],
+    )
+
+
+def omission_note(found: Omissions | None, support: Support | None, measured: dict | None = None) -> None:
     """The marks in words: the source words whose absence would make this translation more likely (contrastive
-    conditioning) and the output words the source does not make more likely, each with how they were found."""
+    conditioning) and the output words the source does not make more likely, each with how they were found and
+    (``measured``: stored beside the model) how often such a mark was right."""
     if found is None or support is None:
         return
 
@@ -124,7 +144,7 @@ def omission_note(found: Omissions | None, support: Support | None) -> None:
         st.warning(t("explore.omissions_found", words=escaped(listed(found.words, found.gain, found.flagged()))))
     else:
         st.caption(t("explore.omissions_none"))
-    st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN))
+    st.caption(t("explore.omissions_how", margin=OMISSION_MARGIN) + " " + marks_trust(measured))
     if support.flagged():
         st.warning(t("explore.unsupported_found", words=escaped(listed(support.words, support.pmi, support.flagged()))))
     st.caption(t("explore.unsupported_how"))

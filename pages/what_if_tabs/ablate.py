@@ -55,14 +55,21 @@ def render(case: Case) -> None:
             format_func=lambda pair: t("whatif.head_name", layer=pair[0] + 1, head=pair[1] + 1),
             placeholder=t("whatif.none_off"),
         )
-        column.button(
-            t("whatif.all_off", kind=t(f"kind.{kind}")),
-            key=f"wi_all_{kind}",
-            on_click=set_heads_off,
-            args=([*[h for h in heads_off() if h[0] != kind], *((kind, *pair) for pair in every)],),
-        )
     off = heads_off()
-    st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off)
+    # One short row instead of a wall of long buttons: "Every head off: Encoder · Decoder · Cross · Switch every head
+    # back on".
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.caption(t("whatif.every_head_off"), width="content")
+        for kind in KINDS:
+            every = [(layer, head) for layer in range(config.layers(kind)) for head in range(config.num_heads)]
+            st.button(
+                t(f"kind_short.{kind}"),
+                key=f"wi_all_{kind}",
+                on_click=set_heads_off,
+                args=([*[h for h in off if h[0] != kind], *((kind, *pair) for pair in every)],),
+                help=t("whatif.all_off", kind=t(f"kind.{kind}")),
+            )
+        st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off, type="tertiary")
     with st.spinner(t("whatif.translating")):
         ablated = cached_ablation(loaded, text, tuple(off), options)
     left, right = st.columns(2)

@@ -45,6 +45,7 @@ BATCH = 32  # source variants scored in one padded pass
 # (nats). On the gold pairs with one word's translation deleted, 67% of the deleted words pass it; in 44% of the
 # intact pairs some word passes it too (their references are free translations): a prompt to look, not a verdict.
 MARGIN = 1.0
+OMISSIONS_FILE = "omissions.json"  # beside a model: how often its marks were right (benchmarks/omissions.py --store)
 SUPPORT_MARGIN = 0.0  # a content word the source does not make more likely at all: "not from the source"?
 
 

@@ -80,14 +80,16 @@ def alignment_figure(
     language: str = DEFAULT_LANGUAGE,
     english_marks: Marks | None = None,
     german_marks: Marks | None = None,
+    compounds: Sequence[tuple[int, int]] = (),
 ) -> go.Figure:
     """``links`` are (english, german) word positions; ``scores`` [German words, English words] sets each line's
-    strength (its share of the strongest link's score). Unlinked words are grey; marked words are red diamonds, and
-    each kind of mark in use gets a legend entry."""
+    strength (its share of the strongest link's score). ``compounds``: links for words the reading left unlinked
+    (:func:`~transformer.analysis.word_alignment.compound_links`), dashed, with a legend entry. Unlinked words are
+    grey; marked words are red diamonds, and each kind of mark in use gets a legend entry."""
     english_marks, german_marks = english_marks or Marks(), german_marks or Marks()
-    strongest = max((float(scores[g, e]) for e, g in links), default=1.0) or 1.0
+    strongest = max((float(scores[g, e]) for e, g in [*links, *compounds]), default=1.0) or 1.0
     traces = []
-    for e, g in links:
+    for (e, g), dashed in [*((link, False) for link in links), *((link, True) for link in compounds)]:
         share = float(scores[g, e]) / strongest
         traces.append(
             {
@@ -95,7 +97,11 @@ def alignment_figure(
                 "x": [0, 1],
                 "y": [-e, -g],
                 "mode": "lines",
-                "line": {"color": translucent(LINK_COLOUR, round(0.25 + 0.75 * share, 2)), "width": 1.5 + 3 * share},
+                "line": {
+                    "color": translucent(LINK_COLOUR, round(0.25 + 0.75 * share, 2)),
+                    "width": 1.5 + 3 * share,
+                    "dash": "dash" if dashed else "solid",
+                },
                 "hovertemplate": safe_label(
                     message(language, "plot_alignment.hover", english=english[e], german=german[g], weight=scores[g, e])
                 )
@@ -103,9 +109,22 @@ def alignment_figure(
                 "showlegend": False,
             }
         )
-    traces.append(_words(0, english, "middle left", {e for e, _ in links}, english_marks))
-    traces.append(_words(1, german, "middle right", {g for _, g in links}, german_marks))
+    traces.append(_words(0, english, "middle left", {e for e, _ in [*links, *compounds]}, english_marks))
+    traces.append(_words(1, german, "middle right", {g for _, g in [*links, *compounds]}, german_marks))
     legend = [_legend_entry(marks) for marks in (english_marks, german_marks) if marks.flagged]
+    if compounds:
+        legend.append(
+            {
+                "type": "scatter",
+                "x": [None],
+                "y": [None],
+                "mode": "lines",
+                "line": {"color": LINK_COLOUR, "width": 3, "dash": "dash"},
+                "name": safe_label(message(language, "plot_alignment.compound")),
+                "showlegend": True,
+                "hoverinfo": "skip",
+            }
+        )
     traces += legend
     rows = max(len(english), len(german), 1)
     hidden = {"visible": False, "fixedrange": True}
