@@ -37,7 +37,6 @@ SOURCES = ("dev sample", "one sentence")
 KINDS = ("encoder self-attention", "decoder self-attention", "cross-attention")
 TABLES = dict(zip(KINDS, ("encoder", "decoder", "cross"), strict=True))  # each kind's tables of head_score_tables
 FIELDS = {
-    "heads_first": Field(1, url_state.choice((1, 0))),
     "heads_source": Field(SOURCES[0], url_state.choice(SOURCES)),
     "heads_sample": Field(50, url_state.integer(10, 300)),
     "heads_sentence": Field(LAW_SENTENCE, url_state.text(2000)),
@@ -46,17 +45,16 @@ FIELDS = {
 }
 
 
+FIRST = 1  # layers and heads counted from 1, as on every page
+
+
 def head_name(layer: int, head: int) -> str:
-    return t("heads.layer_head", layer=layer + first, head=head + first)
+    return t("heads.layer_head", layer=layer + FIRST, head=head + FIRST)
 
 
-def sidebar() -> None:
-    st.radio(t("heads.first"), (1, 0), key="heads_first")
-
-
-with page("heads", FIELDS, sidebar=sidebar) as loaded:
+with page("heads", FIELDS) as loaded:
     name = str(loaded.path)
-    first = st.session_state["heads_first"]
+    first = FIRST
 
     st.title(t("heads.title"))
     st.markdown(t("heads.intro"))

@@ -39,7 +39,6 @@ def cached_timeline(path: str, modified: float) -> list[TimelinePoint]:
 
 HEADS, OLD_HEADS = url_state.numbered_list(64), url_state.integers(0, 63)  # from 1; from 0 before v2
 FIELDS = {
-    "fig_first": Field(1, url_state.choice((1, 0))),
     "fig_words": Field(True, url_state.flag, url_state.dump_flag),
     "fig_specials": Field(True, url_state.flag, url_state.dump_flag),
     "fig_step": Field(None, int),  # a training step of the timeline (the loaded model's by default)
@@ -90,12 +89,6 @@ def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int) 
         )
 
 
-def forget_layer() -> None:
-    """Another numbering starts from the paper's layer in that numbering."""
-    url_state.forget("fig_layer")
-    forget_heads()
-
-
 def drawn_metrics(candidate: TimelinePoint) -> dict:
     """The figure numbers of exactly the attention the figures draw. A point's stored ``metrics`` were measured in
     float32 before its attention was stored in float16, so a weight or a near tie can differ from what is drawn."""
@@ -118,7 +111,14 @@ def choose_heads(key: str, default: list[int], label: str, help: str, most: int 
     url_state.ensure(
         key, default, lambda heads: url_state.indices_below(num_heads)(heads) and (most is None or len(heads) <= most)
     )
-    return st.multiselect(label, list(range(num_heads)), max_selections=most, format_func=head_name, key=key, help=help)
+    # Chips show the head's number alone: "head 1" … "head 8" in one row left the last chips cut off.
+    return st.multiselect(
+        label, list(range(num_heads)), max_selections=most, format_func=head_number, key=key, help=help
+    )
+
+
+def head_number(head: int) -> str:
+    return str(head + first)
 
 
 def head_name(head: int) -> str:
@@ -155,17 +155,7 @@ def figure_title(number: int) -> str:
 
 
 def sidebar() -> None:
-    """How the figures number layers and heads, and what their token axes show."""
-    # Names looked up now (not inside a format function, which may run later outside this page's run).
-    numbering = {value: t("fig.numbering_1" if value else "fig.numbering_0", value=value) for value in (1, 0)}
-    st.radio(
-        t("fig.first"),
-        (1, 0),
-        format_func=numbering.get,
-        key="fig_first",
-        on_change=forget_layer,
-        help=t("fig.first_help"),
-    )
+    """What the figures' token axes show."""
     st.toggle(t("fig.words"), key="fig_words")
     st.toggle(t("fig.specials"), key="fig_specials")
 
@@ -176,7 +166,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
 
     st.title(t("fig.title"))
     st.markdown(t("fig.intro"))
-    first = st.session_state["fig_first"]
+    first = 1  # layers and heads counted from 1, as on every page: the paper's "layer 5 of 6" is the 5th
     view = {
         "words": st.session_state["fig_words"],
         "specials": st.session_state["fig_specials"],

@@ -230,10 +230,9 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
     assert any("at least one head" in info.value for info in app.info)
     assert not titles(app)[0].startswith("Figure 3")
 
-    app.sidebar.radio(key="fig_first").set_value(0).run()  # count from 0: the same last layer is "layer 1"
-    no_exceptions(app)
-    assert "layer 1" in titles(app)[0] and all(name.startswith("head ") for name in legend(charts(app)[0]))
-    assert "head 0" in " ".join(legend(charts(app)[0]) + legend(charts(app)[1]) + legend(charts(app)[2]))
+    # Layers and heads are counted from 1, as on every page: the page no longer asks how to count them.
+    assert not [radio for radio in app.sidebar.radio if radio.key == "fig_first"]
+    assert "head 0" not in " ".join(legend(charts(app)[0]) + legend(charts(app)[1]) + legend(charts(app)[2]))
     app.sidebar.toggle(key="fig_specials").set_value(False).run()
     assert "pad" not in labels(charts(app)[0]) and "EOS" not in labels(charts(app)[0])
 
@@ -480,7 +479,7 @@ def test_a_head_discovery_link_reproduces_the_view(checkpoint: Path):
 
 def test_malformed_links_fall_back_to_defaults(checkpoint: Path):
     for page, query in (
-        (FIGURES, {"fig_layer": "99", "fig3_heads": "1,x", "fig_step": "-4", "fig_first": "7"}),
+        (FIGURES, {"fig_layer": "99", "fig3_heads": "1,x", "fig_step": "-4"}),
         (HEADS, {"heads_sample": "1e9", "heads_kind": "<b>", "heads_score": "nonsense"}),
         (POSITIONAL, {"pe_d_model": "33", "pe_dimensions": "5000", "pe_offset": "-1"}),
         (MODEL, {"lr_warmup": "nan", "lr_scale": "inf", "lr_steps": "12"}),

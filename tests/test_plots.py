@@ -15,6 +15,7 @@ from transformer.config import preset
 from transformer.i18n import message
 from transformer.model import Transformer, sinusoidal_positional_encoding
 from transformer.plots import alignment as plot_alignment
+from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import grid as plot_grid
 from transformer.plots import logit_lens as plot_lens
@@ -523,3 +524,29 @@ def test_a_score_map_gives_each_heads_interval_and_frames_the_heads_near_the_bes
     assert "not clearly behind the best" in fig.layout.annotations[0].text
     bare = plot_attention.score_heatmap(values, "s", zrange=(0, 1))
     assert len(bare.data) == 1 and "customdata" not in bare.data[0].hovertemplate
+
+
+@pytest.mark.parametrize("tokens", [8, 45, 96])
+def test_every_row_of_a_heatmap_keeps_room_for_a_readable_label(tokens: int):
+    labels = [f"w{i}" for i in range(tokens)]
+    fig = plot_attention.attention_heatmap(np.full((tokens, tokens), 1 / tokens), labels, labels, "t")
+    plotted = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    assert fig.layout.yaxis.tickfont.size >= 10 and plotted / tokens >= 1.2 * fig.layout.yaxis.tickfont.size
+
+
+def test_the_atlas_keys_its_marker_shapes_by_attention_kind():
+    records = [
+        {"kind": kind, "layer": 1, "head": head, "cluster": "mixed", "x": float(head), "y": 0.0, "related": []}
+        for head, kind in enumerate(("encoder", "decoder", "cross"), start=1)
+    ]
+    fig = plot_atlas.atlas_map(records, None, "atlas")
+    shapes = {trace.name: trace.marker.symbol for trace in fig.data if trace.legendgroup == "shapes"}
+    assert shapes == {"Encoder": "circle", "Decoder": "square", "Cross": "diamond"}
+    (points,) = [trace for trace in fig.data if trace.x and trace.x[0] is not None]
+    assert list(points.marker.symbol) == ["circle", "square", "diamond"]  # the points use the shapes the key names
+
+
+def test_head_scores_are_drawn_in_the_colour_scale_of_the_attention_maps():
+    scores = plot_attention.score_heatmap(np.arange(8.0).reshape(2, 4), "mean distance")
+    attention = plot_attention.attention_heatmap(np.eye(3), list("abc"), list("abc"), "t")
+    assert scores.data[0].colorscale == attention.data[0].colorscale  # dark means more on every page

@@ -52,7 +52,7 @@ def render(case: Case) -> None:
             t("whatif.off", kind=t(f"kind.{kind}")),
             every,
             key=key,
-            format_func=lambda pair: t("whatif.head_name", layer=pair[0] + 1, head=pair[1] + 1),
+            format_func=lambda pair: t("whatif.head_chip", layer=pair[0] + 1, head=pair[1] + 1),  # short: chips fit
             placeholder=t("whatif.none_off"),
         )
     off = heads_off()

@@ -33,8 +33,8 @@ def group_name(group: str, language: str = DEFAULT_LANGUAGE) -> str:
 
 
 def atlas_map(records: Sequence[dict], selected: int | None, title: str, language: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """One trace per group (its legend entry), points shaped by kind; each point's ``customdata`` is its record's
-    index, so a click names the head."""
+    """One trace per group (its legend entry), points shaped by kind (a second legend group keys the shapes); each
+    point's ``customdata`` is its record's index, so a click names the head."""
     traces = []
     for family in GROUP_KEYS:
         members = [i for i, record in enumerate(records) if group_key(record["cluster"]) == family]
@@ -61,6 +61,28 @@ def atlas_map(records: Sequence[dict], selected: int | None, title: str, languag
                 "hoverinfo": "text",
             }
         )
+    # The shapes' key: which kind of attention each marker shape is (the colours' key is the groups above).
+    kinds = words(language, "atlas.kind")
+    for kind, symbol in KIND_SYMBOLS.items():
+        if any(record["kind"] == kind for record in records):
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "x": [None],
+                    "y": [None],
+                    "marker": {
+                        "size": 11,
+                        "color": colour("white"),
+                        "symbol": symbol,
+                        "line": {"width": 1, "color": RIM},
+                    },
+                    "name": safe_label(kinds[kind]),
+                    "legendgroup": "shapes",
+                    "legendgrouptitle": {"text": safe_label(words(language, "atlas")["shapes"])},
+                    "hoverinfo": "skip",
+                }
+            )
     if selected is not None:
         chosen = records[selected]
         related = [

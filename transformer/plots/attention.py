@@ -103,13 +103,14 @@ def uniformity_note(matrix: np.ndarray, causal: bool = False, language: str = DE
 
 
 def _tick_size(count: int) -> int:
-    """Tick label size for ``count`` labels on one axis: smaller as they crowd."""
-    return 12 if count <= 30 else 10 if count <= 60 else 8
+    """Tick label size for ``count`` labels on one axis: smaller as they crowd, never below 10 px."""
+    return 12 if count <= 30 else 10
 
 
 def heatmap_height(rows: int) -> int:
-    """The height of a heatmap with ``rows`` token rows: 20 px a row, within 380 to 1100 px."""
-    return int(min(1100, max(380, 20 * rows + 200)))
+    """The height of a heatmap with ``rows`` token rows: 20 px a row up to 45 rows (1,100 px), then 14 px a row
+    (a long sentence's pieces), so that every row keeps room for its 10 px label; at least 380 px."""
+    return int(max(380, min(20 * rows, max(900, 14 * rows)) + 200))
 
 
 def attention_heatmap(
@@ -389,7 +390,7 @@ def score_heatmap(
         "text": cells,
         "texttemplate": "%{text}",
         "customdata": customdata,
-        "colorscale": colour_scale("Viridis"),
+        "colorscale": colour_scale("Blues"),  # the scale of every attention map: dark means more
         "zmin": None if zrange is None else zrange[0],
         "zmax": None if zrange is None else zrange[1],
         "hovertemplate": hover + "<extra></extra>",
