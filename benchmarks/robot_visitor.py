@@ -34,12 +34,14 @@ when there was any::
     python benchmarks/robot_visitor.py --actions 150 --seed 1
     python benchmarks/robot_visitor.py --actions 2000 --seed 7 --pages explore what_if
     python benchmarks/robot_visitor.py --keyboard --actions 60 --seed 3
+    python benchmarks/robot_visitor.py --actions 500 --seed 1208 --other-shape   # a 2-layer model to open beside
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import sys
@@ -1141,6 +1143,24 @@ def walk(
     return journey
 
 
+def other_shape_model(checkpoint: str | None, folder: Path) -> Path:
+    """A model of another shape over the checkpoint's tokenizer (2 + 2 layers, 4 heads, random weights), made once in
+    ``folder``: the robot then also opens it and puts it side by side with the checkpoint."""
+    import dataclasses
+
+    import torch
+
+    from transformer import checkpoint as files
+    from transformer.model import Transformer
+
+    if (folder / "config.json").is_file():
+        return folder
+    loaded = files.load_checkpoint(checkpoint)
+    config = dataclasses.replace(loaded.config, encoder_layers=2, decoder_layers=2, num_heads=4)
+    torch.manual_seed(0)
+    return files.save_checkpoint(folder, files.state_dict_for_saving(Transformer(config)), config, loaded.tokenizer, {})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--actions", type=int, default=150)
@@ -1151,7 +1171,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, help="write the violations as JSON here")
     parser.add_argument("--verbose", action="store_true", help="print every action")
     parser.add_argument("--keyboard", action="store_true", help="no mouse: reach and use every control with keys")
+    parser.add_argument(
+        "--other-shape",
+        action="store_true",
+        help="list a second model of another shape (2+2 layers × 4 heads) beside the checkpoint, for side by side",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.other_shape:
+        os.environ["TRANSFORMER_MODELS"] = str(
+            other_shape_model(arguments.checkpoint, Path(f"/tmp/robot-models-{arguments.seed}"))
+        )
 
     started = time.monotonic()
     log = Path(f"/tmp/robot-visitor-{arguments.seed}.log")

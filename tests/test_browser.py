@@ -451,6 +451,68 @@ def test_a_fresh_servers_first_visitor_sees_the_sentence_box_while_the_model_cod
     assert not blocked
 
 
+# Every text a visitor reads on the page: the page's own and the charts' (ticks, titles, annotations, legends).
+PAGE_TEXTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
+    .filter(element => element.childElementCount === 0 && element.checkVisibility())
+    .map(element => element.textContent.trim()).filter(Boolean)"""
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/?kind=cross",
+        "/step_by_step?steps_tab=decoding",
+        "/step_by_step?steps_kind=decoder",
+        "/what_if?wi_tab=beam",
+        "/why_self_attention",
+        "/?view=Attribution",
+    ],
+)
+def test_words_not_sentencepiece_markers_are_what_a_visitor_reads(open_app: Callable[..., Visit], path: str):
+    """A first-time visitor reads words, or pieces without SentencePiece's ▁ (a teacher would explain it first):
+    on the main page (words), the step page, What if's beam tree and Why self-attention."""
+    visit = open_app(path=path, ready='[data-testid="stMain"] .js-plotly-plot')
+    robot_visitor().settle(visit.page)
+    texts = visit.page.evaluate(PAGE_TEXTS_JS)
+    assert texts and not [text for text in texts if "▁" in text]
+    visit.assert_quiet()
+
+
+# The chips of every multiselect and whether each is drawn whole inside its box.
+CHIPS_JS = """() => [...document.querySelectorAll('[data-testid="stMultiSelect"]')].map(select => {
+    const box = select.querySelector('[data-baseweb="select"]').getBoundingClientRect();
+    return [...select.querySelectorAll('[data-baseweb="tag"]')].map(tag => {
+        const chip = tag.getBoundingClientRect();
+        const text = tag.querySelector('span[title], span')?.textContent ?? tag.textContent;
+        const inside = chip.left >= box.left - 1 && chip.right <= box.right + 1;
+        return [text, inside && tag.scrollWidth <= tag.clientWidth + 1];
+    });
+})"""
+
+
+def test_paper_figures_show_every_chosen_head_whole_and_count_layers_from_one(open_app: Callable[..., Visit]):
+    visit = open_app(path="/paper_figures?fig3_heads=0,1,2,3,4,5,6,7", ready='[data-testid="stMain"] .js-plotly-plot')
+    page = visit.page
+    robot_visitor().settle(page)
+    chips = page.evaluate(CHIPS_JS)
+    figure_3 = chips[0]
+    assert [text for text, _ in figure_3] == [str(head) for head in range(1, 9)]  # every head chosen, 1 to 8
+    assert all(whole for _, whole in figure_3), figure_3  # none cut off at the box's edge
+    # Layers are counted from 1 as on every page: no choice of numbering, and the paper's layer is the 5th.
+    assert page.get_by_text("Count layers and heads from").count() == 0
+    assert page.get_by_text("layer 5 (the paper's layer)").count() >= 1
+    visit.assert_quiet()
+
+
+def test_the_alignment_says_how_often_its_marks_are_right(open_app: Callable[..., Visit], checkpoint: Path):
+    visit = open_app(path="/?view=Alignment", ready='[data-testid="stMain"] .js-plotly-plot')
+    robot_visitor().settle(visit.page)
+    measured = (checkpoint / "omissions.json").is_file()
+    expected = "How often a mark is right, measured for this model" if measured else "has not been measured"
+    assert visit.page.get_by_text(expected).count() == 1
+    visit.assert_quiet()
+
+
 def test_the_classroom_page_walks_through_a_head(open_app: Callable[..., Visit], tmp_path: Path):
     """Attention, step by step: the softmax step of a cross-attention head, its equation typeset, its weights drawn.
     With ``CLASSROOM_SCREENSHOT_PATH`` set, the page's picture is saved there (the README's second screenshot)."""
