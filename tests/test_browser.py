@@ -396,23 +396,30 @@ def test_sidebar_names_the_pages_and_the_paper_figures_page_draws_offline(open_a
     visit.assert_quiet()
 
 
-def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browser, checkpoint: Path, tmp_path: Path):
-    """A shared link as a fresh server's very first request: the linked page with the app's sidebar, not
-    Streamlit's listing of every module in pages/."""
+@contextlib.contextmanager
+def fresh_server_page(browser: Browser, checkpoint: Path, tmp_path: Path) -> Iterator[tuple[Page, str]]:
+    """A server of its own, just started (its first visit still to come), and an offline page; nothing the page
+    asked for may have left the machine."""
     with serving(served_name(checkpoint), tmp_path / "server.log") as (origin, _):
         blocked: list[str] = []
         context = offline_context(browser, origin, blocked, None)
         try:
-            page = context.new_page()
-            page.goto(f"{origin}/step_by_step?steps_kind=decoder&steps_step=5")
-            page.wait_for_selector("text=Step 5 of 11: Masked", timeout=FIRST_RENDER_MS)
-            links = texts(page, '[data-testid="stSidebarNav"] a')
-            assert any(link.endswith("Attention, step by step") for link in links), links
-            assert not any(link.strip() in ("url state", "common", "app") for link in links), links
-            assert parse_qs(urlsplit(page.url).query).get("steps_kind") == ["decoder"]
+            yield context.new_page(), origin
         finally:
             context.close()
     assert not blocked
+
+
+def test_a_link_to_a_page_opens_it_under_the_apps_own_navigation(browser: Browser, checkpoint: Path, tmp_path: Path):
+    """A shared link as a fresh server's very first request: the linked page with the app's sidebar, not
+    Streamlit's listing of every module in pages/."""
+    with fresh_server_page(browser, checkpoint, tmp_path) as (page, origin):
+        page.goto(f"{origin}/step_by_step?steps_kind=decoder&steps_step=5")
+        page.wait_for_selector("text=Step 5 of 11: Masked", timeout=FIRST_RENDER_MS)
+        links = texts(page, '[data-testid="stSidebarNav"] a')
+        assert any(link.endswith("Attention, step by step") for link in links), links
+        assert not any(link.strip() in ("url state", "common", "app") for link in links), links
+        assert parse_qs(urlsplit(page.url).query).get("steps_kind") == ["decoder"]
 
 
 # Every sentence box the page shows, in order, with what it held while it was there: [disabled, value].
@@ -434,21 +441,14 @@ def test_a_fresh_servers_first_visitor_sees_the_sentence_box_while_the_model_cod
     """The server's first visit: the title and the visitor's sentence (read-only) are drawn before torch and the model
     code are imported, then the page's own box takes their place with the same sentence."""
     sentence = "A link's own sentence for the first visitor."
-    with serving(served_name(checkpoint), tmp_path / "server.log") as (origin, _):
-        blocked: list[str] = []
-        context = offline_context(browser, origin, blocked, None)
-        try:
-            page = context.new_page()
-            page.add_init_script(f"({BOXES_SEEN_JS})()")
-            page.goto(f"{origin}/?text={quote(sentence)}")
-            page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=FIRST_RENDER_MS)
-            seen = page.evaluate("window.boxesSeen")
-            assert seen[0] == [True, sentence], seen  # the first paint: read-only, the link's sentence
-            assert seen[-1] == [False, sentence], seen  # the page's own box
-            assert page.locator("textarea").count() == 1 and page.locator("h1").count() == 1
-        finally:
-            context.close()
-    assert not blocked
+    with fresh_server_page(browser, checkpoint, tmp_path) as (page, origin):
+        page.add_init_script(f"({BOXES_SEEN_JS})()")
+        page.goto(f"{origin}/?text={quote(sentence)}")
+        page.wait_for_selector(".js-plotly-plot .heatmaplayer", timeout=FIRST_RENDER_MS)
+        seen = page.evaluate("window.boxesSeen")
+        assert seen[0] == [True, sentence], seen  # the first paint: read-only, the link's sentence
+        assert seen[-1] == [False, sentence], seen  # the page's own box
+        assert page.locator("textarea").count() == 1 and page.locator("h1").count() == 1
 
 
 # Every text a visitor reads on the page: the page's own and the charts' (ticks, titles, annotations, legends).
