@@ -65,20 +65,42 @@ def go_to_layer(layer: int) -> None:
     forget_heads()
 
 
-def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int) -> None:
+def furthest_head(tables: dict, first: int) -> str:
+    """The encoder head that looks furthest over the sample of other sentences the page measured (its share of
+    attention on words more than 5 positions away, with its 95% interval); empty without those measurements."""
+    try:
+        mass = np.asarray(tables["encoder"]["long_range_mass"], dtype=float)
+        bounds = tables["intervals"]["encoder"]["long_range_mass"]
+        low, high = np.asarray(bounds["low"], dtype=float), np.asarray(bounds["high"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        return ""
+    if mass.ndim != 2 or not np.isfinite(mass).any():
+        return ""
+    layer, head = np.unravel_index(np.nanargmax(mass), mass.shape)
+    return t(
+        "fig.furthest_head",
+        sentences=tables.get("sentences", 0),
+        layer=int(layer) + first,
+        head=int(head) + first,
+        mass=mass[layer, head],
+        low=low[layer, head],
+        high=high[layer, head],
+    )
+
+
+def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int, tables: dict) -> None:
     """Where the loaded model falls short of Figure 3 in the layer shown (fewer than the 3 heads the paper draws):
-    say so plainly, with the layer where it does it most (one click away) and how to see a stronger model, so
-    that a visitor can tell the app from the model."""
+    say so plainly, with the layer where it does it most (one click away), the head that looks furthest on other
+    sentences and how to see a stronger model, so that a visitor can tell the app from the model."""
     if per_layer[layer] >= MAKING_GOAL:
         return
-    st.info(
-        t("fig.short_of_paper", count=per_layer[layer], layer=layer + first, goal=MAKING_GOAL)
-        + " "
-        + (t("fig.does_it_elsewhere", layer=best + first, count=per_layer[best]) if per_layer[best] else "")
-        + " "
-        + t("fig.stronger_model"),
-        icon=":material/info:",
-    )
+    said = [
+        t("fig.short_of_paper", count=per_layer[layer], layer=layer + first, goal=MAKING_GOAL),
+        t("fig.does_it_elsewhere", layer=best + first, count=per_layer[best]) if per_layer[best] else "",
+        furthest_head(tables, first),
+        t("fig.stronger_model"),
+    ]
+    st.info(" ".join(part for part in said if part), icon=":material/info:")
     if best != layer and per_layer[best]:
         st.button(
             t("fig.go_to_layer", layer=best + first),
@@ -243,7 +265,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
                 t("fig.heads_count", count=making["making_heads_on_more_difficult"]),
                 delta_color="off",
             )
-            short_of_the_paper(per_layer, layer, making["best_layer_making"], first)
+            short_of_the_paper(per_layer, layer, making["best_layer_making"], first, measured.tables)
             tokens = point.attention[3].tokens
             weights = point.attention[3].weights
             m = word_index(tokens, "making")
