@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import streamlit as st
 
 from pages import url_state
@@ -61,10 +59,7 @@ FIELDS = {
 def cached_steps(
     loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...], kind: str, layer: int, head: int
 ) -> HeadSteps:
-    steps = head_steps(loaded.model, loaded.tokenizer, source_ids, output_ids, kind, layer, head)
-    return dataclasses.replace(  # pieces as a reader sees them, without SentencePiece's ▁
-        steps, query_tokens=readable_pieces(steps.query_tokens), key_tokens=readable_pieces(steps.key_tokens)
-    )
+    return head_steps(loaded.model, loaded.tokenizer, source_ids, output_ids, kind, layer, head)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -74,13 +69,7 @@ def cached_demo(d_k: int):
 
 @per_model(max_entries=32)
 def cached_next_tokens(loaded: LoadedCheckpoint, source_ids: tuple[int, ...], output_ids: tuple[int, ...]):
-    upcoming = next_tokens(loaded.model, loaded.tokenizer, source_ids, output_ids)
-    return dataclasses.replace(
-        upcoming,
-        position_tokens=readable_pieces(upcoming.position_tokens),
-        chosen=readable_pieces(upcoming.chosen),
-        top_tokens=[readable_pieces(row) for row in upcoming.top_tokens],
-    )
+    return next_tokens(loaded.model, loaded.tokenizer, source_ids, output_ids)
 
 
 def move(by: int) -> None:

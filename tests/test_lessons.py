@@ -314,6 +314,7 @@ def test_the_exported_lesson_plays_from_disk_with_no_request_leaving(browser, ch
         assert plots.count() + notes >= 1, f"step {number} shows neither a figure nor where to see it"
         for index in range(plots.count()):
             assert plots.nth(index).locator(".main-svg").count() >= 1  # plotly drew it
+            assert "▁" not in plots.nth(index).inner_text()  # words, or pieces as a reader sees them
         drawn += plots.count()
         if number < len(lesson.steps):
             page.keyboard.press("ArrowRight")

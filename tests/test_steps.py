@@ -12,6 +12,7 @@ from transformer.analysis.attention import KINDS, entropy_bits, translate_with_a
 from transformer.analysis.steps import STEPS, head_scaling, head_steps, next_tokens, scaling_demo
 from transformer.checkpoint import load_checkpoint
 from transformer.decode import EXTRA_OUTPUT_TOKENS, GREEDY
+from transformer.tokenizer import readable_pieces
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,7 @@ def test_every_step_agrees_with_the_models_own_pass(translated, kind):
     )
     # The weights are the app's attention map of that head.
     np.testing.assert_allclose(steps.weights, maps.weights(kind)[layer, head], atol=1e-5)
-    assert (steps.query_tokens, steps.key_tokens) == maps.tokens(kind)
+    assert (steps.query_tokens, steps.key_tokens) == tuple(map(readable_pieces, maps.tokens(kind)))  # as read
     # The head's output, all heads joined, the output projection and the closing LayerNorm are the model's own.
     np.testing.assert_allclose(steps.head_output, steps.model_concatenated[:, steps.head_columns], atol=1e-5)
     assert max(steps.agreement().values()) < 1e-4

@@ -23,7 +23,7 @@ import torch
 
 from transformer.analysis.attention import KINDS, entropy_bits
 from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
+from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer, readable_pieces
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,9 @@ def head_steps(
     if layer == 0 and kind != "cross" and not norm_first:
         embedding = model.embedding.weight[ids].float() * model.embedding_scale
         positional = model.positional_encoding[: len(ids)].float()
-    source_tokens, target_tokens = tokenizer.pieces(source_ids), tokenizer.pieces([BOS_ID, *output_ids])
+    # Labels as a reader sees them (no SentencePiece ▁; · before a piece that continues a word).
+    source_tokens = readable_pieces(tokenizer.pieces(source_ids))
+    target_tokens = readable_pieces(tokenizer.pieces([BOS_ID, *output_ids]))
     columns = slice(head * attention.head_dim, (head + 1) * attention.head_dim)
     arrays = {name: _array(value) for name, value in steps.items()}
     return HeadSteps(
@@ -388,10 +390,10 @@ def next_tokens(
     rank = (probabilities > chosen_probability[:, None]).sum(-1) + 1
     top = probabilities.topk(min(k, probabilities.shape[-1]), dim=-1)
     return NextTokens(
-        position_tokens=tokenizer.pieces([BOS_ID, *output_ids]),
-        chosen=tokenizer.pieces(chosen_ids.tolist()),
+        position_tokens=readable_pieces(tokenizer.pieces([BOS_ID, *output_ids])),
+        chosen=readable_pieces(tokenizer.pieces(chosen_ids.tolist())),
         chosen_probability=chosen_probability.cpu().numpy(),
         chosen_rank=rank.cpu().numpy(),
-        top_tokens=[tokenizer.pieces(row) for row in top.indices.tolist()],
+        top_tokens=[readable_pieces(tokenizer.pieces(row)) for row in top.indices.tolist()],
         top_probabilities=top.values.cpu().numpy(),
     )

@@ -18,7 +18,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from transformer.analysis.attention import KINDS, translate_with_attention
+from transformer.analysis.attention import KINDS, merged_view, translate_with_attention
 from transformer.analysis.steps import STEPS, head_steps, scaling_demo
 from transformer.analysis.word_alignment import default_method
 from transformer.checkpoint import LoadedCheckpoint
@@ -36,6 +36,7 @@ from transformer.plots import training as plot_training
 from transformer.plots.lesson import lesson_html
 from transformer.plots.paper import paper_figures
 from transformer.runs import read_metrics, training_log
+from transformer.tokenizer import readable_pieces
 from transformer.web import WebExportError, embeddable, explorer_html
 
 # A page's view in the file: (checkpoint, the step's URL state, language) → plotly figures (none: not in the file).
@@ -65,6 +66,8 @@ def explore_view(loaded: LoadedCheckpoint, state: dict[str, str], language: str)
     """*Translate and explore*: the Heads view (one head) or the Model view (every head of one kind)."""
     translation = translate_with_attention(loaded.model, loaded.tokenizer, state.get("text", DEFAULT_SENTENCE))
     maps = translation.maps
+    if state.get("merge", "1") != "0":  # words, as the main page shows them by default
+        maps = merged_view(maps, by_prediction=True)
     view = state.get("view", "Heads")
     if view == "Model view":
         kind = _kind(state, "grid_kind")
@@ -145,7 +148,8 @@ def training_view(loaded: LoadedCheckpoint, state: dict[str, str], language: str
 def why_view(loaded: LoadedCheckpoint, state: dict[str, str], language: str) -> list:
     """*Why self-attention*: the path between the step's two pieces through each kind of layer."""
     tokenizer = loaded.tokenizer
-    pieces = tokenizer.pieces(tokenizer.encode(state.get("why_text", DEFAULT_SENTENCE)))[: loaded.config.max_positions]
+    pieces = readable_pieces(tokenizer.pieces(tokenizer.encode(state.get("why_text", DEFAULT_SENTENCE))))
+    pieces = pieces[: loaded.config.max_positions]
     if len(pieces) < 2:
         return []
     first = min(max(_number(state, "why_first", 0), 0), len(pieces) - 1)
