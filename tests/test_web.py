@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +234,15 @@ def test_html_in_a_shared_link_and_messages_from_other_windows_change_nothing(br
     assert page.locator("img, iframe, svg[onload]").count() == 0
     assert errors == [] and refused == []
     page.context.close()
+
+
+def test_on_the_apps_install_the_export_names_the_extra_it_needs(
+    trained_checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+):
+    # The README's quick start installs ".[app]", which leaves the ONNX exporter out: as if it were not installed.
+    monkeypatch.setitem(sys.modules, "onnxscript", None)
+    out = tmp_path / "explorer.html"
+    assert main(["web", "--checkpoint", str(trained_checkpoint), "--out", str(out)]) != 0
+    said = capsys.readouterr()
+    assert 'pip install -e ".[web]"' in said.err + said.out and "Traceback" not in said.err
+    assert len((said.err + said.out).strip().splitlines()) == 1 and not out.exists()
