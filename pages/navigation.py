@@ -99,8 +99,8 @@ def first_paint(page) -> None:
             box, button = st.columns([6, 1], vertical_alignment="bottom")
             box.text_area(t("common.starting_sentence"), sentence[:2000], height=68, disabled=True, key="_early_text")
             button.button(t("explore.translate"), type="primary", width="stretch", disabled=True, key="_early_go")
-        # An empty chart, so that the browser fetches and starts plotly.js while Python imports (the page's first
-        # chart then draws at once: a second and a half sooner on 2 cores).
+        # An empty chart, so that the browser fetches and starts plotly.js while Python imports: the page's first
+        # heatmap drew 1.4 s sooner with it (benchmarks/app_latency.py --only-start, 2 cores).
         st.plotly_chart(EMPTY_CHART, config={"displayModeBar": False, "staticPlot": True}, key="_early_chart")
         with st.spinner(t("common.starting"), show_time=True):
             importlib.import_module(MODEL_CODE)

@@ -19,7 +19,7 @@ from transformer.analysis import attribution as at
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE
 from transformer.checkpoint import LoadedCheckpoint
 from transformer.plots import attribution as plot_attribution
-from transformer.tokenizer import readable_pieces
+from transformer.tokenizer import readable_piece, readable_pieces
 
 ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not that"
 NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)
@@ -86,7 +86,7 @@ def render(shown: Shown) -> None:
         format_func=lambda token: (
             t("explore.attr_nothing_else")
             if token == NO_CONTRAST
-            else readable_pieces(loaded.tokenizer.pieces([token]))[0]
+            else readable_piece(loaded.tokenizer.pieces([token])[0])
         ),
         help=t("explore.attr_against_help"),
     )
@@ -97,7 +97,7 @@ def render(shown: Shown) -> None:
     written = (
         pieces[position]
         if against is None
-        else f"{pieces[position]} / {readable_pieces(loaded.tokenizer.pieces([against]))[0]}"
+        else f"{pieces[position]} / {readable_piece(loaded.tokenizer.pieces([against])[0])}"
     )
     attention = translation.maps.cross[:, :, position, :].mean(axis=(0, 1))
     name = f"{sentence_slug(translation.source_text)}-attribution-{position + 1}-{method}"

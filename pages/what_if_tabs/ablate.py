@@ -44,8 +44,12 @@ def render(case: Case) -> None:
     st.caption(t("whatif.ablate_intro"))
     config = loaded.config
     columns = st.columns(3)
+    every_head = {
+        kind: [(layer, head) for layer in range(config.layers(kind)) for head in range(config.num_heads)]
+        for kind in KINDS
+    }
     for column, kind in zip(columns, KINDS, strict=True):
-        every = [(layer, head) for layer in range(config.layers(kind)) for head in range(config.num_heads)]
+        every = every_head[kind]
         key = f"wi_off_{kind}"
         url_state.ensure(key, [], lambda chosen, every=set(every): all(pair in every for pair in chosen))
         column.multiselect(
@@ -61,12 +65,11 @@ def render(case: Case) -> None:
     with st.container(horizontal=True, vertical_alignment="center"):
         st.caption(t("whatif.every_head_off"), width="content")
         for kind in KINDS:
-            every = [(layer, head) for layer in range(config.layers(kind)) for head in range(config.num_heads)]
             st.button(
                 t(f"kind_short.{kind}"),
                 key=f"wi_all_{kind}",
                 on_click=set_heads_off,
-                args=([*[h for h in off if h[0] != kind], *((kind, *pair) for pair in every)],),
+                args=([*[h for h in off if h[0] != kind], *((kind, *pair) for pair in every_head[kind])],),
                 help=t("whatif.all_off", kind=t(f"kind.{kind}")),
             )
         st.button(t("whatif.clear"), on_click=set_heads_off, args=([],), disabled=not off, type="tertiary")

@@ -87,7 +87,8 @@ def alignment_figure(
     (:func:`~transformer.analysis.word_alignment.compound_links`), dashed, with a legend entry. Unlinked words are
     grey; marked words are red diamonds, and each kind of mark in use gets a legend entry."""
     english_marks, german_marks = english_marks or Marks(), german_marks or Marks()
-    strongest = max((float(scores[g, e]) for e, g in [*links, *compounds]), default=1.0) or 1.0
+    drawn = [*links, *compounds]
+    strongest = max((float(scores[g, e]) for e, g in drawn), default=1.0) or 1.0
     traces = []
     for (e, g), dashed in [*((link, False) for link in links), *((link, True) for link in compounds)]:
         share = float(scores[g, e]) / strongest
@@ -109,8 +110,8 @@ def alignment_figure(
                 "showlegend": False,
             }
         )
-    traces.append(_words(0, english, "middle left", {e for e, _ in [*links, *compounds]}, english_marks))
-    traces.append(_words(1, german, "middle right", {g for _, g in [*links, *compounds]}, german_marks))
+    traces.append(_words(0, english, "middle left", {e for e, _ in drawn}, english_marks))
+    traces.append(_words(1, german, "middle right", {g for _, g in drawn}, german_marks))
     legend = [_legend_entry(marks) for marks in (english_marks, german_marks) if marks.flagged]
     if compounds:
         legend.append(
