@@ -7,7 +7,7 @@ PREFIX.en / PREFIX.de hold the gold sentence pairs (words separated by spaces) a
 (default: ``../shared/data/en-de/align/europarl_gold``). Printed: the usual reading (the rows that predict each
 German word) and the shifted one (the rows that read it, Chen et al. 2020), each as the best layer average and the
 best single head, every reading again with both directions agreeing, the gradient readings (each German piece's
-saliency or input × gradient over the source, captum), the held-out reading of ``python -m transformer.align
+saliency or input × gradient over the source, captum), the held-out reading of ``python -m transformer align
 --choose`` (each half of the pairs aligned by the reading chosen on the other: the figure to report, since the best
 of 220 readings on the same 50 pairs flatters itself), the same with the compound links the Alignment tab draws
 dashed (:func:`transformer.analysis.word_alignment.compound_links`) and those links alone, and eflomal (``pip
@@ -30,8 +30,8 @@ from tables import print_table
 
 from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
-from transformer.checkpoint import load_checkpoint
-from transformer.data import DATA_ROOT, read_lines
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.data import DATA_ROOT, read_lines
 
 GOLD = DATA_ROOT / "align" / "europarl_gold"
 WORDS = re.compile(r"[\w'’-]+|[^\w\s]")  # words (with inner hyphens and apostrophes) and punctuation, as in the gold

@@ -41,12 +41,12 @@ from urllib.parse import urlsplit
 import torch
 
 from transformer.analysis.attention import translate_with_attention
-from transformer.checkpoint import load_checkpoint
-from transformer.data import DATA_ROOT
-from transformer.decode import PRECISIONS, DecodingOptions, default_precision
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.data import DATA_ROOT
 from transformer.plots import attention as plot_attention
 from transformer.plots import bertviz as bertviz_view
 from transformer.plots import grid as plot_grid
+from transformer.search.decode import PRECISIONS, DecodingOptions, default_precision
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[0]

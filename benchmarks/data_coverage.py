@@ -18,7 +18,7 @@ from pathlib import Path
 from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
 from tables import print_table  # benchmarks/tables.py, beside this script
 
-from transformer.data import DATA_ROOT, CorpusSpec, read_corpus
+from transformer.paper.data import DATA_ROOT, CorpusSpec, read_corpus
 
 TRAIN = ("news", "multi30k", "tatoeba")
 TESTS = ("test/newstest2014", "dev/newstest2013", "test/multi30k_test2016")

@@ -22,9 +22,9 @@ from tables import print_table
 
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE, deletion_test, explanations
-from transformer.checkpoint import load_checkpoint, save_beside
-from transformer.data import DEV_PREFIX, read_pairs
-from transformer.decode import GREEDY, translate_ids
+from transformer.formats.checkpoint import load_checkpoint, save_beside
+from transformer.paper.data import DEV_PREFIX, read_pairs
+from transformer.search.decode import GREEDY, translate_ids
 
 
 def main() -> int:

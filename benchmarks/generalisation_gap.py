@@ -19,9 +19,9 @@ from pathlib import Path
 import torch
 from tables import print_table  # benchmarks/tables.py, beside this script
 
-from transformer import checkpoint as ckpt
 from transformer.cli.training.validation import sequence_losses
-from transformer.data import DATA_ROOT, CorpusSpec, collate, encode_pairs, read_corpus
+from transformer.formats import checkpoint as ckpt
+from transformer.paper.data import DATA_ROOT, CorpusSpec, collate, encode_pairs, read_corpus
 
 
 def mean_nll(loaded: ckpt.LoadedCheckpoint, pairs: list[tuple[str, str]], batch_size: int = 64) -> float:

@@ -17,8 +17,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from transformer.analysis.health import per_layer
+from transformer.formats.runs import read_metrics
 from transformer.plots.training import health_records
-from transformer.runs import read_metrics
 
 PANELS = (
     ("last encoder layer: cosine between positions", lambda r: r["encoder_position_cosine"][-1]),

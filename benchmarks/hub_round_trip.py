@@ -1,4 +1,4 @@
-"""The shipped model exported as a Hugging Face MarianMTModel (python -m transformer.export huggingface), measured
+"""The shipped model exported as a Hugging Face MarianMTModel (python -m transformer export huggingface), measured
 against this project's model on the same sentences:
 
 - token ids: Marian's tokenizer against the project's SentencePiece wrapper;
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import load_checkpoint
-from transformer.decode import beam_search, greedy_decode
-from transformer.hub import export_marian
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.formats.hub import export_marian
+from transformer.search.decode import beam_search, greedy_decode
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "en-de" / "test" / "tatoeba_new.en"
 

@@ -395,7 +395,7 @@ class Visitor:
 
 
 def tour_steps() -> int:
-    from transformer.lessons import read_lesson
+    from transformer.features.lessons import read_lesson
 
     return len(read_lesson("paper_tour").steps)
 

@@ -43,10 +43,10 @@ from transformer.analysis.omissions import (
     omissions,
     source_support,
 )
-from transformer.checkpoint import load_checkpoint
-from transformer.checkpoint_files import save_beside
-from transformer.data import DATA_ROOT
-from transformer.tokenizer import EOS_ID
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.formats.checkpoint_files import save_beside
+from transformer.paper.data import DATA_ROOT
+from transformer.paper.tokenizer import EOS_ID
 
 GOLD = DATA_ROOT / "align" / "europarl_gold"
 

@@ -1150,8 +1150,8 @@ def other_shape_model(checkpoint: str | None, folder: Path) -> Path:
 
     import torch
 
-    from transformer import checkpoint as files
-    from transformer.model import Transformer
+    from transformer.formats import checkpoint as files
+    from transformer.paper.model import Transformer
 
     if (folder / "config.json").is_file():
         return folder

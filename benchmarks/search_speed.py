@@ -1,6 +1,6 @@
 """This project's search against CTranslate2's on the same weights: time, and whether the outputs are the same.
 
-The checkpoint is converted with ``python -m transformer.export ctranslate2`` (float32, exact) into a temporary
+The checkpoint is converted with ``python -m transformer export ctranslate2`` (float32, exact) into a temporary
 folder, then both engines translate the first ``--sentences`` sentences of tatoeba_new (unseen everyday sentences)
 with the same number of threads: greedy and beam 4 (α = 0.6, output limit = source + 50 tokens), one sentence at a
 time and in batches of 32 sentences of similar length. Each engine runs in its own worker process (once
@@ -13,8 +13,8 @@ CTranslate2's beam search returns its ``beam`` best finished hypotheses with the
 penalty 0); they are re-ranked with this project's length penalty (((5 + |Y|) / 6)^α, |Y| counting </s>), since
 CTranslate2's own penalty is |Y|^α. Outputs are compared token for token.
 
-The project's search runs as the app runs it (:func:`transformer.decode.translate_ids`, float32). The last line is
-the figure the speed target is set on: ``search time ratio (project / CTranslate2), beam 4, batch 1: X.XX``.
+The project's search runs as the app runs it (:func:`transformer.search.decode.translate_ids`, float32). The last line
+is the figure the speed target is set on: ``search time ratio (project / CTranslate2), beam 4, batch 1: X.XX``.
 
     pip install ctranslate2
     python benchmarks/search_speed.py [--checkpoint DIR] [--sentences 200] [--rounds 3] [--threads 2]
@@ -40,10 +40,10 @@ except ImportError:
 
 import torch
 
-from transformer.checkpoint import load_checkpoint
-from transformer.ctranslate2 import export_ctranslate2
-from transformer.data import DATA_ROOT, read_lines
-from transformer.decode import DecodingOptions, encode_source, length_penalty, source_limit, translate_ids
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.formats.ctranslate2 import export_ctranslate2
+from transformer.paper.data import DATA_ROOT, read_lines
+from transformer.search.decode import DecodingOptions, encode_source, length_penalty, source_limit, translate_ids
 
 SENTENCES = DATA_ROOT / "test" / "tatoeba_new.en"
 

@@ -1,4 +1,4 @@
-"""How the live-trained toy model (``transformer/toy.py``, the *Train a tiny model* page) fares with the page's
+"""How the live-trained toy model (``transformer/features/toy.py``, the *Train a tiny model* page) fares with the page's
 defaults and with each of the paper's ablations, on every task: wall-clock seconds and steps until the held-out
 exact match first reaches 95%, and the exact match and token accuracy where the run ended (at 100% exact match, at
 the step limit or at the time budget, as on the page).
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from transformer.toy import TASKS, TRAINING_THREADS, ToySettings, torch_threads, train
+from transformer.features.toy import TASKS, TRAINING_THREADS, ToySettings, torch_threads, train
 
 ABLATIONS = {  # name → settings changed from the page's defaults
     "defaults": {},

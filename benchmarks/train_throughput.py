@@ -27,13 +27,22 @@ import time
 import torch
 from torch import nn
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, TOKENIZER_FILE
 from transformer.cli.training.runtime import adam
 from transformer.cli.training.validation import sequence_losses, training_losses
-from transformer.config import ModelConfig, preset
-from transformer.data import DATA_ROOT, Batch, BatchSampler, CorpusSpec, Example, collate, encode_pairs, read_corpus
-from transformer.model import Dropout, MultiHeadAttention, Transformer, sinusoidal_positional_encoding
-from transformer.tokenizer import Tokenizer
+from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, TOKENIZER_FILE
+from transformer.paper.config import ModelConfig, preset
+from transformer.paper.data import (
+    DATA_ROOT,
+    Batch,
+    BatchSampler,
+    CorpusSpec,
+    Example,
+    collate,
+    encode_pairs,
+    read_corpus,
+)
+from transformer.paper.model import Dropout, MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+from transformer.paper.tokenizer import Tokenizer
 
 T = DATA_ROOT / "train"
 # Every training corpus, the in-domain ones weighted up: the long run's mix (4,000 pairs of each per weight unit).

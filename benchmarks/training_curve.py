@@ -15,8 +15,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from transformer.formats.runs import read_metrics
 from transformer.plots.training import dev_set_changes, health_records
-from transformer.runs import read_metrics
 
 
 def draw_health(axes, records: list[dict]) -> None:

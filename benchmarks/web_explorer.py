@@ -1,4 +1,4 @@
-"""The one-file explorer (``python -m transformer.export web``) in Chromium from ``file://``, every non-file request
+"""The one-file explorer (``python -m transformer export web``) in Chromium from ``file://``, every non-file request
 refused: does it translate as the Python model does, and how fast?
 
     python benchmarks/web_explorer.py [--sentences 200] [--tokens 1000] [--file explorer.html] [--report out.json]
@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
 from transformer.analysis.word_alignment import default_method
-from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
-from transformer.decode import DEFAULT_DECODING, GREEDY, translate_ids
-from transformer.web import MAX_SOURCE_TOKENS, export_web
+from transformer.features.web import MAX_SOURCE_TOKENS, export_web
+from transformer.formats.checkpoint import LoadedCheckpoint, load_checkpoint
+from transformer.search.decode import DEFAULT_DECODING, GREEDY, translate_ids
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "en-de" / "test"
 HOSTILE = [

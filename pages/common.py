@@ -4,8 +4,8 @@ The loaded model is an ``st.cache_resource`` shared by all sessions and pages, k
 path; translations go through one batching queue per checkpoint, and work that changes a model (ablations,
 head importance) uses a private copy (:mod:`transformer.serving.translator`), so that sessions never see each other's
 switched-off heads. The choice of checkpoint lives in ``st.session_state["checkpoint"]``. A broken or missing
-checkpoint becomes an ``st.error`` with the one-line :class:`~transformer.checkpoint.CheckpointError` message and
-what to do about it, and the page stops, rather than a traceback.
+checkpoint becomes an ``st.error`` with the one-line :class:`~transformer.formats.checkpoint.CheckpointError` message
+and what to do about it, and the page stops, rather than a traceback.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pages.i18n import LANGUAGE_KEY, escaped, language, language_picker, t
 from pages.navigation import clear_first_paint, through_the_router
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
-from transformer.checkpoint import (
+from transformer.features.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
+from transformer.formats.checkpoint import (
     DEFAULT_CHECKPOINT_NAME,
     REPOSITORY_CHECKPOINTS,
     CheckpointError,
@@ -35,13 +36,12 @@ from transformer.checkpoint import (
     list_checkpoints,
     load_checkpoint,
 )
-from transformer.checkpoint import resolve as resolve_checkpoint
-from transformer.decode import DecodingOptions
-from transformer.hub import FAMILIES
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
+from transformer.formats.checkpoint import resolve as resolve_checkpoint
+from transformer.formats.hub import FAMILIES
 from transformer.plots.describe import describe_for_page
 from transformer.plots.palettes import PALETTES, with_palette
 from transformer.plots.style import for_dark, for_projector
+from transformer.search.decode import DecodingOptions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,9 +119,9 @@ def open_checkpoint(name: str) -> LoadedCheckpoint:
 def for_visitor(error: BaseException | str) -> str:
     """An error's first line as this visitor may read it: whole for a browser on the server's own machine; for any
     other, every absolute path of the server shortened as a shipped checkpoint records paths (relative to the
-    repository, or the last name: :func:`transformer.runs.portable_path`)."""
+    repository, or the last name: :func:`transformer.formats.runs.portable_path`)."""
     from pages.page_slots import browser_on_this_machine
-    from transformer.runs import portable_path
+    from transformer.formats.runs import portable_path
 
     text = str(error).strip()
     line = text.splitlines()[0] if text else type(error).__name__
@@ -197,7 +197,7 @@ def stored_heads(loaded: LoadedCheckpoint) -> Measured | None:
 
 @per_model(max_entries=16, resource=True)
 def _stored_beside(loaded: LoadedCheckpoint, file: str, modified: float) -> dict | None:
-    from transformer.checkpoint import read_beside
+    from transformer.formats.checkpoint import read_beside
 
     return read_beside(loaded, file)
 
@@ -235,7 +235,7 @@ def listed_checkpoints() -> list[str]:
 def hub_models_in_cache() -> list[str]:
     """The local Hugging Face cache's Marian and M2M100/NLLB models, looked up once a minute rather than on every
     page run (it reads each snapshot's config.json)."""
-    from transformer.hub import cached_hub_models
+    from transformer.formats.hub import cached_hub_models
 
     return cached_hub_models()
 

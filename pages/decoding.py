@@ -9,7 +9,7 @@ import streamlit as st
 from pages import url_state
 from pages.i18n import t
 from pages.url_state import Field
-from transformer.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
+from transformer.search.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
 
 FIELDS = {
     "search": Field(None, url_state.choice(("beam", "greedy"))),  # None: from the beam size (beam=1: greedy)

@@ -1,7 +1,7 @@
 """Head atlas: every attention head of the model on one map, each measured against gold data beside a baseline that
 needs no model (:mod:`transformer.analysis.atlas`), and a card per head: what it does, how much the translation needs
 it, and the heads that behave like it. Reads the measurements stored beside the checkpoint (``atlas.json``, written
-by ``python -m transformer.atlas --save``); a checkpoint without them can be measured here on fewer sentences."""
+by ``python -m transformer atlas --save``); a checkpoint without them can be measured here on fewer sentences."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from pages.links import open_page
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
+from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
+from transformer.formats.runs import portable_path
 from transformer.plots import atlas as plot_atlas
-from transformer.runs import portable_path
 
 st.set_page_config(page_title=t("atlas.title"), page_icon="🗺️", layout="wide")
 
@@ -66,7 +66,7 @@ def load_atlas(loaded: LoadedCheckpoint, key: str = "atlas_measure") -> tuple[di
     asked = f"atlas_measure_{loaded.path}"
     name = loaded.path.name if loaded.path.parent == REPOSITORY_CHECKPOINTS else str(loaded.path)
     st.info(
-        t("atlas.not_stored", command=escaped(f"python -m transformer.atlas --checkpoint {name} --save", code=True))
+        t("atlas.not_stored", command=escaped(f"python -m transformer atlas --checkpoint {name} --save", code=True))
     )
     if not atlas.ENGLISH_TREES.is_file() or not atlas.GERMAN_TREES.is_file():
         st.warning(t("atlas.no_data", folder=escaped(portable_path(str(atlas.SYNTAX_ROOT)))))

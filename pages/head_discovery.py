@@ -16,7 +16,7 @@ from pages.url_state import Field
 from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE
 from transformer.analysis.heads import SCORES, head_score_tables
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
 st.set_page_config(page_title=t("heads.title"), page_icon="🔎", layout="wide")

@@ -1,5 +1,5 @@
 """The interface language: a sidebar choice kept in the URL (``lang=ko``), and :func:`t` to look a message up in
-the chosen language's catalogue (:mod:`transformer.i18n`, ``transformer/locales/<code>.json``).
+the chosen language's catalogue (:mod:`transformer.features.i18n`, ``transformer/features/locales/<code>.json``).
 
 A message is looked up by key and formatted with ``str.format`` fields (``t("steps.of", number=2, total=11)``).
 Figures take the language itself (``language=language()``). The paper's terms follow the standard Korean
@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import streamlit as st
 
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, language_name, message
+from transformer.features.i18n import DEFAULT_LANGUAGE, LANGUAGES, catalogue, language_name, message
 
 if TYPE_CHECKING:
-    from transformer.decode import DecodingOptions
+    from transformer.search.decode import DecodingOptions
 
 LANGUAGE_KEY = "lang"
 

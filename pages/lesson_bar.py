@@ -1,5 +1,5 @@
-"""The lesson player: while a lesson (:mod:`transformer.lessons`) is on, a bar above every page shows the step's
-text, its question, and the way to the previous and next step.
+"""The lesson player: while a lesson (:mod:`transformer.features.lessons`) is on, a bar above every page shows the
+step's text, its question, and the way to the previous and next step.
 
 A step opens its page as its link would (:func:`pages.url_state.open_link`): the controls the step names take its
 values, the others their defaults, and the lesson and step stay in the URL of every page (``lesson=paper_tour&
@@ -15,7 +15,7 @@ import streamlit as st
 from pages import url_state
 from pages.i18n import escaped, language, t
 from pages.navigation import app_pages, page_name
-from transformer.lessons import Lesson, LessonError, available_lessons, read_lesson, unknown_controls
+from transformer.features.lessons import Lesson, LessonError, available_lessons, read_lesson, unknown_controls
 
 LESSON_PARAM = "lesson"  # in the URL
 STEP_PARAM = "lesson_step"

@@ -8,7 +8,7 @@ import streamlit as st
 from pages.common import page
 from pages.i18n import language, t
 from pages.lesson_bar import load_or_say, open_step, step_link
-from transformer.lessons import available_lessons
+from transformer.features.lessons import available_lessons
 
 st.set_page_config(page_title=t("lessons.title"), page_icon="🧑‍🏫", layout="wide")
 with page("lessons"):

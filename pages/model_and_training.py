@@ -14,10 +14,10 @@ from pages.common import page, section, show_figure
 from pages.i18n import escaped, language, t
 from pages.url_state import Field
 from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor
-from transformer.checkpoint import LOG_FILES, TRAINER_FILE
+from transformer.formats.checkpoint import LOG_FILES, TRAINER_FILE
+from transformer.formats.runs import portable, portable_path, read_metrics, training_log
+from transformer.paper.schedule import Schedule
 from transformer.plots import training as plot_training
-from transformer.runs import portable, portable_path, read_metrics, training_log
-from transformer.schedule import Schedule
 
 MODEL_CARD = "MODEL_CARD.md"
 DEFAULT_LABEL_SMOOTHING = 0.1  # the trainer's default (--label-smoothing), the paper's ε_ls

@@ -25,7 +25,7 @@ from transformer.analysis.figures import (
 )
 from transformer.analysis.heads import SCORES, head_statistics
 from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
-from transformer.checkpoint import CheckpointError
+from transformer.formats.checkpoint import CheckpointError
 from transformer.plots import attention as plot_attention
 from transformer.plots.paper import figure_3, figure_4, figure_5
 

@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.i18n import t
-from transformer.config import ATTENTION_KINDS, ModelConfig
+from transformer.paper.config import ATTENTION_KINDS, ModelConfig
 
 
 def kind_labels() -> dict[str, str]:

@@ -9,7 +9,7 @@ from pages import url_state
 from pages.common import page, section, show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
-from transformer.model import sinusoidal_positional_encoding
+from transformer.paper.model import sinusoidal_positional_encoding
 from transformer.plots import positional as plot_positional
 
 st.set_page_config(page_title=t("pe.title"), page_icon="〰️", layout="wide")

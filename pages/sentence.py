@@ -8,7 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.i18n import escaped, t
-from transformer.lessons import DEFAULT_SENTENCE
+from transformer.features.lessons import DEFAULT_SENTENCE
 
 VISITOR_SENTENCE = "_visitor_sentence"  # the sentence the visitor last typed or opened, on any page
 

@@ -33,10 +33,10 @@ from transformer.analysis.steps import (
     next_tokens,
     scaling_demo,
 )
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import scaling as plot_scaling
 from transformer.plots import steps as plot_steps
-from transformer.tokenizer import readable_pieces
 
 st.set_page_config(page_title=t("steps.page_title"), page_icon="🧮", layout="wide")
 

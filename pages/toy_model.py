@@ -1,6 +1,6 @@
 """A model trained live in class: the paper's Transformer, made tiny, learns to copy, reverse or sort a string here in
-the visitor's session (:mod:`transformer.toy`), its loss and its heads redrawn every few steps, with the paper's
-ablations as switches (one head, no positional encoding, no 1/√d_k).
+the visitor's session (:mod:`transformer.features.toy`), its loss and its heads redrawn every few steps, with the
+paper's ablations as switches (one head, no positional encoding, no 1/√d_k).
 
 The training is a job in the server's queue (:mod:`transformer.serving.jobs`), not part of the page's run: the page
 answers at once, shows the job's place while it waits and its snapshots as they come (redrawn every second), and the
@@ -22,9 +22,9 @@ from pages.common import page, show_figure
 from pages.i18n import escaped, language, t
 from pages.page_slots import cores, page_slots
 from pages.url_state import Field
+from transformer.features.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run
 from transformer.plots import toy as plot_toy
 from transformer.serving.jobs import FAILED, FINISHED, WAITING, Job, JobError, JobQueue, settings_of
-from transformer.toy import TASKS, ToyRun, ToySettings, ToySnapshot, new_run
 
 st.set_page_config(page_title=t("toy.title"), page_icon="🧸", layout="wide")
 

@@ -6,7 +6,7 @@ Each tab is a module of ``pages/what_if_tabs/`` (:data:`TABS`, :class:`pages.tab
   the original with the differences marked, and one head's attention with and without them
   (:mod:`transformer.analysis.ablation`).
 - *Head importance*: BLEU/chrF lost when each head alone is off, Michel et al.'s gradient proxy, and BLEU as the k
-  least important heads go together; stored beside the checkpoint by ``python -m transformer.importance --save``,
+  least important heads go together; stored beside the checkpoint by ``python -m transformer importance --save``,
   or measured here on a few dev sentences.
 - *Rollout and flow*: Abnar & Zuidema's (2020) attention rollout and flow for the encoder, and a rollout through
   cross-attention to the source words, beside raw attention (:mod:`transformer.analysis.rollout`).

@@ -26,8 +26,8 @@ from transformer.analysis.complexity import (
     path_length,
     time_layers,
 )
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import complexity as plot_complexity
-from transformer.tokenizer import readable_pieces
 
 st.set_page_config(page_title=t("why.title"), page_icon="⚖️", layout="wide")
 

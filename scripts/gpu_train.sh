@@ -47,7 +47,7 @@ if [[ -n "${INIT_FROM:-}" ]]; then
 else
     start=(--preset "${PRESET:-small}" --spm checkpoints/en-de-small/spm.model --branch-init-gain "${GAIN:-0.5}")
 fi
-"$PYTHON" -m transformer.train --out "$RUN" "${start[@]}" --device "${DEVICE:-cuda}" \
+"$PYTHON" -m transformer train --out "$RUN" "${start[@]}" --device "${DEVICE:-cuda}" \
     --amp "${AMP:-bf16}" --train "${train_specs[@]}" \
     --dev "$PACK/dev/newstest2013" --batch-tokens "${BATCH_TOKENS:-32768}" --lr-scale "${LR_SCALE:-0.5}" \
     --warmup "${WARMUP:-1000}" --dropout "${DROPOUT:-0.2}" \
@@ -55,13 +55,13 @@ fi
     --keep-last "${AVERAGE:-4}" --eval-every "${EVAL_EVERY:-1000}" --dev-bleu-sentences 200 --log-every 100 \
     --progress lines ${extra[@]+"${extra[@]}"} 2>&1 | tee "$OUT/train.log"
 
-"$PYTHON" -m transformer.checkpoint average "$RUN" --last "${AVERAGE:-4}" --out "$OUT/model" --fp16 \
+"$PYTHON" -m transformer.formats.checkpoint average "$RUN" --last "${AVERAGE:-4}" --out "$OUT/model" --fp16 \
     --shard-mb "${SHARD_MB:-15}"
 ls -l "$OUT/model"
 
 limit=()
 [[ -n "${EVAL_LIMIT:-}" ]] && limit=(--limit "$EVAL_LIMIT")
 for test_set in test/tatoeba_new test/multi30k_test2016 test/newstest2014; do
-    "$PYTHON" -m transformer.evaluate --checkpoint "$OUT/model" --src "$PACK/$test_set.en" --ref "$PACK/$test_set.de" \
+    "$PYTHON" -m transformer evaluate --checkpoint "$OUT/model" --src "$PACK/$test_set.en" --ref "$PACK/$test_set.de" \
         --beam 4 --device "${DEVICE:-cuda}" --record --json "${limit[@]}" | tee -a "$OUT/eval.jsonl"
 done

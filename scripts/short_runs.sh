@@ -54,7 +54,7 @@ for name in "${names[@]}"; do
     [[ -d $run/checkpoints ]] && [[ -n $(ls -A "$run/checkpoints") ]] && resume=(--resume)
     echo "$name: ${extra:-(baseline)}"
     # shellcheck disable=SC2046,SC2086
-    python -m transformer.train --out "$run" "${resume[@]}" --preset small \
+    python -m transformer train --out "$run" "${resume[@]}" --preset small \
         --spm checkpoints/en-de-small/spm.model --train $(corpora "$name") --dev "$D/dev/newstest2013" \
         --warmup 1000 --lr-scale 0.4 --eval-every 200 --dev-loss-sentences 500 --dev-bleu-sentences 50 \
         --max-steps "$STEPS" --seed 0 $extra

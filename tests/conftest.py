@@ -19,12 +19,12 @@ from safetensors.torch import load_file, save_file
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.analysis import precompute
-from transformer.checkpoint import read_json, write_json
 from transformer.cli import train
-from transformer.tokenizer import Tokenizer, train_tokenizer
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
+from transformer.formats.checkpoint import read_json, write_json
+from transformer.paper.tokenizer import Tokenizer, train_tokenizer
 
 # The machines this runs on have two cores; OMP_NUM_THREADS=1 leaves one to a training run going on beside the tests.
 torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
@@ -141,7 +141,7 @@ def smaller_model(checkpoint: Path, folder: Path, layers: int, heads: int) -> Pa
     weights): for views that put two models side by side."""
     import dataclasses
 
-    from transformer.model import Transformer
+    from transformer.paper.model import Transformer
 
     loaded = ckpt.load_checkpoint(checkpoint)
     config = dataclasses.replace(loaded.config, encoder_layers=layers, decoder_layers=layers, num_heads=heads)

@@ -12,8 +12,8 @@ from transformer.analysis import ablation
 from transformer.analysis.ablation import head_importance, head_mask, prune_curve, translate_ablated
 from transformer.analysis.attention import translate_with_attention
 from transformer.cli import importance as importance_cli
-from transformer.data import read_parallel
-from transformer.decode import GREEDY, DecodingOptions, translate
+from transformer.paper.data import read_parallel
+from transformer.search.decode import GREEDY, DecodingOptions, translate
 
 
 @pytest.fixture(scope="module")

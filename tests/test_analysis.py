@@ -21,9 +21,9 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.analysis.figures import its_metrics, making_metrics
-from transformer.checkpoint import load_checkpoint
-from transformer.decode import DecodingOptions
-from transformer.tokenizer import EOS_ID
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.tokenizer import EOS_ID
+from transformer.search.decode import DecodingOptions
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from tests.conftest import array, charts, no_exceptions, plain
 from transformer.analysis import precompute
 from transformer.analysis.attention import KIND_TITLES, merge_tokens, word_groups
 from transformer.analysis.omissions import OMISSIONS_FILE
-from transformer.checkpoint import load_checkpoint
-from transformer.checkpoint_files import save_beside
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.formats.checkpoint_files import save_beside
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 SENTENCE = "the small cat sees the big dog."
@@ -369,7 +369,7 @@ def test_search_precision_from_the_url_and_the_sidebar(checkpoint):
 
 
 def test_checkpoint_selector_switches_models(checkpoint, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from transformer import checkpoint as ckpt
+    from transformer.formats import checkpoint as ckpt
 
     monkeypatch.setattr(ckpt, "REPOSITORY_CHECKPOINTS", tmp_path)
     shutil.copytree(checkpoint, tmp_path / "second-model")

@@ -1,5 +1,5 @@
 """The head atlas: heads against gold syntax and gold alignments, each beside its baseline
-(:mod:`transformer.analysis.syntax`, :mod:`transformer.analysis.atlas`, ``python -m transformer.atlas``)."""
+(:mod:`transformer.analysis.syntax`, :mod:`transformer.analysis.atlas`, ``python -m transformer atlas``)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
 from transformer.analysis import atlas, atlas_index, syntax
-from transformer.checkpoint import load_checkpoint, write_json
 from transformer.cli import atlas as atlas_cli
+from transformer.formats.checkpoint import load_checkpoint, write_json
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "head_atlas.py"
 # Two pairs in the synthetic corpus's words, for the index of sentences.
@@ -296,7 +296,7 @@ def test_without_a_stored_atlas_the_page_says_how_to_measure_it_and_measures_on_
     app = run_atlas_page()
     no_exceptions(app)
     assert not charts(app)
-    assert any("python -m transformer.atlas" in str(info.value) for info in app.info)
+    assert any("python -m transformer atlas" in str(info.value) for info in app.info)
     app.button[0].click().run()
     no_exceptions(app)
     assert len(charts(app)) == 1 and "not stored" in " ".join(str(c.value) for c in app.caption)

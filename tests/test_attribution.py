@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from transformer.analysis import attribution as at
-from transformer.checkpoint import load_checkpoint
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.tokenizer import BOS_ID, EOS_ID
 
 
 @pytest.fixture(scope="module")

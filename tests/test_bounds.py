@@ -22,8 +22,9 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import needs_browser, no_exceptions
 from tests.hub_models import make_marian
-from transformer import checkpoint, checkpoint_files, hub, lessons
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
+from transformer.features import lessons
+from transformer.formats import checkpoint, checkpoint_files, hub
+from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 WHAT_IF = REPOSITORY / "pages" / "what_if.py"

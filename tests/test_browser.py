@@ -29,8 +29,8 @@ from benchmarks.app_server import REPOSITORY, serving
 from tests.conftest import needs_browser, smaller_model
 from tests.test_plots_bertviz import shown
 from transformer.analysis.attention import merge_tokens, word_groups
-from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
-from transformer.tokenizer import Tokenizer
+from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
+from transformer.paper.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Frame, Page, Route, WebSocketRoute

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.cli import checkpoint as checkpoint_cli
 from transformer.cli.evaluate import record_scores
-from transformer.config import preset
-from transformer.model import Transformer
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
+from transformer.paper.config import preset
+from transformer.paper.model import Transformer
 
 
 @pytest.fixture()

@@ -17,9 +17,10 @@ from transformer.analysis.beam import BeamTree, TokenProbability
 from transformer.analysis.complexity import LayerTimes
 from transformer.analysis.logit_lens import LogitLens
 from transformer.analysis.steps import STEPS, HeadSteps, NextTokens, head_scaling, scaling_demo
-from transformer.config import preset
-from transformer.decode import BeamNode, DecodingOptions
-from transformer.model import Transformer, sinusoidal_positional_encoding
+from transformer.features.toy import ToySnapshot
+from transformer.paper.config import preset
+from transformer.paper.model import Transformer, sinusoidal_positional_encoding
+from transformer.paper.schedule import Schedule
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import attribution as plot_attribution
@@ -41,8 +42,7 @@ from transformer.plots.style import (
     dark_colour,
     for_dark,
 )
-from transformer.schedule import Schedule
-from transformer.toy import ToySnapshot
+from transformer.search.decode import BeamNode, DecodingOptions
 
 # The smallest CAM02-UCS ΔE two colours of one chart may have for any reader. One unit is about the smallest
 # difference seen between two large patches side by side; chart marks are thin lines and small points, matched

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from transformer import model as model_module
 from transformer.analysis import attention, heads, health
-from transformer.config import ATTENTION_KINDS, preset
-from transformer.model import Transformer
+from transformer.paper import model as model_module
+from transformer.paper.config import ATTENTION_KINDS, preset
+from transformer.paper.model import Transformer
 
 
 def test_each_attention_kind_has_the_layers_of_its_stack():

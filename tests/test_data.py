@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.data import (
+from transformer.paper.data import (
     BatchSampler,
     CorpusSpec,
     Example,
@@ -18,7 +18,7 @@ from transformer.data import (
     read_corpus,
     read_parallel,
 )
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 
 def examples_of_lengths(lengths: list[int]) -> list[Example]:

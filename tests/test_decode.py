@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer import incremental
 from transformer.cli.training.validation import sequence_losses
-from transformer.config import preset
-from transformer.data import pad
-from transformer.decode import (
+from transformer.paper.config import preset
+from transformer.paper.data import pad
+from transformer.paper.model import Transformer
+from transformer.paper.schedule import learning_rate
+from transformer.paper.tokenizer import BOS_ID, EOS_ID
+from transformer.search import fast
+from transformer.search.decode import (
     EXTRA_OUTPUT_TOKENS,
     GREEDY,
     BeamRecorder,
@@ -20,10 +23,7 @@ from transformer.decode import (
     search,
     search_model,
 )
-from transformer.incremental import StepDecoder, encode
-from transformer.model import Transformer
-from transformer.schedule import learning_rate
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.search.fast import StepDecoder, encode
 
 SYMBOLS = range(4, 24)
 
@@ -348,7 +348,7 @@ def packed_tiny_model(seed: int, onednn: bool, monkeypatch) -> Transformer:
     """A random tiny model for the packed search's checks; without ``onednn`` the packed weights take the ``addmm``
     path, as where oneDNN's operators are missing."""
     if not onednn:
-        monkeypatch.setattr(incremental, "_onednn_products", lambda: None)
+        monkeypatch.setattr(fast, "_onednn_products", lambda: None)
     torch.manual_seed(seed)
     return Transformer(preset("tiny")).eval()
 
@@ -365,7 +365,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
     model.decoder_layers[1].self_attention.scaled = False
     model.encoder_layers[0].self_attention.scaled = False
     source = pad([[5, 6, 7, 8, EOS_ID], [9, 10, EOS_ID]] if not long else [[*range(5, 17), EOS_ID], [9, 10, EOS_ID]])
-    monkeypatch.setattr(incremental, "FOLD_SENTENCES", source.size(0))  # the app folds for one sentence at a time
+    monkeypatch.setattr(fast, "FOLD_SENTENCES", source.size(0))  # the app folds for one sentence at a time
     beams = 2
     targets = torch.randint(4, 30, (source.size(0) * beams, 6))
     targets[:, 0] = BOS_ID
@@ -386,7 +386,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
             full, _, _ = model.decode(targets, expanded, source_mask)
             decoder = StepDecoder(model, memory, source, beams)
             assert decoder.folded is not long
-            assert decoder.packed.projection.onednn is (onednn and incremental._onednn_products() is not None)
+            assert decoder.packed.projection.onednn is (onednn and fast._onednn_products() is not None)
             for position in range(targets.size(1)):
                 hidden = decoder.step(targets[:, position])
                 assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)
@@ -409,8 +409,8 @@ def test_the_apps_attention_pass_records_what_the_models_own_modules_record(oned
     with torch.no_grad(), model.head_mask(mask):
         memory, encoder = model.encode(source, need_weights=True)
         _, decoder, cross = model.decode(target, memory, model.source_mask(source), need_weights=True)
-        packed_memory, packed_encoder = incremental.encode_recording(model, source)
-        packed_decoder, packed_cross = incremental.decoder_attention(model, packed_memory, source, target)
+        packed_memory, packed_encoder = fast.encode_recording(model, source)
+        packed_decoder, packed_cross = fast.decoder_attention(model, packed_memory, source, target)
         searched_memory = encode(model, source)
     assert torch.allclose(packed_memory, memory, atol=1e-5)
     assert torch.allclose(packed_memory, searched_memory, atol=1e-6)

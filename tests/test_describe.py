@@ -20,10 +20,11 @@ from transformer.analysis.complexity import time_layers
 from transformer.analysis.figures import FIGURES, sentence_attention
 from transformer.analysis.logit_lens import logit_lens
 from transformer.analysis.steps import STEPS, head_scaling, head_steps, next_tokens, scaling_demo
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import GREEDY, DecodingOptions
-from transformer.i18n import catalogue
-from transformer.model import sinusoidal_positional_encoding
+from transformer.features.i18n import catalogue
+from transformer.features.toy import ToySettings, run_to_end
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.model import sinusoidal_positional_encoding
+from transformer.paper.schedule import Schedule, learning_rate
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import attribution as plot_attribution
@@ -38,8 +39,7 @@ from transformer.plots import toy as plot_toy
 from transformer.plots import training as plot_training
 from transformer.plots import whatif as plot_whatif
 from transformer.plots.describe import Description, describe, describe_for_page, number, plain
-from transformer.schedule import Schedule, learning_rate
-from transformer.toy import ToySettings, run_to_end
+from transformer.search.decode import GREEDY, DecodingOptions
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
 SENTENCE = "The Law will never be perfect, but its application should be just."

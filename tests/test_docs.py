@@ -1,11 +1,13 @@
 """Docs that stay true: every command the README, the docs, the lessons' guide and the model card tell a reader to
 type (``python -m transformer…``, ``python benchmarks/….py``) exists and answers ``--help`` with its usage, and so
-does each subcommand they name (``python -m transformer.whatif ablate``). A renamed module or a door that does
+does each subcommand they name (``python -m transformer whatif ablate``). A renamed module or a door that does
 nothing when run fails here, not in a reader's terminal."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
+import io
 import re
 import subprocess
 import sys
@@ -22,10 +24,21 @@ DOCUMENTS = sorted(
         *(REPOSITORY / "checkpoints").glob("*/MODEL_CARD*.md"),
     ]
 )
-# `python -m transformer.x [word]` or `python benchmarks/x.py`; a word right after the module may be a subcommand
+# `python -m transformer <command> [word]`, `python -m module [word]` or `python benchmarks/x.py [word]`: a word right
+# after the command may be a subcommand
 COMMAND = re.compile(
-    r"python3? (?:-m ((?:transformer|benchmarks)(?:\.\w+)*)|((?:benchmarks|scripts)/\w+\.py))(?: ([a-z]\w*))?"
+    r"python3? (?:-m ((?:transformer|benchmarks)(?:\.\w+)*)|((?:benchmarks|scripts)/\w+\.py))"
+    r"(?: ([a-z]\w*))?(?: ([a-z]\w*))?"
 )
+
+
+def words(module: str, script: str, first: str, second: str) -> tuple[tuple[str, ...], str]:
+    """A match of COMMAND → (the command, the word after it that may be a subcommand)."""
+    if module == "transformer" and first:
+        return ("-m", module, first), second
+    return (("-m", module) if module else (script,)), first
+
+
 CHOICES = re.compile(r"\{([\w,-]+)\}")
 
 
@@ -34,8 +47,8 @@ def documented_commands() -> dict[tuple[str, ...], list[str]]:
     found: dict[tuple[str, ...], list[str]] = {}
     for document in DOCUMENTS:
         for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
-            for module, script, word in COMMAND.findall(line):
-                base = ("-m", module) if module else (script,)
+            for match in COMMAND.findall(line):
+                base, word = words(*match)
                 where = f"{document.relative_to(REPOSITORY)}:{number}"
                 found.setdefault(base, []).append(where)
                 if word:
@@ -44,6 +57,18 @@ def documented_commands() -> dict[tuple[str, ...], list[str]]:
 
 
 def help_of(command: tuple[str, ...]) -> subprocess.CompletedProcess:
+    """``python <command> --help``; a command of ``python -m transformer`` answers in this process, through the same
+    door (``transformer.__main__.main``), as it would in a terminal."""
+    if command[:2] == ("-m", "transformer"):
+        from transformer.__main__ import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main([*command[2:], "--help"])
+            except SystemExit as stopped:
+                status = stopped.code
+        return subprocess.CompletedProcess(command, status or 0, out.getvalue(), err.getvalue())
     return subprocess.run(
         [sys.executable, *command, "--help"],
         cwd=REPOSITORY,
@@ -57,7 +82,11 @@ def help_of(command: tuple[str, ...]) -> subprocess.CompletedProcess:
 def test_the_documents_name_the_commands_a_reader_types():
     """The scan itself: it finds the commands the README shows (so an emptied pattern cannot pass the test below)."""
     found = documented_commands()
-    for command in (("-m", "transformer.train"), ("-m", "transformer.checkpoint", "average"), ("benchmarks/load.py",)):
+    for command in (
+        ("-m", "transformer", "train"),
+        ("-m", "transformer", "checkpoint", "average"),
+        ("benchmarks/load.py",),
+    ):
         assert command in found, sorted(found)
 
 
@@ -72,31 +101,36 @@ READ_TOO = sorted(
 CHILD_PROCESSES = ("transformer.serving.jobs", "transformer.serving.process")  # the app starts them (docs describe)
 
 
-def test_commands_are_named_by_their_doors():
-    """A command is named by its one door, ``python -m transformer.<name>`` (for each ``transformer/cli/<name>.py``),
-    never by a library or command-line module (``python -m transformer.analysis.precompute``,
-    ``python -m transformer.cli.train``): those run nothing (``tests/test_layout.py``)."""
-    doors = {f"transformer.{path.stem}" for path in (REPOSITORY / "transformer" / "cli").glob("*.py")} - {
-        "transformer.__init__"
-    }
+def test_commands_are_named_by_their_door():
+    """A command is named by its one door, ``python -m transformer <command>``, never by a library or command-line
+    module (``python -m transformer.analysis.precompute``, ``python -m transformer.cli.train``): those run nothing
+    (``tests/test_layout.py``)."""
+    from transformer.__main__ import COMMANDS
+
     named, wrong = 0, []
     for document in [*DOCUMENTS, *READ_TOO]:
         for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), 1):
-            for module, _, _ in COMMAND.findall(line):
-                if module.startswith("transformer"):
+            for match in COMMAND.findall(line):
+                module, _, first, _ = match
+                if module == "transformer" and first:
                     named += 1
-                    if module not in doors and module not in CHILD_PROCESSES:
-                        wrong.append(f"{document.relative_to(REPOSITORY)}:{number}: python -m {module}")
+                    if first not in COMMANDS:
+                        wrong.append(f"{document.relative_to(REPOSITORY)}:{number}: no command {first!r}")
+                elif module.startswith("transformer.") and module not in CHILD_PROCESSES:
+                    wrong.append(f"{document.relative_to(REPOSITORY)}:{number}: python -m {module}")
     assert named > 50, "the scan finds the commands"
-    assert not wrong, "name the door python -m transformer.<name> instead:\n" + "\n".join(wrong)
+    assert not wrong, "name the command python -m transformer <command> instead:\n" + "\n".join(wrong)
 
 
 @pytest.mark.slow
 def test_every_documented_command_and_subcommand_answers_help():
     found = documented_commands()
-    bases = sorted(command for command in found if len(command) == 1 or (command[0] == "-m" and len(command) == 2))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        helps = dict(zip(bases, pool.map(help_of, bases), strict=True))
+    bases = [command for command in found if len(command) == 1 or (command[0] == "-m" and len(command) == 2)]
+    bases += [command for command in found if command[:2] == ("-m", "transformer") and len(command) == 3]
+    outside = sorted(command for command in bases if command[:2] != ("-m", "transformer"))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # subprocesses, two at a time
+        helps = dict(zip(outside, pool.map(help_of, outside), strict=True))
+    helps.update((command, help_of(command)) for command in sorted(bases) if command not in helps)  # in this process
     failures = []
     for command, answer in helps.items():
         if answer.returncode != 0 or "usage:" not in answer.stdout:

@@ -7,14 +7,14 @@ import ctranslate2
 import pytest
 import torch
 
-from transformer.checkpoint import load_checkpoint
 from transformer.cli.export import main
-from transformer.config import preset
-from transformer.ctranslate2 import ctranslate2_spec
-from transformer.data import pad
-from transformer.decode import GREEDY, DecodingOptions, length_penalty, translate_ids
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.formats.ctranslate2 import ctranslate2_spec
+from transformer.paper.config import preset
+from transformer.paper.data import pad
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID
+from transformer.search.decode import GREEDY, DecodingOptions, length_penalty, translate_ids
 
 SENTENCES = [
     "The children are playing in the park.",

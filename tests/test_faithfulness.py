@@ -9,7 +9,7 @@ import torch
 
 from transformer.analysis import faithfulness as ft
 from transformer.analysis.attention import teacher_forced
-from transformer.tokenizer import EOS_ID
+from transformer.paper.tokenizer import EOS_ID
 
 
 @pytest.fixture(scope="module")

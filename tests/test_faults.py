@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import train_arguments
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.cli import train
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 STEPS = 24
@@ -48,7 +48,7 @@ def straight(corpus, spm_path, tmp_path_factory) -> dict[int, float]:
 def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_losses(corpus, spm_path, tmp_path, straight):
     run = tmp_path / "run"
     arguments = train_arguments(corpus, spm_path, run, "--max-steps", str(STEPS), "--save-every-steps", "1")
-    command = [sys.executable, "-m", "transformer.train", *arguments]
+    command = [sys.executable, "-m", "transformer", "train", *arguments]
     moments = random.Random(7)
     kills = 0
     for attempt in range(8):

@@ -22,11 +22,11 @@ from tests.conftest import no_exceptions
 from transformer.analysis.ablation import word_diff
 from transformer.analysis.attention import AttentionMaps, translate_with_attention
 from transformer.analysis.input_check import not_source_reasons
-from transformer.decode import EXTRA_OUTPUT_TOKENS, GREEDY, max_source_tokens
+from transformer.paper.tokenizer import BIDI_CONTROLS, clean
 from transformer.plots import bertviz
 from transformer.plots.style import safe_label
 from transformer.plots.whatif import diff_html
-from transformer.tokenizer import BIDI_CONTROLS, clean
+from transformer.search.decode import EXTRA_OUTPUT_TOKENS, GREEDY, max_source_tokens
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HOSTILE = ["</script><img src=x onerror=alert(1)>", "<b>bold</b>", "&amp;", "\u202eevil", "\ud800", "\x00", "'\"<>"]
@@ -212,7 +212,7 @@ def test_byte_wise_damaged_weights_give_one_clear_error(trained_checkpoint: Path
 
 
 def ckpt_module():
-    from transformer import checkpoint
+    from transformer.formats import checkpoint
 
     return checkpoint
 
@@ -314,7 +314,7 @@ def test_a_missing_or_foreign_vocabulary_is_named(trained_checkpoint, tmp_path):
 
 
 def test_corrupted_training_data_is_named_by_file_and_line(tmp_path):
-    from transformer.data import read_parallel
+    from transformer.paper.data import read_parallel
 
     (tmp_path / "c.en").write_bytes(b"good line\n\xff\xfe broken \xc3\n\nlast\n")
     (tmp_path / "c.de").write_bytes(b"gute zeile\nkaputt\n\nletzte\n")

@@ -20,11 +20,11 @@ from transformer.analysis.heads import (
     head_statistics,
     pronoun_to_antecedent,
 )
-from transformer.checkpoint import CheckpointError, load_checkpoint, read_json
 from transformer.cli import dictionary as dictionary_cli
 from transformer.cli import paper_figures as figures_cli
 from transformer.cli import timeline as timeline_cli
-from transformer.decode import GREEDY, translate_ids
+from transformer.formats.checkpoint import CheckpointError, load_checkpoint, read_json
+from transformer.search.decode import GREEDY, translate_ids
 
 PRONOUN_TOKENS = [
     "▁The",

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from tests.conftest import ENGLISH, GERMAN, train_arguments, uniform_encoder_copy, write_corpus
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.analysis.health import HEALTH_KEYS, KINDS, model_health, normalised_entropy, position_cosine
 from transformer.cli import train
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
 
 DICTIONARY = {english: {german} for english, german in zip(ENGLISH, GERMAN, strict=True)}
 

@@ -1,7 +1,7 @@
 """Hugging Face models as this project's model, and this project's model as a Hugging Face Marian model.
 
 Every check compares two implementations of one network on the same input: transformers' own Marian and M2M100
-modules against the model :mod:`transformer.hub` builds from the same folder, and the shipped model against its
+modules against the model :mod:`transformer.formats.hub` builds from the same folder, and the shipped model against its
 export. Nothing here asserts what a random model happens to translate.
 """
 
@@ -20,10 +20,10 @@ import torch
 
 from tests.conftest import needs_browser
 from tests.hub_models import make_m2m100, make_marian, make_nllb
-from transformer import checkpoint_files, hub
-from transformer.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
-from transformer.decode import beam_search, greedy_decode
-from transformer.model import Transformer
+from transformer.formats import checkpoint_files, hub
+from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
+from transformer.paper.model import Transformer
+from transformer.search.decode import beam_search, greedy_decode
 
 transformers = pytest.importorskip("transformers")
 transformers.logging.set_verbosity_error()
@@ -168,7 +168,7 @@ def test_export_refuses_to_overwrite_and_the_command_writes_a_folder(exported, t
     with pytest.raises(hub.HubError, match="--force"):
         hub.export_marian(load_checkpoint("en-de-small"), exported)
     out = tmp_path / "hf"
-    command = [sys.executable, "-m", "transformer.export", "huggingface", "--out", str(out)]
+    command = [sys.executable, "-m", "transformer", "export", "huggingface", "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "MarianMTModel" in done.stdout
@@ -267,7 +267,7 @@ def test_a_hugging_face_model_runs_every_view_of_the_app(tiny_folders):
 
 
 def test_measurements_of_a_hugging_face_model_stay_out_of_its_folder(tiny_folders, tmp_path, monkeypatch):
-    from transformer.checkpoint import read_beside, save_beside
+    from transformer.formats.checkpoint import read_beside, save_beside
 
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path / "cache"))
     folder = tiny_folders["marian"]
@@ -340,7 +340,7 @@ def test_a_model_too_large_for_memory_is_refused_before_reading(tiny_folders, mo
 def test_commands_take_a_hugging_face_folder(family, tiny_folders):
     folder = tiny_folders[family]
     done = subprocess.run(
-        [sys.executable, "-m", "transformer.translate", "--checkpoint", str(folder)],
+        [sys.executable, "-m", "transformer", "translate", "--checkpoint", str(folder)],
         input="The children are playing in the park.\n",
         capture_output=True,
         text=True,

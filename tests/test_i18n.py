@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
-from transformer.i18n import LANGUAGES, catalogue
+from transformer.features.i18n import LANGUAGES, catalogue
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 HANGUL = re.compile(r"[\uac00-\ud7a3]")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from transformer import checkpoint as ckpt
 from transformer.analysis.input_check import (
     looks_like,
     not_source_reasons,
     unknown_characters,
 )
-from transformer.tokenizer import Tokenizer
+from transformer.formats import checkpoint as ckpt
+from transformer.paper.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from transformer.features.toy import ToySettings, run_to_end
 from transformer.serving.jobs import (
     CANCELLED,
     FAILED,
@@ -18,7 +19,6 @@ from transformer.serving.jobs import (
     encode_progress,
     settings_of,
 )
-from transformer.toy import ToySettings, run_to_end
 
 
 @pytest.fixture

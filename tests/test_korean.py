@@ -28,8 +28,8 @@ from tests.conftest import needs_browser
 from tests.test_browser import checkpoint, open_app, robot_visitor, server, server_log  # noqa: F401 (fixtures)
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import COMMON_WORDS, looks_like, not_source_reasons
-from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, META_FILE, REPOSITORY_CHECKPOINTS, read_json
-from transformer.i18n import LANGUAGES, catalogue
+from transformer.features.i18n import LANGUAGES, catalogue
+from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME, META_FILE, REPOSITORY_CHECKPOINTS, read_json
 
 PAGES = [
     *(f"/?view={view}" for view in ("Heads", "Model+view", "Token+focus", "Alignment", "Attribution", "Logit+lens")),
@@ -319,8 +319,8 @@ def test_language_names_decoding_and_samples_come_from_the_catalogue(monkeypatch
     """What the library writes in English for its command lines (``DecodingOptions.describe()``, a sample's
     description, a language's name) the pages show in the visitor's language, stored results' texts included."""
     from pages import i18n
-    from transformer.config import LANGUAGE_NAMES
-    from transformer.decode import DEFAULT_DECODING, GREEDY
+    from transformer.paper.config import LANGUAGE_NAMES
+    from transformer.search.decode import DEFAULT_DECODING, GREEDY
 
     assert {code: catalogue("en")[f"language.{code}"] for code in LANGUAGE_NAMES} == LANGUAGE_NAMES
     monkeypatch.setattr(i18n, "language", lambda: "ko")

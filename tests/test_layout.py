@@ -1,19 +1,19 @@
-"""The floor plan holds: each layer imports only the ones below it, and the library runs without the app's packages.
+"""The floor plan holds: each floor imports only the ones below it, and the library runs without the app's packages.
 
-A module's layer is the folder it sits in:
+A module's floor is the folder it sits in, lowest first:
 
-transformer/*.py       the core: configuration, tokenizer, model, data, decoding, schedule, checkpoints, runs, messages
+transformer/paper/     the paper's model: configuration, model, loss, schedule, tokenizer, data
+transformer/search/    greedy and beam search, and the fast engine they run on
+transformer/formats/   a model's files: native checkpoints, runs and export, Hugging Face folders, CTranslate2
+transformer/features/  messages in each language, lessons, the tiny model, the one-file explorer
 transformer/analysis/  what the heads do, measured
 transformer/serving/   the app's model sharing: the translation queue and its child process
 transformer/plots/     figures
 transformer/cli/       every command line (training with its parts in training/)
 pages/, app.py         the Streamlit app
 
-A command has one door, ``python -m transformer.<name>``: a short module in transformer/ whose
-``if __name__ == "__main__":`` block only hands over to ``transformer.cli.<name>`` (imports there do not count), and,
-for some, a console script. No other module runs as a command: not the library's, not transformer/cli's; the
-exceptions are ``transformer.checkpoint`` (a library module whose name the documented ``python -m
-transformer.checkpoint`` takes, so it hands over itself) and the app's own child processes in transformer/serving.
+Every command has one door, ``python -m transformer <command>`` (``transformer/__main__.py``), beside a few console
+scripts. No other module runs as a command; the exceptions are the app's own child processes in transformer/serving.
 """
 
 from __future__ import annotations
@@ -28,17 +28,24 @@ import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 APP_PACKAGES = ("streamlit", "plotly", "bertviz", "mpld3", "xstatic", "orjson")
-FOLDERS = ("analysis", "serving", "plots", "cli")
-ORDER = ["core", "analysis", "serving", "plots", "cli", "app"]
+ORDER = ["paper", "search", "formats", "features", "analysis", "serving", "plots", "cli", "app"]
+LIBRARY = ORDER[:6]  # the floors that run without the app's packages
 
 
 def wing(module: str) -> str:
+    """The floor a module sits on; ``transformer`` itself holds only a docstring, and ``transformer.__main__`` is the
+    commands' door, above every command line."""
     parts = module.split(".")
     if parts[0] in ("pages", "app"):
         return "app"
     if parts[0] != "transformer":
         return "outside"
-    return parts[1] if len(parts) > 1 and parts[1] in FOLDERS else "core"
+    if len(parts) == 1:
+        return "paper"
+    if parts[1] == "__main__":
+        return "app"
+    assert parts[1] in ORDER, f"{module} sits on no floor: transformer/ holds only the floors' folders"
+    return parts[1]
 
 
 def runs_as_a_command(node: ast.AST) -> bool:
@@ -73,7 +80,7 @@ def test_each_wing_imports_only_the_ones_below_it(path: Path):
         other = wing(name)
         if other != "outside":
             assert ORDER.index(other) <= ORDER.index(own), f"{own} imports {name} ({other})"
-        elif own != "app" and own != "plots":
+        elif own in LIBRARY:
             assert name.split(".")[0] not in APP_PACKAGES, f"{own} imports the app's package {name}"
 
 
@@ -87,7 +94,7 @@ class Blocker(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Blocker())
-import transformer.cli.train, transformer.cli.translate, transformer.cli.evaluate, transformer.checkpoint
+import transformer.cli.train, transformer.cli.translate, transformer.cli.evaluate, transformer.formats.checkpoint
 import transformer.analysis.attention, transformer.analysis.heads, transformer.analysis.figures
 import transformer.analysis.timeline, transformer.analysis.precompute, transformer.analysis.health
 import transformer.analysis.input_check
@@ -105,8 +112,8 @@ def test_the_library_works_without_the_app_packages():
         command = [
             sys.executable,
             "-c",
-            script + f"\nimport runpy, sys\nsys.argv = ['x', '--help']\n"
-            f"runpy.run_module('transformer.{tool}', run_name='__main__')",
+            script + f"\nimport runpy, sys\nsys.argv = ['x', {tool!r}, '--help']\n"
+            "runpy.run_module('transformer', run_name='__main__')",
         ]
         done = subprocess.run(command, capture_output=True, text=True, cwd=REPOSITORY)
         assert done.returncode == 0 and "usage" in done.stdout, done.stderr
@@ -167,22 +174,43 @@ def test_no_module_imports_itself_round_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check sees one
 
 
-COMMAND_LINES = REPOSITORY / "transformer" / "cli"
-# transformer.<name> → transformer.cli.<name>: one door per command line (checkpoint's is the library module itself)
-DOORS = {
-    f"transformer.{path.stem}": f"transformer.cli.{path.stem}"
-    for path in sorted(COMMAND_LINES.glob("*.py"))
-    if path.stem not in ("__init__", "checkpoint")
-}
-# The modules besides the doors that run when run, and why. transformer.checkpoint is the library module of the
-# documented `python -m transformer.checkpoint average|export|info`: a door would need its very name, so its block
-# hands over to the command line itself. The serving modules are child processes the app starts itself
+def parsed(module: str) -> ast.Module:
+    return ast.parse((REPOSITORY / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8"))
+
+
+def test_the_top_floor_holds_only_the_floors_and_the_door():
+    """transformer/ itself holds the floors' folders, its docstring and the commands' door: a module put there sits
+    on no floor."""
+    top = sorted(path.name for path in (REPOSITORY / "transformer").glob("*.py"))
+    assert top == ["__init__.py", "__main__.py"]
+    floors = sorted(path.name for path in (REPOSITORY / "transformer").iterdir() if (path / "__init__.py").exists())
+    assert floors == sorted(ORDER[:-1])
+
+
+LONGEST = 450
+
+
+def test_no_module_is_longer_than_a_reader_reads_at_once():
+    """A module holds one concern: past 450 lines it is two."""
+    long = {
+        str(path.relative_to(REPOSITORY)): n for path in SOURCES if (n := len(path.read_text().splitlines())) > LONGEST
+    }
+    assert long == {}, f"split by concern: {long}"
+
+
+COMMANDS = ast.literal_eval(
+    next(
+        node.value
+        for node in parsed("transformer.__main__").body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "COMMANDS"
+    )
+)
+COMMAND_LINES = sorted(
+    path.stem for path in (REPOSITORY / "transformer" / "cli").glob("*.py") if path.stem != "__init__"
+)
+# The modules that run when run, and why: the serving modules are child processes the app starts itself
 # (`sys.executable -m …`), not commands a reader types.
-RUN_BUT_ARE_NOT_DOORS = {
-    "transformer.checkpoint": "transformer.cli.checkpoint",
-    "transformer.serving.jobs": None,
-    "transformer.serving.process": None,
-}
+CHILD_PROCESSES = ("transformer.serving.jobs", "transformer.serving.process")
 
 
 def names_main(test: ast.AST) -> bool:
@@ -202,65 +230,35 @@ def main_blocks(tree: ast.Module) -> list[ast.If]:
     return [node for node in ast.walk(tree) if isinstance(node, ast.If) and names_main(node.test)]
 
 
-def handover(block: ast.If) -> str | None:
-    """The command line a ``__main__`` block hands over to, when that is all it does: ``from transformer.cli.<name>
-    import main`` and ``raise SystemExit(main())``, nothing else; None for any other block."""
-    if block.orelse or len(block.body) != 2:
-        return None
-    first, second = block.body
-    if not (
-        isinstance(first, ast.ImportFrom) and first.level == 0 and (first.module or "").startswith("transformer.cli.")
-    ):
-        return None
-    if ast.unparse(first) != f"from {first.module} import main" or ast.unparse(second) != "raise SystemExit(main())":
-        return None
-    return first.module
+def test_one_door_names_every_command_line():
+    """``python -m transformer <command>`` reaches each ``transformer/cli/<command>.py``, and only those."""
+    assert sorted(COMMANDS) == COMMAND_LINES
+    assert all(summary and summary[0].islower() for summary in COMMANDS.values()), "each says what it does"
 
 
-def parsed(module: str) -> ast.Module:
-    return ast.parse((REPOSITORY / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8"))
-
-
-def test_only_the_doors_run_as_commands():
-    """A library module (analysis, plots, the core) or a command line in transformer/cli that runs when run would be
-    a second door to a command: none may, nor may a package's ``__main__.py``."""
+def test_only_the_door_runs_as_a_command():
+    """A library module (analysis, plots, the floors below) or a command line in transformer/cli that runs when run
+    would be a second door to a command: none may, nor may a package's ``__main__.py`` besides the one door."""
     stray = [
         str(path.relative_to(REPOSITORY))
         for path in sorted(REPOSITORY.glob("transformer/**/*.py"))
-        if module_name(path) not in DOORS
-        and module_name(path) not in RUN_BUT_ARE_NOT_DOORS
+        if module_name(path) not in ("transformer.__main__", *CHILD_PROCESSES)
         and (path.name == "__main__.py" or main_blocks(ast.parse(path.read_text(encoding="utf-8"))))
     ]
-    assert stray == [], f"only the doors transformer/<name>.py may have a __main__ block: {stray}"
-    assert handover(parsed("transformer.align").body[1]) == "transformer.cli.align"  # the check reads a door as one
+    assert stray == [], f"only transformer/__main__.py may have a __main__ block: {stray}"
+    assert main_blocks(ast.parse("if 'x' and __name__ == '__main__':\n    pass"))  # the check sees a hidden one
 
 
-@pytest.mark.parametrize("door", sorted(DOORS))
-def test_each_door_only_hands_over_to_its_command_line(door: str):
-    """``transformer/<name>.py`` exists for each ``transformer/cli/<name>.py`` and is a docstring and a ``__main__``
-    block that calls that command line's ``main``: nothing of the library lives in a door."""
-    tree = parsed(door)
-    assert ast.get_docstring(tree), f"{door} says which command it is"
-    assert len(tree.body) == 2, f"{door} holds more than a docstring and its __main__ block"
-    block = tree.body[1]
-    assert isinstance(block, ast.If) and names_main(block.test) and handover(block) == DOORS[door], (
-        f"{door} must only run `from {DOORS[door]} import main; raise SystemExit(main())`"
-    )
-
-
-def test_the_exceptions_run_only_what_they_must():
-    """transformer.checkpoint's one ``__main__`` block only hands over to its command line; the serving modules are
-    still child processes the app starts with ``python -m`` (else they need no ``__main__`` either)."""
-    for module, command_line in RUN_BUT_ARE_NOT_DOORS.items():
+def test_the_child_processes_run_only_what_the_app_starts():
+    """The serving modules' one ``__main__`` block each, at their end, is there because the app starts them with
+    ``python -m``."""
+    for module in CHILD_PROCESSES:
         tree = parsed(module)
         blocks = main_blocks(tree)
         assert len(blocks) == 1 and blocks[0] is tree.body[-1], f"{module}: one __main__ block, at its end"
-        if command_line is not None:
-            assert handover(blocks[0]) == command_line, f"{module} must only hand over to {command_line}"
-        else:
-            started = f'"-m", "{module}"'
-            serving = (REPOSITORY / "transformer" / "serving").glob("*.py")
-            assert any(started in path.read_text(encoding="utf-8") for path in serving), f"nothing starts {module}"
+        started = f'"-m", "{module}"'
+        serving = (REPOSITORY / "transformer" / "serving").glob("*.py")
+        assert any(started in path.read_text(encoding="utf-8") for path in serving), f"nothing starts {module}"
 
 
 def test_console_scripts_call_the_command_lines():
@@ -269,4 +267,17 @@ def test_console_scripts_call_the_command_lines():
     assert scripts, "the console scripts are read"
     for script, target in scripts.items():
         module, _, function = target.partition(":")
-        assert function == "main" and module in {*DOORS.values(), "transformer.cli.checkpoint"}, f"{script} = {target}"
+        assert function == "main" and module in {f"transformer.cli.{c}" for c in COMMANDS}, f"{script} = {target}"
+
+
+def test_the_door_lists_the_commands_and_refuses_an_unknown_one(capsys: pytest.CaptureFixture):
+    from transformer.__main__ import main
+
+    assert main([]) == 2
+    listed = capsys.readouterr().out
+    assert listed.startswith("usage:") and all(f"  {command} " in listed for command in COMMANDS)
+    assert main(["tarin"]) == 2
+    assert "no command 'tarin'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["checkpoint", "--help"])
+    assert stopped.value.code == 0 and "python -m transformer checkpoint" in capsys.readouterr().out

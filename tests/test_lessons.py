@@ -17,10 +17,9 @@ from pages.navigation import PAGE_SCRIPTS
 from tests import test_browser
 from tests.conftest import needs_browser, plain
 from tests.test_browser import FIRST_RENDER_MS, offline_context
-from transformer.checkpoint import load_checkpoint
 from transformer.cli.lesson import export
 from transformer.cli.lesson import main as lesson_command
-from transformer.lessons import (
+from transformer.features.lessons import (
     FOLDER_VARIABLE,
     PAGES,
     LessonError,
@@ -31,6 +30,7 @@ from transformer.lessons import (
     unknown_controls,
     url_value,
 )
+from transformer.formats.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 # The browser tests' fixtures: the shipped model (else the tiny one) served by the app, and the server's log.

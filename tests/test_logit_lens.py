@@ -9,10 +9,10 @@ import torch
 
 from transformer.analysis.attention import teacher_forced
 from transformer.analysis.logit_lens import LogitLens, logit_lens
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import greedy_decode
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import EOS_ID
 from transformer.plots import logit_lens as plot_lens
-from transformer.tokenizer import EOS_ID
+from transformer.search.decode import greedy_decode
 
 
 def test_settled_is_the_first_layer_from_which_the_token_stays_on_top():

@@ -8,9 +8,9 @@ import pytest
 import torch
 from torch import nn
 
-from transformer.config import ModelConfig, preset
-from transformer.loss import label_smoothed_losses, projected_label_smoothed_loss
-from transformer.model import (
+from transformer.paper.config import ModelConfig, preset
+from transformer.paper.loss import label_smoothed_losses, projected_label_smoothed_loss
+from transformer.paper.model import (
     Dropout,
     MultiHeadAttention,
     Transformer,
@@ -310,7 +310,7 @@ def test_branch_gain_shrinks_only_the_residual_branches():
 
 
 def test_config_records_the_language_pair_and_older_configs_read_as_english_to_german(tmp_path):
-    from transformer.config import ModelConfig, language_name, preset
+    from transformer.paper.config import ModelConfig, language_name, preset
 
     config = preset("tiny", source_language="en", target_language="fr")
     assert ModelConfig.from_json(config.to_json()) == config

@@ -10,8 +10,8 @@ import torch
 
 from transformer.analysis import omissions as om
 from transformer.analysis.attention import teacher_forced
-from transformer.checkpoint import load_checkpoint
-from transformer.tokenizer import EOS_ID
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.tokenizer import EOS_ID
 
 
 def test_content_words_leave_out_function_words_punctuation_and_single_letters():

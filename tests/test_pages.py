@@ -16,10 +16,10 @@ from tests.conftest import array, charts, no_exceptions, plain, uniform_encoder_
 from transformer.analysis import precompute, timeline
 from transformer.analysis.attention import word_groups, word_index
 from transformer.analysis.figures import SentenceAttention, figure_metrics, making_metrics
-from transformer.checkpoint import load_checkpoint, read_json, write_json
 from transformer.cli import timeline as timeline_cli
-from transformer.runs import read_metrics
-from transformer.schedule import learning_rate
+from transformer.formats.checkpoint import load_checkpoint, read_json, write_json
+from transformer.formats.runs import read_metrics
+from transformer.paper.schedule import learning_rate
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 POSITIONAL = "positional_encoding.py"
@@ -502,7 +502,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages.common import PALETTE_KEY, show_figure, sidebar_figure_choices
-from transformer.i18n import message
+from transformer.features.i18n import message
 from transformer.plots.palettes import STANDARD
 
 st.session_state[PALETTE_KEY] = message("ko", "common.palette_colour_blind")
@@ -684,7 +684,7 @@ def test_a_tab_is_one_module_and_one_line(package: str):
 
 
 def t_label_exists(key: str) -> bool:
-    from transformer.i18n import message
+    from transformer.features.i18n import message
 
     return message("en", key) != key and message("ko", key) != key
 
@@ -751,7 +751,7 @@ def unescaped_values(source: str) -> list[str]:
     import ast
     import string
 
-    from transformer.i18n import catalogue
+    from transformer.features.i18n import catalogue
 
     messages = catalogue("en")
     found: list[str] = []

@@ -11,9 +11,11 @@ import pytest
 import torch
 
 from transformer.analysis.logit_lens import LogitLens
-from transformer.config import preset
-from transformer.i18n import message
-from transformer.model import Transformer, sinusoidal_positional_encoding
+from transformer.features.i18n import message
+from transformer.formats.runs import read_metrics
+from transformer.paper.config import preset
+from transformer.paper.model import Transformer, sinusoidal_positional_encoding
+from transformer.paper.schedule import Schedule
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
@@ -22,8 +24,6 @@ from transformer.plots import logit_lens as plot_lens
 from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
 from transformer.plots import training as plot_training
-from transformer.runs import read_metrics
-from transformer.schedule import Schedule
 
 HOSTILE = "</script><b>x</b>&"
 HOSTILE_SHOWN = "&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;&amp;"  # what plotly then displays as the literal token
@@ -449,8 +449,8 @@ def test_a_long_wide_beam_tree_keeps_every_label_apart():
     labels of neighbouring steps ran into each other. Steps run down the page, each at least a line of text apart,
     and each label fits the width of its column."""
     from transformer.analysis.beam import BeamTree
-    from transformer.decode import BeamNode, DecodingOptions
     from transformer.plots import whatif as plot_whatif
+    from transformer.search.decode import BeamNode, DecodingOptions
 
     nodes, beams = [BeamNode(0, None, 0, 1, 0.0, 0.0, "root")], [0]
     for step in range(1, 41):

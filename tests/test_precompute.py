@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import no_exceptions
 from transformer.analysis import precompute
-from transformer.checkpoint import load_checkpoint
+from transformer.formats.checkpoint import load_checkpoint
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
 

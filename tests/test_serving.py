@@ -15,8 +15,8 @@ import pytest
 
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
-from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint, load_checkpoint
+from transformer.search.decode import DecodingOptions
 from transformer.serving import translator as serving
 
 SENTENCES = [

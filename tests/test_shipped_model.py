@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from transformer import checkpoint as ckpt
-from transformer.config import preset
-from transformer.decode import translate
-from transformer.runs import read_metrics
+from transformer.formats import checkpoint as ckpt
+from transformer.formats.runs import read_metrics
+from transformer.paper.config import preset
+from transformer.search.decode import translate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 TEST_SETS = ("multi30k_test2016", "newstest2014", "tatoeba_new")  # the targets; newstest2013 too where recorded
@@ -59,7 +59,7 @@ def test_the_training_log_ends_at_the_shipped_step(shipped: Path):
 
 
 def test_the_model_card_and_readme_report_the_recorded_scores(shipped: Path):
-    """Every beam-4 BLEU recorded by `transformer.evaluate --record` is the one the documents print."""
+    """Every beam-4 BLEU recorded by `python -m transformer evaluate --record` is the one the documents print."""
     meta = ckpt.read_json(shipped / ckpt.META_FILE)
     card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")
     readme = README.read_text(encoding="utf-8")
@@ -100,17 +100,19 @@ def test_the_measurements_stored_beside_the_shipped_weights_are_theirs(shipped: 
 
     loaded = ckpt.load_checkpoint(shipped)
     assert precompute.read(loaded) is not None, "measured.safetensors is another model's: run precompute"
-    assert read_importance(loaded) is not None, "importance.json is another model's: run transformer.importance"
+    assert read_importance(loaded) is not None, (
+        "importance.json is another model's: run python -m transformer importance"
+    )
     stored_atlas = atlas.stored(loaded)
-    assert stored_atlas is not None, "atlas.json is another model's: run transformer.atlas --save"
+    assert stored_atlas is not None, "atlas.json is another model's: run python -m transformer atlas --save"
     importance = read_importance(loaded)
     assert [head["importance_bleu_drop"] for head in stored_atlas["heads"]] == [
         importance["bleu_drop"][kind][layer][head]
         for kind in ("encoder", "decoder", "cross")
         for layer in range(6)
         for head in range(8)
-    ], "atlas.json was measured before importance.json: run transformer.atlas --save again"
+    ], "atlas.json was measured before importance.json: run python -m transformer atlas --save again"
     alignment = stored_choice(loaded)
-    assert alignment is not None, "alignment.json is another model's: run transformer.align --choose"
+    assert alignment is not None, "alignment.json is another model's: run python -m transformer align --choose"
     card = (shipped / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert f"`{alignment['method']}`" in card and f"error rate of {alignment['aer']:.3f}" in card

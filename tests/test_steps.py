@@ -10,9 +10,9 @@ import torch
 
 from transformer.analysis.attention import KINDS, entropy_bits, translate_with_attention
 from transformer.analysis.steps import STEPS, head_scaling, head_steps, next_tokens, scaling_demo
-from transformer.checkpoint import load_checkpoint
-from transformer.decode import EXTRA_OUTPUT_TOKENS, GREEDY
-from transformer.tokenizer import readable_pieces
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.tokenizer import readable_pieces
+from transformer.search.decode import EXTRA_OUTPUT_TOKENS, GREEDY
 
 
 @pytest.fixture(scope="module")

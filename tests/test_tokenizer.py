@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transformer.tokenizer import (
+from transformer.paper.tokenizer import (
     BOS_ID,
     CONTINUES,
     EOS_ID,

@@ -1,5 +1,6 @@
-"""The model trained live in class (transformer/toy.py, its figures and its page): it learns to reverse, it cannot
-without positional encoding, the √d_k switch does what Eq. 1 says, and the page trains, draws and keeps its run."""
+"""The model trained live in class (transformer/features/toy.py, its figures and its page): it learns to reverse, it
+cannot without positional encoding, the √d_k switch does what Eq. 1 says, and the page trains, draws and keeps its
+run."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions
-from transformer.i18n import catalogue
-from transformer.model import MultiHeadAttention, Transformer
-from transformer.plots import toy as plot_toy
-from transformer.toy import (
+from transformer.features.i18n import catalogue
+from transformer.features.toy import (
     FIRST_SYMBOL,
     ToySettings,
     batches,
@@ -31,6 +30,8 @@ from transformer.toy import (
     torch_threads,
     train,
 )
+from transformer.paper.model import MultiHeadAttention, Transformer
+from transformer.plots import toy as plot_toy
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 PAGE = REPOSITORY / "pages" / "toy_model.py"

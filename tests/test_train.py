@@ -17,14 +17,14 @@ import pytest
 import torch
 
 from tests.conftest import train_arguments
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.cli import checkpoint as checkpoint_cli
 from transformer.cli import evaluate, train
 from transformer.cli import translate as translate_cli
 from transformer.cli.training.runtime import prefetch
 from transformer.cli.training.validation import sequence_losses
-from transformer.schedule import learning_rate
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
+from transformer.paper.schedule import learning_rate
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -126,7 +126,7 @@ def test_checkpoints_rotate_and_snapshots_stay(corpus, spm_path, tmp_path: Path)
 
 
 def trainer_command(corpus, spm_path, out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "transformer.train", *train_arguments(corpus, spm_path, out, *extra)]
+    return [sys.executable, "-m", "transformer", "train", *train_arguments(corpus, spm_path, out, *extra)]
 
 
 def test_sigterm_saves_a_checkpoint_before_exiting(corpus, spm_path, tmp_path: Path):
@@ -160,7 +160,8 @@ def test_two_process_torchrun_trains_a_loadable_checkpoint(corpus, spm_path, tmp
         "--nproc-per-node",
         "2",
         "-m",
-        "transformer.train",
+        "transformer",
+        "train",
         *train_arguments(corpus, spm_path, run, "--max-steps", "6"),
     ]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -15,10 +15,10 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions
 from transformer.analysis.training_log import restarts, schedule_check, smoothed_target, smoothing_floor
-from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, read_json
+from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS, read_json
+from transformer.formats.runs import read_metrics
+from transformer.paper.schedule import Schedule
 from transformer.plots import training as plot_training
-from transformer.runs import read_metrics
-from transformer.schedule import Schedule
 
 SHIPPED = REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME
 SHIPPED_LOG = SHIPPED / "training_log.jsonl"

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from transformer.analysis.attention import KINDS, translate_many_with_attention
-from transformer.checkpoint import LoadedCheckpoint, load_checkpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint, load_checkpoint
+from transformer.search.decode import DecodingOptions
 from transformer.serving import translator as serving
 from transformer.serving.process import (
     ANSWER,
@@ -141,7 +141,7 @@ import sys, threading, time
 import torch
 from transformer.serving import process as translation_process
 from transformer.serving import translator as serving
-from transformer.checkpoint import load_checkpoint
+from transformer.formats.checkpoint import load_checkpoint
 
 loaded = load_checkpoint(sys.argv[1])
 checking, real, x = threading.Event(), translation_process.parameter_checksum, torch.randn(256, 256)

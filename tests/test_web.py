@@ -1,4 +1,4 @@
-"""The one-file explorer (python -m transformer.export web): its ONNX graphs compute what the model computes, its
+"""The one-file explorer (python -m transformer export web): its ONNX graphs compute what the model computes, its
 weights are the checkpoint's exactly, and in Chromium, opened from file:// with every other request refused, it
 translates as the Python model does and keeps a visitor's choices."""
 
@@ -17,12 +17,19 @@ import torch
 
 from benchmarks.web_explorer import measure, open_explorer, page_ids, sentences, token_sentences
 from tests.conftest import needs_browser
-from transformer.checkpoint import load_checkpoint
 from transformer.cli.export import main
-from transformer.config import preset
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID
-from transformer.web import MAX_CHARACTERS, WEIGHTS_FILE, WebExportError, onnx_graphs, share_weights, write_graphs
+from transformer.features.web import (
+    MAX_CHARACTERS,
+    WEIGHTS_FILE,
+    WebExportError,
+    onnx_graphs,
+    share_weights,
+    write_graphs,
+)
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.config import preset
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID
 
 needs_npm = pytest.mark.skipif(shutil.which("npm") is None, reason="needs Node.js's npm (apt-get install npm)")
 

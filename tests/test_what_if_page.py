@@ -13,8 +13,8 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import array, charts, no_exceptions, plain, smaller_model
 from transformer.analysis import ablation
-from transformer.checkpoint import load_checkpoint
-from transformer.data import read_parallel
+from transformer.formats.checkpoint import load_checkpoint
+from transformer.paper.data import read_parallel
 
 PAGE = Path(__file__).resolve().parent.parent / "pages" / "what_if.py"
 
@@ -174,7 +174,7 @@ def test_a_what_if_link_reproduces_the_view(checkpoint, sentence):
 def test_a_link_names_an_app_checkpoint_by_name_not_by_the_servers_folder(trained_checkpoint, tmp_path, monkeypatch):
     """The side-by-side tab's checkpoint choice goes into the page's link: a checkpoint of the app's checkpoints/
     folder by its name, so that a shared link neither carries nor needs the server's own folders."""
-    from transformer import checkpoint as checkpoint_module
+    from transformer.formats import checkpoint as checkpoint_module
 
     folder = tmp_path / "checkpoints"
     shutil.copytree(trained_checkpoint, folder / "tiny")
@@ -191,7 +191,7 @@ def test_every_tab_opens_on_the_models_clearest_head(monkeypatch):
     """Without a link's choice, each tab's view opens on the head the main page opens on (the shipped model's
     best-aligned cross-attention head), not on cross-attention layer 1, head 1 (a diffuse head)."""
     from transformer.analysis import precompute
-    from transformer.checkpoint import DEFAULT_CHECKPOINT_NAME
+    from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME
 
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", DEFAULT_CHECKPOINT_NAME)
     stored = precompute.read(load_checkpoint(DEFAULT_CHECKPOINT_NAME))

@@ -16,8 +16,8 @@ from transformer.analysis.beam import explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import force
 from transformer.cli import whatif
-from transformer.data import read_parallel
-from transformer.decode import DecodingOptions, length_penalty
+from transformer.paper.data import read_parallel
+from transformer.search.decode import DecodingOptions, length_penalty
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Word alignment from the cross-attention: how links are read off a map, how they are scored against gold links,
-and the ``python -m transformer.align`` command."""
+and the ``python -m transformer align`` command."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from transformer.analysis import word_alignment as wa
-from transformer.checkpoint import load_checkpoint
 from transformer.cli import align as align_cli
+from transformer.formats.checkpoint import load_checkpoint
 
 
 def test_aer_precision_and_recall_match_a_hand_computed_example():

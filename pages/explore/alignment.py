@@ -18,7 +18,7 @@ from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
 from transformer.analysis.omissions import OMISSIONS_FILE, Omissions, Support, omissions, source_support
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import alignment as plot_alignment
 
 

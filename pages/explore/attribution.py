@@ -17,9 +17,9 @@ from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis import attribution as at
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import readable_piece, readable_pieces
 from transformer.plots import attribution as plot_attribution
-from transformer.tokenizer import readable_piece, readable_pieces
 
 ALTERNATIVES = 5  # the most probable other tokens offered for "why this and not that"
 NO_CONTRAST = -1  # the "why not…" choice of no alternative (a selectbox shows None as no choice at all)

@@ -11,7 +11,7 @@ from pages.explore.shared import Shown
 from pages.i18n import language, t
 from pages.tabs import Tab
 from transformer.analysis.logit_lens import LogitLens, logit_lens
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import logit_lens as plot_lens
 
 

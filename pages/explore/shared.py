@@ -14,7 +14,7 @@ from pages.i18n import language, t
 from pages.links import atlas_button
 from pages.pickers import kind_picker
 from transformer.analysis.attention import AttentionMaps, Translation
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import attention as plot_attention
 
 

@@ -27,9 +27,9 @@ from pages.what_if_tabs.shared import (
 )
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS, Translation
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import whatif as plot_whatif
+from transformer.search.decode import DecodingOptions
 from transformer.serving.translator import scratch_model
 
 

@@ -13,10 +13,10 @@ from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, cached_score, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.beam import BeamTree, explore_beam
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import readable_piece, readable_pieces
 from transformer.plots import whatif as plot_whatif
-from transformer.tokenizer import readable_piece, readable_pieces
+from transformer.search.decode import DecodingOptions
 
 
 @per_model(max_entries=16)

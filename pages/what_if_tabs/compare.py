@@ -24,9 +24,9 @@ from pages.what_if_tabs.shared import (
     view_fields,
 )
 from transformer.analysis.compare import difference, same_tokens
-from transformer.checkpoint import CheckpointError
+from transformer.formats.checkpoint import CheckpointError
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import whatif as plot_whatif
-from transformer.tokenizer import readable_pieces
 
 MODES = ("checkpoints", "sentences")
 

@@ -13,9 +13,9 @@ from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, describe, download_json, head_pickers, heatmap, view_fields
 from transformer.analysis.forced import ForcedDecoding, force, reference_for
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import whatif as plot_whatif
+from transformer.search.decode import DecodingOptions
 
 
 @per_model(max_entries=16)

@@ -1,5 +1,5 @@
 """*Head importance*: BLEU/chrF lost when each head alone is off, Michel et al.'s gradient proxy, and BLEU as the k
-least important heads go together; stored beside the checkpoint by ``python -m transformer.importance --save``,
+least important heads go together; stored beside the checkpoint by ``python -m transformer importance --save``,
 or measured here on a few dev sentences."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, download_json, set_heads_off
 from transformer.analysis import ablation
 from transformer.analysis.attention import KINDS
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import DEV_PREFIX, has_pairs, read_pairs
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.formats.runs import portable_path
+from transformer.paper.data import DEV_PREFIX, has_pairs, read_pairs
 from transformer.plots import attention as plot_attention
 from transformer.plots import whatif as plot_whatif
-from transformer.runs import portable_path
 from transformer.serving.translator import scratch_model
 
 MEASURES = ("bleu_drop", "chrf_drop", "gradient")

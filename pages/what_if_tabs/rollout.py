@@ -15,8 +15,8 @@ from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, download, heatmap
 from transformer.analysis import rollout
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import attention as plot_attention
-from transformer.tokenizer import readable_pieces
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-import transformer.checkpoint
+import transformer.formats.checkpoint
 from pages import url_state
 from pages.caching import per_model
 from pages.common import (
@@ -27,10 +27,10 @@ from pages.url_state import Field
 from transformer.analysis import ablation, precompute
 from transformer.analysis.attention import KINDS, AttentionMaps, Translation
 from transformer.analysis.forced import Scored, score_output
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import attention as plot_attention
-from transformer.tokenizer import readable_pieces
+from transformer.search.decode import DecodingOptions
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ def open_comparison(chosen: str) -> LoadedCheckpoint:
     snapshot or kept checkpoint of the loaded model's own run, which the page itself offers, directly."""
     if chosen in available_checkpoints():
         return open_checkpoint(chosen)
-    return get_checkpoint(str(transformer.checkpoint.resolve(chosen).resolve()))
+    return get_checkpoint(str(transformer.formats.checkpoint.resolve(chosen).resolve()))
 
 
 def shown_path(path: Path) -> str:
@@ -171,7 +171,8 @@ def shown_path(path: Path) -> str:
     checkpoints, else relative to the server's folder where it lies below it; never the server's absolute folders
     when it can be helped (a shared link would carry them)."""
     path = Path(path)
-    if path.parent.resolve() == transformer.checkpoint.REPOSITORY_CHECKPOINTS.resolve():  # read now: tests move it
+    shipped = transformer.formats.checkpoint.REPOSITORY_CHECKPOINTS  # read now: tests move it
+    if path.parent.resolve() == shipped.resolve():
         return path.name
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))

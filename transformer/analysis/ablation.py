@@ -25,14 +25,14 @@ import torch.nn.functional as F
 
 from transformer.analysis import intervals
 from transformer.analysis.attention import KINDS, Translation, translate_with_attention
-from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
-from transformer.data import collate, encode_pairs
-from transformer.decode import GREEDY, DecodingOptions, translate
-from transformer.model import Transformer
-from transformer.tokenizer import PAD_ID, Tokenizer
+from transformer.formats.checkpoint import LoadedCheckpoint, read_beside, save_beside
+from transformer.paper.data import collate, encode_pairs
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import PAD_ID, Tokenizer
+from transformer.search.decode import GREEDY, DecodingOptions, translate
 
 Head = tuple[str, int, int]  # attention kind, layer and head, 0-based
-IMPORTANCE_FILE = "importance.json"  # beside a checkpoint's weights: `python -m transformer.importance --save`
+IMPORTANCE_FILE = "importance.json"  # beside a checkpoint's weights: `python -m transformer importance --save`
 
 
 def head_mask(model: Transformer, off: Iterable[Head]) -> dict[str, torch.Tensor]:
@@ -291,7 +291,7 @@ def heads_off_within(curve: Sequence[dict], bleu: float, loss: float = 1.0, clea
 
 
 def save_importance(loaded: LoadedCheckpoint, result: dict) -> Path:
-    """Store a :mod:`transformer.importance` result beside the checkpoint's weights, with their fingerprint."""
+    """Store a `python -m transformer importance` result beside the checkpoint's weights, with their fingerprint."""
     return save_beside(loaded, IMPORTANCE_FILE, result)
 
 

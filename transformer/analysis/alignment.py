@@ -3,7 +3,7 @@ translation partner in its source sentence, is the source word a head attends to
 
 The dictionary (``resources/en_de_dictionary.tsv``) pairs each frequent English word with the German words that
 co-occur with it most consistently in the training corpora (Dice coefficient over sentence pairs);
-``python -m transformer.dictionary`` rebuilds it (:func:`build_dictionary`). The head scores
+``python -m transformer dictionary`` rebuilds it (:func:`build_dictionary`). The head scores
 (:mod:`transformer.analysis.heads`) and the health measure (:mod:`transformer.analysis.health`) count hits with
 :class:`AlignmentTally`.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from transformer.analysis.attention import PUNCTUATION, SPECIAL_PIECES, merge_matrix, merge_tokens, word_groups
-from transformer.tokenizer import EOS_ID
+from transformer.paper.tokenizer import EOS_ID
 
 RESOURCES = Path(__file__).resolve().parent / "resources"
 DICTIONARY_FILE = RESOURCES / "en_de_dictionary.tsv"

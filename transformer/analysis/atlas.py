@@ -33,9 +33,9 @@ import torch
 from transformer.analysis import atlas_index, syntax
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, PUNCTUATION, attention_for_many
-from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
-from transformer.data import DATA_ROOT
-from transformer.tokenizer import EOS_ID
+from transformer.formats.checkpoint import LoadedCheckpoint, read_beside, save_beside
+from transformer.paper.data import DATA_ROOT
+from transformer.paper.tokenizer import EOS_ID
 
 ATLAS_FILE = "atlas.json"
 ATLAS_VERSION = 3  # raised when the stored records change shape: an older atlas.json is measured again, not misread

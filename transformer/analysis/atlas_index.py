@@ -27,9 +27,9 @@ import torch
 from transformer.analysis import syntax
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import KINDS, attention_for_many
-from transformer.checkpoint import LoadedCheckpoint, fingerprint, write_atomically
-from transformer.data import DATA_ROOT, has_pairs, read_pairs
-from transformer.tokenizer import EOS_ID
+from transformer.formats.checkpoint import LoadedCheckpoint, fingerprint, write_atomically
+from transformer.paper.data import DATA_ROOT, has_pairs, read_pairs
+from transformer.paper.tokenizer import EOS_ID
 
 INDEX_FILE = "atlas_index.npz"
 # (corpus prefix, sentences): 2,500 pairs of the dev and test sets, none of them training data.

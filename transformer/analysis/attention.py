@@ -22,9 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.config import ATTENTION_KINDS as KINDS
-from transformer.data import pad
-from transformer.decode import (
+from transformer.paper.config import ATTENTION_KINDS as KINDS
+from transformer.paper.data import pad
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
+from transformer.search.decode import (
     DEFAULT_DECODING,
     DecodingOptions,
     encode_source,
@@ -33,9 +35,7 @@ from transformer.decode import (
     search_model,
     source_limit,
 )
-from transformer.incremental import decoder_attention, encode_recording
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID, SPECIAL_PIECES, Tokenizer, join_pieces
+from transformer.search.fast import decoder_attention, encode_recording
 
 KIND_TITLES = {
     "encoder": "Encoder self-attention",
@@ -167,9 +167,9 @@ def _recorded_maps(
     memory: torch.Tensor,
     encoder: torch.Tensor,
 ) -> list[AttentionMaps]:
-    """The maps of a padded batch whose encoder has run (:func:`~transformer.incremental.encode_recording`), with
+    """The maps of a padded batch whose encoder has run (:func:`~transformer.search.fast.encode_recording`), with
     the decoder's pass over the outputs on the search's packed weights
-    (:func:`~transformer.incremental.decoder_attention`: what ``model.decode(..., need_weights=True)`` records)."""
+    (:func:`~transformer.search.fast.decoder_attention`: what ``model.decode(..., need_weights=True)`` records)."""
     target_input = pad([[BOS_ID, *output] for output in outputs], PAD_ID).to(source.device)
     decoder, cross = decoder_attention(model, memory, source, target_input)
     return [
@@ -188,7 +188,7 @@ def translate_with_attention(
 ) -> Translation:
     """Translate one sentence (beam search, or greedy for beam 1), then record attention over the output.
 
-    The search runs in ``options.precision`` (see :func:`~transformer.decode.search_model`); the attention is
+    The search runs in ``options.precision`` (see :func:`~transformer.search.decode.search_model`); the attention is
     always recorded with the float32 model, for exactly the output that was found.
     """
     return translate_many_with_attention(model, tokenizer, [text], options, max_tokens)[0]

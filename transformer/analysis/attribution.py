@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID
 
 METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
 IG_STEPS = 128  # integration steps: on the shipped model completeness then holds to about 0.5% of the score change

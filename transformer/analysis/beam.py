@@ -1,9 +1,9 @@
 """Why the search chose this output: the beam search's tree, its n-best list, and each output token's probability
 with the alternatives the model weighed (the views Seq2Seq-Vis offered for RNN models, here for the Transformer).
 
-- :func:`explore_beam` runs the app's own beam search (:func:`transformer.decode.beam_search`) on one sentence with a
-  :class:`~transformer.decode.BeamRecorder`, so the tree is the search that produced the translation, not a
-  re-enactment: every hypothesis weighed at each step with its log-probability and length-normalised score, kept,
+- :func:`explore_beam` runs the app's own beam search (:func:`transformer.search.decode.beam_search`) on one sentence
+  with a :class:`~transformer.search.decode.BeamRecorder`, so the tree is the search that produced the translation, not
+  a re-enactment: every hypothesis weighed at each step with its log-probability and length-normalised score, kept,
   finished or pruned. Its best finished hypothesis is the decoder's output.
 - :func:`token_probabilities` scores a given output teacher-forced (one pass): the probability of each token, its
   rank, and the top-k alternatives at that position. It serves the beam explorer (the chosen hypothesis) and forced
@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.decode import (
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, Tokenizer
+from transformer.search.decode import (
     DEFAULT_DECODING,
     BeamNode,
     BeamRecorder,
@@ -26,8 +28,6 @@ from transformer.decode import (
     one_source,
     search_model,
 )
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ Table 1 compares layer types by the work one layer does on n positions of width 
 one after another, and the longest path a signal travels between two positions (in layers, or in steps of a
 recurrence). :func:`path_length` counts that path for two given positions and :func:`route` lists the positions it
 passes through, so a page can draw it over a sentence. :func:`time_layers` times the project's own
-:class:`~transformer.model.MultiHeadAttention` against ``torch.nn.LSTM`` of the same width: an LSTM is the recurrent
-layer of the paper's recurrent baselines (§1, §2), and like self-attention it holds four d × d weight blocks per
-input (the input, forget and output gates and the cell), so the race is between n sequential steps and one
+:class:`~transformer.paper.model.MultiHeadAttention` against ``torch.nn.LSTM`` of the same width: an LSTM is the
+recurrent layer of the paper's recurrent baselines (§1, §2), and like self-attention it holds four d × d weight blocks
+per input (the input, forget and output gates and the cell), so the race is between n sequential steps and one
 parallel pass rather than between layers of very different sizes.
 """
 
@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from transformer.model import MultiHeadAttention
-from transformer.toy import torch_threads
+from transformer.features.toy import torch_threads
+from transformer.paper.model import MultiHeadAttention
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ def time_layers(
     repeats: int = REPEATS,
     seed: int = 0,
 ) -> LayerTimes:
-    """Time one self-attention layer (:class:`~transformer.model.MultiHeadAttention`, ``num_heads`` heads) and one
+    """Time one self-attention layer (:class:`~transformer.paper.model.MultiHeadAttention`, ``num_heads`` heads) and one
     single-layer ``torch.nn.LSTM`` with hidden width ``d_model`` on a (1, n, d_model) input for each n in
     ``widths``: the median of ``repeats`` runs after one warm-up, in inference mode.
 

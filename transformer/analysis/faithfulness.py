@@ -28,9 +28,9 @@ from transformer.analysis import attribution as at
 from transformer.analysis import intervals
 from transformer.analysis.attention import AttentionMaps, teacher_forced
 from transformer.analysis.rollout import cross_rollout
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import pad
-from transformer.tokenizer import BOS_ID, PAD_ID
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.data import pad
+from transformer.paper.tokenizer import BOS_ID, PAD_ID
 
 RANDOM_DRAWS = 5  # random deletions averaged per token
 FAITHFULNESS_FILE = "faithfulness.json"  # beside a checkpoint: `python benchmarks/faithfulness.py --save`

@@ -34,7 +34,7 @@ from transformer.analysis.attention import (
     word_index,
     word_level,
 )
-from transformer.checkpoint import LoadedCheckpoint
+from transformer.formats.checkpoint import LoadedCheckpoint
 
 PAPER_LAYER = 5  # "layer 5 of 6", as printed
 PAPER_ANAPHORA_HEADS = (5, 6)  # Figure 4, as printed

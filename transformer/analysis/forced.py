@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from transformer.analysis.attention import AttentionMaps, Translation, teacher_forced
 from transformer.analysis.beam import TokenProbability, token_probabilities
-from transformer.data import DATA_ROOT, read_pairs
-from transformer.model import Transformer
-from transformer.tokenizer import Tokenizer
+from transformer.paper.data import DATA_ROOT, read_pairs
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import Tokenizer
 
 
 @dataclass

@@ -52,10 +52,10 @@ from transformer.analysis.attention import (
     word_attention,
     word_index,
 )
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.config import ATTENTION_KINDS as KINDS
-from transformer.data import DEV_PREFIX
-from transformer.decode import GREEDY, translate_ids
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.config import ATTENTION_KINDS as KINDS
+from transformer.paper.data import DEV_PREFIX
+from transformer.search.decode import GREEDY, translate_ids
 
 
 def dev_sample(count: int, language: str = "en") -> tuple[str, list[str]]:

@@ -36,11 +36,11 @@ from transformer.analysis import intervals
 from transformer.analysis.alignment import AlignmentTally, load_dictionary
 from transformer.analysis.attention import entropy_bits
 from transformer.analysis.heads import dev_sample
-from transformer.config import ATTENTION_KINDS as KINDS
-from transformer.data import DEV_PREFIX, has_pairs, pad, read_pairs
-from transformer.decode import GREEDY, encode_source, max_source_tokens, translate_ids
-from transformer.model import Transformer
-from transformer.tokenizer import Tokenizer
+from transformer.paper.config import ATTENTION_KINDS as KINDS
+from transformer.paper.data import DEV_PREFIX, has_pairs, pad, read_pairs
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import Tokenizer
+from transformer.search.decode import GREEDY, encode_source, max_source_tokens, translate_ids
 
 HEALTH_SENTENCES = 100
 HEALTH_KEYS = (

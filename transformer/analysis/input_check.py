@@ -17,10 +17,10 @@ import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from transformer.i18n import DEFAULT_LANGUAGE, language_name, message
+from transformer.features.i18n import DEFAULT_LANGUAGE, language_name, message
 
 if TYPE_CHECKING:
-    from transformer.tokenizer import Tokenizer
+    from transformer.paper.tokenizer import Tokenizer
 
 BYTE_PIECE = re.compile(r"^<0x[0-9A-Fa-f]{2}>$")
 WORD = re.compile(r"[^\W\d_]+", re.UNICODE)

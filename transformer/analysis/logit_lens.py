@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.tokenizer import BOS_ID, EOS_ID
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.tokenizer import BOS_ID, EOS_ID
 
 
 @dataclass

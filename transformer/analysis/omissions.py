@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.data import pad
-from transformer.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.data import pad
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID
 
 FUNCTION_WORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below between

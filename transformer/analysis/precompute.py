@@ -9,7 +9,7 @@ The file records a fingerprint of the weights it was measured on and is ignored 
 replaced model), so it can never show another model's heads; it is measured again, too, when it was written in an
 older :data:`FORMAT` (one that lacks a score the pages now show). Write it when exporting a model::
 
-    python -m transformer.precompute checkpoints/en-de-small
+    python -m transformer precompute checkpoints/en-de-small
 
 and the app writes it itself the first time it measures a checkpoint whose folder is writable.
 """
@@ -27,8 +27,8 @@ from safetensors import safe_open
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.heads import head_score_tables
 from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
-from transformer.checkpoint import LoadedCheckpoint, fingerprint
-from transformer.decode import translate
+from transformer.formats.checkpoint import LoadedCheckpoint, fingerprint
+from transformer.search.decode import translate
 
 PRECOMPUTED_FILE = "measured.safetensors"
 SAMPLE = 50  # dev sentences Head discovery opens on

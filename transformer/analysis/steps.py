@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from transformer.analysis.attention import KINDS, entropy_bits
-from transformer.model import Transformer
-from transformer.tokenizer import BOS_ID, EOS_ID, Tokenizer, readable_pieces
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, Tokenizer, readable_pieces
 
 
 @dataclass(frozen=True)

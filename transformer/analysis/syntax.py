@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transformer.tokenizer import EOS_ID, SPECIAL_PIECES, WORD_START, Tokenizer, join_pieces
+from transformer.paper.tokenizer import EOS_ID, SPECIAL_PIECES, WORD_START, Tokenizer, join_pieces
 
 SKIPPED_RELATIONS = frozenset({"punct", "root"})
 DIRECTIONS = ("dependent_to_head", "head_to_dependent")

@@ -7,7 +7,7 @@ encoder head score tables over the shipped pronoun sentences, each with its 95% 
 recorded before intervals were kept has none: its points show the scores alone). It is one ``timeline.safetensors``
 of a few MB that sits in the checkpoint folder:
 
-    python -m transformer.timeline RUN/snapshots/step-* checkpoints/en-de-small \\
+    python -m transformer timeline RUN/snapshots/step-* checkpoints/en-de-small \\
         --out checkpoints/en-de-small/timeline.safetensors
 """
 
@@ -25,7 +25,7 @@ from safetensors.torch import load_file, save
 
 from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
 from transformer.analysis.heads import pronoun_sentence_scores, score_interval
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, write_atomically
+from transformer.formats.checkpoint import CheckpointError, LoadedCheckpoint, write_atomically
 
 TIMELINE_FILE = "timeline.safetensors"
 FIGURE_SENTENCES = (3, 4)  # Figure 5 uses Figure 4's sentence

@@ -2,11 +2,12 @@
 §5.4's label smoothing makes of its losses.
 
 The trainer's loss is label-smoothed: the cross-entropy with the target q = (1 − ε)·one-hot + ε·uniform over all V
-tokens of the vocabulary (:func:`transformer.loss.label_smoothed_losses`, as ``F.cross_entropy(label_smoothing=ε)``),
-so q gives the right token 1 − ε + ε/V and every other token ε/V. No model can bring that loss below the entropy of
-q (cross-entropy H(q, p) = H(q) + KL(q ‖ p) ≥ H(q)), and the model that reaches it, p = q, still puts only
-1 − ε + ε/V on the right token: its negative log-likelihood, and so its perplexity, stays above the zero an
-unsmoothed perfect model reaches. That is the paper's "hurts perplexity, as the model learns to be more unsure".
+tokens of the vocabulary (:func:`transformer.paper.loss.label_smoothed_losses`, as
+``F.cross_entropy(label_smoothing=ε)``), so q gives the right token 1 − ε + ε/V and every other token ε/V. No model can
+bring that loss below the entropy of q (cross-entropy H(q, p) = H(q) + KL(q ‖ p) ≥ H(q)), and the model that reaches
+it, p = q, still puts only 1 − ε + ε/V on the right token: its negative log-likelihood, and so its perplexity, stays
+above the zero an unsmoothed perfect model reaches. That is the paper's "hurts perplexity, as the model learns to be
+more unsure".
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from transformer.schedule import Schedule
+from transformer.paper.schedule import Schedule
 
 
 def smoothed_target(epsilon: float, vocab_size: int) -> tuple[float, float]:

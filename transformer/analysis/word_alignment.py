@@ -32,8 +32,8 @@ import torch
 
 from transformer.analysis.attention import AttentionMaps, attention_for_many
 from transformer.analysis.attribution import captum_attr
-from transformer.checkpoint import LoadedCheckpoint, read_beside, save_beside
-from transformer.tokenizer import BOS_ID, EOS_ID, WORD_START, Tokenizer, join_pieces
+from transformer.formats.checkpoint import LoadedCheckpoint, read_beside, save_beside
+from transformer.paper.tokenizer import BOS_ID, EOS_ID, WORD_START, Tokenizer, join_pieces
 
 Link = tuple[int, int]  # (english word, german word), 0-based
 GRADIENTS = ("saliency", "input_x_gradient")  # gradient readings: one backward pass per sentence pair
@@ -369,7 +369,7 @@ def best_method(scores: dict[str, Score]) -> str:
     return min(scores, key=lambda name: (round(scores[name].aer, 6), "H" in name, name))
 
 
-ALIGNMENT_FILE = "alignment.json"  # beside a checkpoint's weights: `python -m transformer.align --choose`
+ALIGNMENT_FILE = "alignment.json"  # beside a checkpoint's weights: `python -m transformer align --choose`
 FALLBACK_METHOD = "mean-both"  # for a checkpoint without a stored choice: every layer, both directions agreeing
 
 
@@ -437,7 +437,7 @@ def choose(pairs: Sequence[ForcedPair], gold: Gold, methods: Sequence[Method]) -
 
 
 def stored_choice(loaded: LoadedCheckpoint) -> dict | None:
-    """What ``python -m transformer.align --choose`` stored for these weights (None without it)."""
+    """What ``python -m transformer align --choose`` stored for these weights (None without it)."""
     return read_beside(loaded, ALIGNMENT_FILE)
 
 

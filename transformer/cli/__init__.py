@@ -2,8 +2,8 @@
 what-if tools, and the commands of the other layers — the alignment dictionary, the paper's figures, the stored
 measurements, the heads-over-training timeline and checkpoint averaging/export.
 
-A command has one door: its short module ``transformer/<name>.py``, run with ``python -m``, that only calls ``main``
-of ``transformer.cli.<name>`` (``transformer-train``, ``-translate`` and ``-evaluate`` are console scripts too). The
+Every command has one door, ``python -m transformer <name>`` (``transformer/__main__.py``), which calls ``main`` of
+``transformer.cli.<name>`` (``transformer-train``, ``-translate`` and ``-evaluate`` are console scripts too). The
 modules here have no ``__main__`` block of their own, nor do the library's (``tests/test_layout.py``).
 """
 
@@ -16,13 +16,12 @@ from pathlib import Path
 
 import torch
 
-from transformer.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from transformer.formats.checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 
 
 def command_parser(name: str, doc: str) -> argparse.ArgumentParser:
     """The parser of the command ``name``, described by the first paragraph of its module's ``doc``."""
-    door = "python -m " + "transformer"  # the scan of documented commands reads "python -m <module>" literally
-    return argparse.ArgumentParser(prog=f"{door}.{name}", description=doc.split("\n\n")[0])
+    return argparse.ArgumentParser(prog=f"python -m transformer {name}", description=doc.split("\n\n")[0])
 
 
 def fail(message: object) -> int:

@@ -1,7 +1,7 @@
 """Word alignment from the cross-attention, from the command line (:mod:`transformer.analysis.word_alignment`).
 
-    python -m transformer.align --checkpoint DIR --src EN_FILE --tgt DE_FILE [--method NAME] [--gold WA_FILE] [--json]
-    python -m transformer.align --src EN_FILE --tgt DE_FILE --gold WA_FILE --choose
+    python -m transformer align --checkpoint DIR --src EN_FILE --tgt DE_FILE [--method NAME] [--gold WA_FILE] [--json]
+    python -m transformer align --src EN_FILE --tgt DE_FILE --gold WA_FILE --choose
 
 The files hold one sentence a line with words separated by spaces. Each German sentence is teacher-forced on its
 English one and one line of Pharaoh links (``english-german``, 0-based word positions) is printed per pair. With
@@ -22,8 +22,8 @@ from pathlib import Path
 from transformer.analysis import intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attribution import AttributionUnavailable
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, fail, load_or_report
+from transformer.formats.checkpoint import LoadedCheckpoint
 
 
 def parser() -> argparse.ArgumentParser:

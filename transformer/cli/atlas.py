@@ -1,6 +1,6 @@
 """The head atlas from the command line (:mod:`transformer.analysis.atlas`).
 
-    python -m transformer.atlas --checkpoint DIR --json [--save] [--sentences N]
+    python -m transformer atlas --checkpoint DIR --json [--save] [--sentences N]
 
 Measures every head of the checkpoint: encoder heads against English gold syntax, decoder self-attention heads
 against German gold syntax (Universal Dependencies PUD, ``../shared/data/syntax/``; seen in training, so each head's

@@ -1,4 +1,4 @@
-"""``python -m transformer.checkpoint``: average checkpoints (§6.1), export one without its optimizer state, or
+"""``python -m transformer checkpoint``: average checkpoints (§6.1), export one without its optimizer state, or
 print one's configuration and metadata."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.cli import command_parser, fail
-from transformer.runs import export, run_checkpoints
+from transformer.formats.checkpoint import CheckpointError, load_checkpoint
+from transformer.formats.runs import export, run_checkpoints
 
 
 def main(argv: Sequence[str] | None = None) -> int:

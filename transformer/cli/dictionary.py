@@ -1,4 +1,4 @@
-"""``python -m transformer.dictionary --train PREFIX …``: rebuild the English→German dictionary the
+"""``python -m transformer dictionary --train PREFIX …``: rebuild the English→German dictionary the
 cross-attention alignment scores use (:func:`transformer.analysis.heads.build_dictionary`)."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.alignment import DICTIONARY_FILE, build_dictionary
-from transformer.data import CorpusSpec, read_corpus
+from transformer.paper.data import CorpusSpec, read_corpus
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m transformer.dictionary",
+        prog="python -m transformer dictionary",
         description="Rebuild the English→German dictionary the cross-attention alignment scores use.",
     )
     parser.add_argument("--train", nargs="+", type=Path, required=True, help="corpus prefixes (PREFIX.en, PREFIX.de)")

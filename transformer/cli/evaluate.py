@@ -1,6 +1,6 @@
 """sacreBLEU BLEU and chrF of a checkpoint on a test set.
 
-    python -m transformer.evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
+    python -m transformer evaluate --checkpoint DIR --src FILE --ref FILE [--beam 4] [--limit N] [--json]
 
 Prints both scores with their sacreBLEU signatures and the model's health (:mod:`transformer.analysis.health`), or with
 ``--json`` one JSON object (keys ``bleu``, ``chrf``, ``sentences``, the signatures, the decoding settings, the time
@@ -19,11 +19,11 @@ from pathlib import Path
 import sacrebleu
 
 from transformer.analysis.health import format_health, model_health
-from transformer.checkpoint import META_FILE, LoadedCheckpoint, folder_lock, read_json, write_json
 from transformer.cli import command_parser, fail
 from transformer.cli.translate import add_decoding_arguments, run_decoding
-from transformer.data import read_lines, read_parallel
-from transformer.decode import DecodingOptions, translate
+from transformer.formats.checkpoint import META_FILE, LoadedCheckpoint, folder_lock, read_json, write_json
+from transformer.paper.data import read_lines, read_parallel
+from transformer.search.decode import DecodingOptions, translate
 
 
 def record_scores(checkpoint: Path, result: dict) -> None:

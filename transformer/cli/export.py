@@ -1,15 +1,15 @@
-"""Export a checkpoint for another engine (:mod:`transformer.ctranslate2`) or as a Hugging Face model
-(:mod:`transformer.hub`).
+"""Export a checkpoint for another engine (:mod:`transformer.formats.ctranslate2`) or as a Hugging Face model
+(:mod:`transformer.formats.hub`).
 
-    python -m transformer.export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
-    python -m transformer.export huggingface --checkpoint checkpoints/en-de-small --out DIR [--force]
-    python -m transformer.export web --out explorer.html [--language ko] [--force]
+    python -m transformer export ctranslate2 --checkpoint checkpoints/en-de-small --out DIR [--force]
+    python -m transformer export huggingface --checkpoint checkpoints/en-de-small --out DIR [--force]
+    python -m transformer export web --out explorer.html [--language ko] [--force]
 
 A CTranslate2 folder then translates with CTranslate2 alone: ``ctranslate2.Translator(DIR)`` over the pieces of
 ``DIR/spm.model``, each source ending with ``</s>`` as in this project's search. A Hugging Face folder is a
 ``MarianMTModel`` with its Marian tokenizer: ``MarianMTModel.from_pretrained(DIR, local_files_only=True)``. A web
 export is one HTML file that translates and draws every head in a browser, opened from disk with nothing installed
-(:mod:`transformer.web`; building it needs Node.js's npm once, to fetch the pinned JavaScript).
+(:mod:`transformer.features.web`; building it needs Node.js's npm once, to fetch the pinned JavaScript).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 
 from transformer.analysis.word_alignment import default_method
 from transformer.cli import command_parser, fail, load_or_report
-from transformer.ctranslate2 import ExportError, export_ctranslate2
-from transformer.hub import HubError, export_marian
-from transformer.i18n import LANGUAGES
-from transformer.web import WebExportError, export_web
+from transformer.features.i18n import LANGUAGES
+from transformer.features.web import WebExportError, export_web
+from transformer.formats.ctranslate2 import ExportError, export_ctranslate2
+from transformer.formats.hub import HubError, export_marian
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """Head importance of a checkpoint on a dev sample (Michel et al., 2019), from the command line.
 
-    python -m transformer.importance [--checkpoint DIR] [--sample 500] [--report 500] [--json] [--gradient-only]
+    python -m transformer importance [--checkpoint DIR] [--sample 500] [--report 500] [--json] [--gradient-only]
                                      [--save]
 
 For every attention head: the BLEU and chrF lost when it alone is switched off, and the gradient proxy; then the BLEU
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.ablation import measure_importance, save_importance
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, fail
 from transformer.cli.translate import add_decoding_arguments, run_decoding
-from transformer.data import DEV_PREFIX, read_parallel
-from transformer.decode import DecodingOptions
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.data import DEV_PREFIX, read_parallel
+from transformer.search.decode import DecodingOptions
 
 
 def main(argv: Sequence[str] | None = None) -> int:

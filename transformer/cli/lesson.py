@@ -1,14 +1,14 @@
-"""Lessons from the command line (:mod:`transformer.lessons`).
+"""Lessons from the command line (:mod:`transformer.features.lessons`).
 
-    python -m transformer.lesson check FILE_OR_NAME                 # is the lesson file playable?
-    python -m transformer.lesson export NAME --out FILE.html [--language ko] [--checkpoint DIR] [--no-explorer]
+    python -m transformer lesson check FILE_OR_NAME                 # is the lesson file playable?
+    python -m transformer lesson export NAME --out FILE.html [--language ko] [--checkpoint DIR] [--no-explorer]
 
 ``export`` writes the lesson as one self-contained web page (:mod:`transformer.plots.lesson`): every step's text and
 question, and its figures computed now from the model for the step's sentence and controls, with plotly's
 JavaScript inline. The file opens from disk or any static web server with no Python and no network. Views that
 need the live app (training the toy model, the beam tree, a head's card…) are named in the file instead. The model
-itself comes too (the one-file explorer of :mod:`transformer.web`, about 44 MB; ``--no-explorer`` leaves it out):
-every step that shows a sentence's attention heads gets *Try your own sentence*, which translates what the student
+itself comes too (the one-file explorer of :mod:`transformer.features.web`, about 44 MB; ``--no-explorer`` leaves it
+out): every step that shows a sentence's attention heads gets *Try your own sentence*, which translates what the student
 types and opens the step's head on it.
 """
 
@@ -21,11 +21,14 @@ from pathlib import Path
 from transformer.analysis.attention import KINDS, merged_view, translate_with_attention
 from transformer.analysis.steps import STEPS, head_steps, scaling_demo
 from transformer.analysis.word_alignment import default_method
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, fail, load_or_report
-from transformer.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
-from transformer.lessons import DEFAULT_SENTENCE, Lesson, LessonError, Step, read_lesson
-from transformer.model import sinusoidal_positional_encoding
+from transformer.features.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
+from transformer.features.lessons import DEFAULT_SENTENCE, Lesson, LessonError, Step, read_lesson
+from transformer.features.web import WebExportError, embeddable, explorer_html
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.formats.runs import read_metrics, training_log
+from transformer.paper.model import sinusoidal_positional_encoding
+from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import attention as plot_attention
 from transformer.plots import complexity as plot_complexity
 from transformer.plots import grid as plot_grid
@@ -35,9 +38,6 @@ from transformer.plots import steps as plot_steps
 from transformer.plots import training as plot_training
 from transformer.plots.lesson import lesson_html
 from transformer.plots.paper import paper_figures
-from transformer.runs import read_metrics, training_log
-from transformer.tokenizer import readable_pieces
-from transformer.web import WebExportError, embeddable, explorer_html
 
 # A page's view in the file: (checkpoint, the step's URL state, language) → plotly figures (none: not in the file).
 View = Callable[[LoadedCheckpoint, dict[str, str], str], list]

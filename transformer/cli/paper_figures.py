@@ -1,4 +1,4 @@
-"""``python -m transformer.paper_figures --checkpoint DIR --out DIR``: the paper's attention figures (appendix Figures
+"""``python -m transformer paper_figures --checkpoint DIR --out DIR``: the paper's attention figures (appendix Figures
 3–5) for any checkpoint, as standalone HTML (and PNG when a Chromium is installed) plus ``metrics.json`` with every
 number the figures page shows."""
 
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer.analysis.heads import anaphora_held_out, dev_sample, dictionary_held_out, head_score_tables
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, load_or_report
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.formats.runs import portable_path
 from transformer.plots.paper import figure_page, paper_figures
-from transformer.runs import portable_path
 
 DICTIONARY_SAMPLE = 50  # newstest2013 sentences the dictionary-alignment head is chosen and scored on
 

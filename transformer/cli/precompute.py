@@ -1,4 +1,4 @@
-"""``python -m transformer.precompute CHECKPOINT …``: measure what the figure pages show and store it beside
+"""``python -m transformer precompute CHECKPOINT …``: measure what the figure pages show and store it beside
 each checkpoint (:mod:`transformer.analysis.precompute`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``python -m transformer.timeline SNAPSHOT … --out FILE``: the heads over training, measured on each
+"""``python -m transformer timeline SNAPSHOT … --out FILE``: the heads over training, measured on each
 snapshot (:mod:`transformer.analysis.timeline`)."""
 
 from __future__ import annotations

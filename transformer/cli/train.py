@@ -1,4 +1,4 @@
-"""The trainer: ``python -m transformer.train`` (also installed as ``transformer-train``).
+"""The trainer: ``python -m transformer train`` (also installed as ``transformer-train``).
 
 §5 of the paper: Adam (β1 = 0.9, β2 = 0.98, ε = 1e-9) with lrate = scale · d_model^-0.5 · min(step^-0.5,
 step · warmup^-1.5), label smoothing 0.1, dropout 0.1, token-count batches of similar-length sentences. On top of that:
@@ -13,8 +13,8 @@ validation, runtime).
 
 Example (the shipped model's recipe is in its MODEL_CARD.md)::
 
-    python -m transformer.train --out runs/en-de-small --preset small --save-every-minutes 10
-    python -m transformer.train --out runs/en-de-small --resume
+    python -m transformer train --out runs/en-de-small --preset small --save-every-minutes 10
+    python -m transformer train --out runs/en-de-small --resume
 """
 
 from __future__ import annotations
@@ -32,8 +32,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.analysis.health import health_sample
 from transformer.cli.training import state
 from transformer.cli.training.options import TrainingConfig, parse
@@ -49,8 +47,10 @@ from transformer.cli.training.runtime import (
     resolve_device,
 )
 from transformer.cli.training.validation import report, training_losses, validate
-from transformer.config import ModelConfig, preset
-from transformer.data import (
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
+from transformer.paper.config import ModelConfig, preset
+from transformer.paper.data import (
     Batch,
     BatchSampler,
     CorpusSpec,
@@ -60,9 +60,9 @@ from transformer.data import (
     read_corpus,
     read_pairs,
 )
-from transformer.model import Transformer
-from transformer.schedule import learning_rate
-from transformer.tokenizer import Tokenizer, train_tokenizer
+from transformer.paper.model import Transformer
+from transformer.paper.schedule import learning_rate
+from transformer.paper.tokenizer import Tokenizer, train_tokenizer
 
 
 class Trainer:

@@ -1,6 +1,6 @@
 """Translate standard input to standard output, one sentence per line.
 
-    echo "The children are playing in the park." | python -m transformer.translate [--checkpoint DIR] [--beam 4]
+    echo "The children are playing in the park." | python -m transformer translate [--checkpoint DIR] [--beam 4]
 
 Empty lines stay empty; lines longer than the model's reach are cut, with a warning on standard error.
 """
@@ -11,9 +11,9 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from transformer.checkpoint import LoadedCheckpoint
 from transformer.cli import command_parser, load_or_report
-from transformer.decode import (
+from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.search.decode import (
     EXTRA_OUTPUT_TOKENS,
     PRECISIONS,
     DecodingOptions,

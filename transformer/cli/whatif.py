@@ -1,14 +1,14 @@
 """What-if questions about one translation, from the command line.
 
-    python -m transformer.whatif ablate  "SENTENCE" --off cross:2:4,encoder:5:*   # heads switched off
-    python -m transformer.whatif beam    "SENTENCE" [--beam 4]                     # n-best list and search tree
-    python -m transformer.whatif force   "SENTENCE" --given "GERMAN"               # score a given translation
-    python -m transformer.whatif rollout "SENTENCE" [--flow]                       # attention rollout and flow
-    python -m transformer.whatif compare "SENTENCE" --other CHECKPOINT | --other-sentence "…"
+    python -m transformer whatif ablate  "SENTENCE" --off cross:2:4,encoder:5:*   # heads switched off
+    python -m transformer whatif beam    "SENTENCE" [--beam 4]                     # n-best list and search tree
+    python -m transformer whatif force   "SENTENCE" --given "GERMAN"               # score a given translation
+    python -m transformer whatif rollout "SENTENCE" [--flow]                       # attention rollout and flow
+    python -m transformer whatif compare "SENTENCE" --other CHECKPOINT | --other-sentence "…"
 
 Heads are ``kind:layer:head`` with 1-based layer and head (``*`` for all). Every command takes the decoding options
-of ``python -m transformer.translate`` and ``--json`` for one JSON object on standard output. Head importance over a
-sample is ``python -m transformer.importance``.
+of ``python -m transformer translate`` and ``--json`` for one JSON object on standard output. Head importance over a
+sample is ``python -m transformer importance``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from transformer.analysis.attention import KINDS, translate_with_attention
 from transformer.analysis.beam import explore_beam, token_probabilities
 from transformer.analysis.compare import difference, same_tokens
 from transformer.analysis.forced import force
-from transformer.checkpoint import CheckpointError, load_checkpoint
 from transformer.cli import command_parser, fail
 from transformer.cli.translate import add_decoding_arguments, run_decoding
+from transformer.formats.checkpoint import CheckpointError, load_checkpoint
 
 
 def parser() -> argparse.ArgumentParser:

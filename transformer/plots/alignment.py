@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, message
+from transformer.features.i18n import DEFAULT_LANGUAGE, message
 from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import base_layout, figure, safe_label
 

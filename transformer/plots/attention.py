@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, message, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, message, words
 from transformer.plots.palettes import HEAD_COLOURS as PALETTE_HEAD_COLOURS
 from transformer.plots.palettes import colour, head_style
 from transformer.plots.style import base_layout, colour_scale, figure, label_width, safe_label

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 

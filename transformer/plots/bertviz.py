@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 
 from transformer.analysis.attention import KIND_TITLES, KINDS, AttentionMaps
-from transformer.tokenizer import clean
+from transformer.paper.tokenizer import clean
 
 VIEWS = ("head", "model")
 VIEW_TITLES = {"head": "Head view", "model": "Model view"}
@@ -169,7 +169,7 @@ def _indices(values: Sequence[int], count: int, what: str) -> list[int]:
 
 def display_tokens(tokens: Sequence[str]) -> list[str]:
     """Tokens as bertviz labels: SentencePiece's ▁ word marker shown as a space, and text UTF-8 can carry (no lone
-    surrogates, no direction controls: :func:`~transformer.tokenizer.clean`)."""
+    surrogates, no direction controls: :func:`~transformer.paper.tokenizer.clean`)."""
     return [clean(token).replace("▁", " ") for token in tokens]
 
 

@@ -8,7 +8,7 @@ import math
 import plotly.graph_objects as go
 
 from transformer.analysis.complexity import PATH_KINDS, LayerTimes, path_length, route
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 

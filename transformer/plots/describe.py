@@ -15,7 +15,7 @@ added later gets its words without a describer of its own. What each kind of tra
   and the text written on the chart.
 
 Labels are plotly's: HTML-escaped (:func:`transformer.plots.style.safe_label`) and sometimes marked up, so they are
-turned back into plain text here. The words are ``describe.*`` messages of :mod:`transformer.i18n`.
+turned back into plain text here. The words are ``describe.*`` messages of :mod:`transformer.features.i18n`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 
 TOP_CELLS = 5  # strongest cells named for a figure with one heatmap
 TOP_CELLS_PER_PANEL = 3  # and for each of several

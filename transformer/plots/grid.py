@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import (
     ATTENTION_TRACE,
     MASK_FILL,

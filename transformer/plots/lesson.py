@@ -5,9 +5,9 @@ The page shows one step at a time (previous / next, the keyboard's arrows and Pa
 address opens step 3); a step's figures are drawn when the step is first shown, and a step with a question keeps
 them hidden until the question is answered and revealed.
 
-With the one-file explorer inside (:mod:`transformer.web`), a step whose view is a sentence's attention heads gets
-*Try your own sentence*: the explorer opens under the step on the step's sentence, attention kind, layer and head, and
-translates whatever the student types there, in the browser.
+With the one-file explorer inside (:mod:`transformer.features.web`), a step whose view is a sentence's attention heads
+gets *Try your own sentence*: the explorer opens under the step on the step's sentence, attention kind, layer and head,
+and translates whatever the student types there, in the browser.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from transformer.i18n import message
-from transformer.lessons import Lesson
+from transformer.features.i18n import message
+from transformer.features.lessons import Lesson
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 0; color: #262730; background: #fff; }
@@ -117,8 +117,9 @@ def lesson_html(
     tries: Sequence[dict | None] | None = None,
 ) -> str:
     """The whole page: ``figures[i]`` are step i's figures, ``notes[i]`` a line shown instead where a view has no
-    figure in the file (None: nothing). ``explorer``: the one-file explorer as :func:`transformer.web.embeddable`
-    text, and ``tries[i]`` the sentence and head step i opens it on ({text, kind, layer, head}; None: no button)."""
+    figure in the file (None: nothing). ``explorer``: the one-file explorer as
+    :func:`transformer.features.web.embeddable` text, and ``tries[i]`` the sentence and head step i opens it on ({text,
+    kind, layer, head}; None: no button)."""
     say = lambda key, **values: message(language, key, **values)  # noqa: E731
     sections = []
     for number, (step, step_figures, note) in enumerate(zip(lesson.steps, figures, notes, strict=True), 1):

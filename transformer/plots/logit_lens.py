@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.analysis.logit_lens import LogitLens
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, colour_scale, figure, safe_label
 

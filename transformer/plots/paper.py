@@ -1,7 +1,7 @@
 """The paper's attention figures (appendix Figures 3–5) drawn in the paper's style, for any checkpoint. What is
 measured, and how each figure's heads are chosen: :mod:`transformer.analysis.figures`.
 
-``python -m transformer.paper_figures --checkpoint DIR --out DIR`` writes the three figures as standalone HTML (and
+``python -m transformer paper_figures --checkpoint DIR --out DIR`` writes the three figures as standalone HTML (and
 PNG when a Chromium is installed) plus ``metrics.json`` with every number the figures page shows
 (:mod:`transformer.cli.paper_figures`).
 """
@@ -25,10 +25,10 @@ from transformer.analysis.figures import (
     query_position,
     sentence_attention,
 )
-from transformer.checkpoint import LoadedCheckpoint
-from transformer.decode import translate
-from transformer.i18n import DEFAULT_LANGUAGE, message
+from transformer.features.i18n import DEFAULT_LANGUAGE, message
+from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots.attention import token_lines
+from transformer.search.decode import translate
 
 
 # ------------------------------------------------------------------------------------------------ the figures

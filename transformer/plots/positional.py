@@ -10,8 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.model import Transformer
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
+from transformer.paper.model import Transformer
 from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import lay_out
 

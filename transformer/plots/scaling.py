@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from transformer.analysis.steps import HeadSteps, ScalingDemo
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.palettes import colour
 from transformer.plots.steps import BAR, HIGHLIGHT, head_name, position_labels, say
 from transformer.plots.style import lay_out

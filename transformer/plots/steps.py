@@ -4,7 +4,7 @@ token rows, its shape in the title and every number on hover; masked cells drawn
 Signed values (projections, scores, outputs) use a diverging scale centred on zero; attention weights use the
 attention figures' 0–1 scale. The chosen query's row is outlined in every matrix that has one row per query.
 
-Every word a figure shows is a ``plot.*`` message of :mod:`transformer.i18n` in the figure's ``language``.
+Every word a figure shows is a ``plot.*`` message of :mod:`transformer.features.i18n` in the figure's ``language``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from transformer.analysis.steps import HeadSteps, NextTokens
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.attention import ATTENTION_COLOURS, MASK_FILL
 from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out, safe_label

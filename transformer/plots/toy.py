@@ -1,5 +1,5 @@
-"""A model trained live (:mod:`transformer.toy`) as figures: its loss and held-out accuracy over the steps so far, and
-the attention of every head on the probe example, one small heatmap per layer and head.
+"""A model trained live (:mod:`transformer.features.toy`) as figures: its loss and held-out accuracy over the steps so
+far, and the attention of every head on the probe example, one small heatmap per layer and head.
 
 Both are built as plain dicts (:func:`transformer.plots.style.figure`): the page redraws them every few training
 steps while a class watches.
@@ -12,11 +12,11 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.toy import ToySnapshot
 from transformer.plots.attention import ATTENTION_TRACE, checked_weights, token_labels
 from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure
-from transformer.toy import ToySnapshot
 
 LOSS_COLOUR = colour("blue")
 EXACT_COLOUR = colour("green")

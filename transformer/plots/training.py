@@ -18,11 +18,11 @@ from transformer.analysis.training_log import (
     smoothed_target,
     smoothing_floor,
 )
-from transformer.i18n import DEFAULT_LANGUAGE, words
-from transformer.model import Transformer
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
+from transformer.paper.model import Transformer
+from transformer.paper.schedule import Schedule
 from transformer.plots.palettes import colour, translucent
 from transformer.plots.style import empty_note, lay_out
-from transformer.schedule import Schedule
 
 RULE = colour("rule")  # the reference lines: warm-up, restarts, fine-tuning
 

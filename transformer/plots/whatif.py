@@ -10,11 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.analysis.beam import BeamTree, TokenProbability
-from transformer.i18n import DEFAULT_LANGUAGE, words
+from transformer.features.i18n import DEFAULT_LANGUAGE, words
+from transformer.paper.tokenizer import readable_piece
 from transformer.plots.attention import heatmap_height
 from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out, safe_label, token_ticks
-from transformer.tokenizer import readable_piece
 
 # Finished hypotheses are orange (they were green, which a deuteranope sees as the red of the chosen path); pruned
 # ones deliberately faint.

@@ -100,7 +100,7 @@ def decode_progress(payload: bytes) -> tuple[dict[str, Any], dict[str, np.ndarra
 
 # ------------------------------------------------------------------------------------------------ kinds of job
 def _toy_run(settings: dict[str, Any]) -> Iterator[bytes]:
-    from transformer.toy import ToySettings, train
+    from transformer.features.toy import ToySettings, train
 
     for snapshot in train(ToySettings(**settings)):
         record = {"step": snapshot.step, "seconds": snapshot.seconds, "label": snapshot.label}
@@ -108,7 +108,7 @@ def _toy_run(settings: dict[str, Any]) -> Iterator[bytes]:
 
 
 def _toy_read(payload: bytes):
-    from transformer.toy import ToySnapshot
+    from transformer.features.toy import ToySnapshot
 
     record, arrays = decode_progress(payload)
     metrics = {str(k): float(v) for k, v in record["metrics"].items()}

@@ -34,9 +34,9 @@ import numpy as np
 import torch
 
 from transformer.analysis.attention import AttentionMaps, Translation, translate_many_with_attention
-from transformer.config import ATTENTION_KINDS
-from transformer.decode import DEFAULT_DECODING, DecodingOptions
-from transformer.model import Transformer
+from transformer.paper.config import ATTENTION_KINDS
+from transformer.paper.model import Transformer
+from transformer.search.decode import DEFAULT_DECODING, DecodingOptions
 
 READY, REQUEST, ANSWER, FAILURE = b"R", b"Q", b"A", b"F"
 HEADER = struct.Struct("<cQ")
@@ -281,7 +281,7 @@ def serve(path: str, threads: int | None, requests: IO[bytes], answers: IO[bytes
     """The child's side: load the checkpoint, say it is ready, answer requests until the input closes."""
     if threads is not None:
         torch.set_num_threads(max(1, threads))
-    from transformer.checkpoint import load_checkpoint
+    from transformer.formats.checkpoint import load_checkpoint
 
     try:
         loaded = load_checkpoint(path)

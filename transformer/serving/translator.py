@@ -28,9 +28,9 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 
 from transformer.analysis.attention import Translation, translate_many_with_attention
-from transformer.checkpoint import LoadedCheckpoint, available_memory
-from transformer.decode import DEFAULT_DECODING, DecodingOptions
-from transformer.model import Transformer
+from transformer.formats.checkpoint import LoadedCheckpoint, available_memory
+from transformer.paper.model import Transformer
+from transformer.search.decode import DEFAULT_DECODING, DecodingOptions
 from transformer.serving.process import TranslationProcess, TranslationProcessError
 
 RESTART_SECONDS = 30.0  # a child process that failed is started again at most this often

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from transformer.data import DATA_ROOT, DEV_PREFIX
+from transformer.paper.data import DATA_ROOT, DEV_PREFIX
 
 DEFAULT_TRAIN = [
     f"{DATA_ROOT / 'train' / 'news'}:3",
@@ -148,9 +148,9 @@ def path_field(name: str) -> bool:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m transformer.train``, one option per :class:`TrainingConfig` field."""
+    """The command line of ``python -m transformer train``, one option per :class:`TrainingConfig` field."""
     parser = argparse.ArgumentParser(
-        prog="python -m transformer.train",
+        prog="python -m transformer train",
         description="Train the encoder–decoder Transformer on parallel text.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

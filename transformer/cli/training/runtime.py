@@ -19,8 +19,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from transformer import checkpoint as ckpt
-from transformer import runs
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
 
 
 @dataclass

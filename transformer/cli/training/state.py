@@ -1,4 +1,4 @@
-"""Starting, resuming and fine-tuning a run, through :mod:`transformer.checkpoint`.
+"""Starting, resuming and fine-tuning a run, through :mod:`transformer.formats.checkpoint`.
 
 A run's checkpoint is a shippable checkpoint folder plus ``training_state.safetensors`` (Adam's moments, random state)
 and ``trainer.json`` (the run's configuration, the optimizer's hyper-parameters and the :class:`Progress`), so that
@@ -17,11 +17,11 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from transformer import checkpoint as ckpt
-from transformer import runs
 from transformer.cli.training.options import TrainingConfig
-from transformer.config import ModelConfig
-from transformer.tokenizer import Tokenizer
+from transformer.formats import checkpoint as ckpt
+from transformer.formats import runs
+from transformer.paper.config import ModelConfig
+from transformer.paper.tokenizer import Tokenizer
 
 
 @dataclass

@@ -13,11 +13,11 @@ from torch import Tensor, nn
 from transformer.analysis.figures import LAW_SENTENCE, MAKING_SENTENCE
 from transformer.analysis.health import format_health, model_health
 from transformer.cli.training.runtime import autocast
-from transformer.data import Batch, collate, encode_pairs
-from transformer.decode import GREEDY, translate
-from transformer.loss import label_smoothed_losses
-from transformer.model import Transformer
-from transformer.tokenizer import PAD_ID, Tokenizer
+from transformer.paper.data import Batch, collate, encode_pairs
+from transformer.paper.loss import label_smoothed_losses
+from transformer.paper.model import Transformer
+from transformer.paper.tokenizer import PAD_ID, Tokenizer
+from transformer.search.decode import GREEDY, translate
 
 SAMPLE_SENTENCES = [
     "I would like a cup of coffee.",
@@ -38,7 +38,7 @@ def sequence_losses(logits: Tensor, target: Tensor, label_smoothing: float) -> t
 
 def training_losses(model: nn.Module, batch: Batch, label_smoothing: float) -> tuple[Tensor, Tensor]:
     """:func:`sequence_losses` of a batch, computed without the logits of padding positions or whole (N, V)
-    logits (:func:`transformer.loss.projected_label_smoothed_loss`); the NLL carries no gradient."""
+    logits (:func:`transformer.paper.loss.projected_label_smoothed_loss`); the NLL carries no gradient."""
     output = model(batch.source, batch.target_input, target_output=batch.target_output, label_smoothing=label_smoothing)
     return output.loss, output.nll
 
