@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from tables import print_table
 
-from transformer.analysis import intervals
+from transformer.analysis import alignment_choice, intervals
 from transformer.analysis import word_alignment as wa
 from transformer.formats.checkpoint import load_checkpoint
 from transformer.paper.data import DATA_ROOT, read_lines
@@ -41,7 +41,7 @@ def best_of(scores: dict[str, wa.Score], keep) -> str:
     return min((name for name in scores if keep(wa.Method.parse(name))), key=lambda name: scores[name].aer)
 
 
-def attention_rows(loaded, gold: wa.Gold) -> tuple[list[list[object]], np.ndarray | None]:
+def attention_rows(loaded, gold: alignment_choice.Gold) -> tuple[list[list[object]], np.ndarray | None]:
     """The table's rows for the readings of the map, and the held-out counts of the stored choice (each pair aligned
     by the reading chosen on the other half), to compare with eflomal on the same pairs."""
     config = loaded.model.config
@@ -72,7 +72,7 @@ def attention_rows(loaded, gold: wa.Gold) -> tuple[list[list[object]], np.ndarra
             agree = ", both directions" if both else ""
             found = [wa.links(pair, method) for pair in pairs]
             rows.append([f"gradient: {name.replace('_', ' ')}{agree}", method.name, *figures(found, gold)])
-    stored = wa.stored_choice(loaded)
+    stored = alignment_choice.stored_choice(loaded)
     held_out = None
     if stored and len(stored.get("held_out", [])) == 2:
         half = len(pairs) // 2
@@ -93,7 +93,7 @@ def attention_rows(loaded, gold: wa.Gold) -> tuple[list[list[object]], np.ndarra
     return rows, held_out
 
 
-def figures(found: list, gold: wa.Gold) -> list[str]:
+def figures(found: list, gold: alignment_choice.Gold) -> list[str]:
     """AER with its 95% bootstrap interval over the pairs, precision, recall."""
     score = wa.score(found, gold.sure, gold.possible)
     aer = intervals.aer(wa.counts(found, gold.sure, gold.possible))
@@ -104,7 +104,7 @@ def corpus_words(line: str) -> str:
     return " ".join(WORDS.findall(line.lower()))
 
 
-def eflomal_rows(gold: wa.Gold, held_out: np.ndarray | None) -> list[list[object]]:
+def eflomal_rows(gold: alignment_choice.Gold, held_out: np.ndarray | None) -> list[list[object]]:
     import eflomal  # a dev dependency: imported only when the baseline is asked for
 
     english, german = [], []
@@ -145,7 +145,7 @@ def main() -> int:
     parser.add_argument("--no-eflomal", dest="eflomal", action="store_false", help="skip the statistical baseline")
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args()
-    gold = wa.Gold.read(f"{args.gold}.en", f"{args.gold}.de", f"{args.gold}.de-en.wa")
+    gold = alignment_choice.Gold.read(f"{args.gold}.en", f"{args.gold}.de", f"{args.gold}.de-en.wa")
     loaded = load_checkpoint(args.checkpoint)
     rows, held_out = attention_rows(loaded, gold)
     if args.eflomal:

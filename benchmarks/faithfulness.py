@@ -20,7 +20,7 @@ import time
 
 from tables import print_table
 
-from transformer.analysis import word_alignment as wa
+from transformer.analysis import alignment_choice
 from transformer.analysis.faithfulness import FAITHFULNESS_FILE, deletion_test, explanations
 from transformer.formats.checkpoint import load_checkpoint, save_beside
 from transformer.paper.data import DEV_PREFIX, read_pairs
@@ -39,7 +39,7 @@ def main() -> int:
     texts = [source for source, _ in read_pairs(DEV_PREFIX, loaded.config.languages)[: args.sentences]]
     sources, outputs = translate_ids(loaded.model, loaded.tokenizer, texts, GREEDY)
     pairs = [(source, output) for source, output in zip(sources, outputs, strict=True) if output]
-    reading = wa.default_method(loaded)
+    reading = alignment_choice.default_method(loaded)
     heads = [(reading.layer, reading.head)] if reading.layer is not None and reading.head is not None else []
     started = time.perf_counter()
     results = deletion_test(

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from transformer.formats.checkpoint import load_checkpoint
-from transformer.formats.hub import export_marian
+from transformer.formats.hub.export import export_marian
 from transformer.search.decode import beam_search, greedy_decode
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "en-de" / "test" / "tatoeba_new.en"

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 from tables import print_table
 
-from transformer.analysis import intervals
+from transformer.analysis import alignment_choice, intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.omissions import (
     MARGIN,
@@ -51,7 +51,7 @@ from transformer.paper.tokenizer import EOS_ID
 GOLD = DATA_ROOT / "align" / "europarl_gold"
 
 
-def damaged_pairs(gold: wa.Gold) -> list[tuple[str, str, int, int]]:
+def damaged_pairs(gold: alignment_choice.Gold) -> list[tuple[str, str, int, int]]:
     """(English, German with one word's translation deleted, that English word's position, the gold pair's
     number)."""
     cases = []
@@ -78,10 +78,10 @@ def main() -> int:
         "--store", action="store_true", help=f"store how often the marks are right beside the model ({OMISSIONS_FILE})"
     )
     args = parser.parse_args()
-    gold = wa.Gold.read(f"{args.gold}.en", f"{args.gold}.de", f"{args.gold}.de-en.wa")
+    gold = alignment_choice.Gold.read(f"{args.gold}.en", f"{args.gold}.de", f"{args.gold}.de-en.wa")
     loaded = load_checkpoint(args.checkpoint)
     cases = damaged_pairs(gold)
-    reading = wa.default_method(loaded)
+    reading = alignment_choice.default_method(loaded)
     coverage_reading = wa.Method(reading.layer, reading.head, reading.shift)  # every German word's strongest link
     forced = wa.force(loaded, [c[0] for c in cases], [c[1] for c in cases])
     # per gold pair (a pair's cases are resampled together): cases, and hits of each detector
@@ -142,7 +142,7 @@ def support_of(loaded, english: str, german_words: list[str]):
     return source_support(loaded, [*source_ids, EOS_ID], output_ids, owners, german_words)
 
 
-def insertion_rows(loaded, gold: wa.Gold, per_pair: int = 4, seed: int = 1) -> list[list[str]]:
+def insertion_rows(loaded, gold: alignment_choice.Gold, per_pair: int = 4, seed: int = 1) -> list[list[str]]:
     rng = random.Random(seed)
     pool = [word for german in gold.german for word in german.split() if german_content_word(word)]
     counts = np.zeros((len(gold.german), 4))  # per gold pair: found, marked, chance, insertions

@@ -60,7 +60,7 @@ if str(REPOSITORY) not in sys.path:  # run as a script: benchmarks/ is sys.path[
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS, serving  # noqa: E402
 
 VIEWPORT = {"width": 1280, "height": 800}
-# The pages whose sentence box follows the visitor (pages.common.follow_sentence), and that box's key on each.
+# The pages whose sentence box follows the visitor (pages.sentence.follow_sentence), and that box's key on each.
 SENTENCE_BOXES = {
     "explore": "text",
     "what_if": "wi_text",

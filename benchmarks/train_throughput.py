@@ -41,7 +41,8 @@ from transformer.paper.data import (
     encode_pairs,
     read_corpus,
 )
-from transformer.paper.model import Dropout, MultiHeadAttention, Transformer, sinusoidal_positional_encoding
+from transformer.paper.model import Dropout, MultiHeadAttention, Transformer
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.tokenizer import Tokenizer
 
 T = DATA_ROOT / "train"

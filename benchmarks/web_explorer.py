@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
-from transformer.analysis.word_alignment import default_method
+from transformer.analysis.alignment_choice import default_method
 from transformer.features.web import MAX_SOURCE_TOKENS, export_web
 from transformer.formats.checkpoint import LoadedCheckpoint, load_checkpoint
 from transformer.search.decode import DEFAULT_DECODING, GREEDY, translate_ids

@@ -12,20 +12,19 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import (
+from pages.common import leave_page, page
+from pages.figures import show_figure
+from pages.i18n import escaped, language, t
+from pages.links import open_page
+from pages.models import (
     CHECKPOINT_KEY,
     available_checkpoints,
     error_line,
-    leave_page,
     model_name,
     model_summary,
     open_checkpoint,
-    page,
-    show_figure,
     stored_beside,
 )
-from pages.i18n import escaped, language, t
-from pages.links import open_page
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index

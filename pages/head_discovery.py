@@ -8,8 +8,10 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import leave_page, measured_heads, page, show_figure
+from pages.common import leave_page, page
+from pages.figures import show_figure
 from pages.i18n import escaped, language, sample_label, score_text, t
+from pages.models import measured_heads
 from pages.page_slots import called_outside_the_slot
 from pages.sentence import sentence_input
 from pages.url_state import Field
@@ -17,7 +19,7 @@ from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE
 from transformer.analysis.heads import SCORES, head_score_tables
 from transformer.formats.checkpoint import LoadedCheckpoint
-from transformer.plots import attention as plot_attention
+from transformer.plots import head_scores as plot_head_scores
 
 st.set_page_config(page_title=t("heads.title"), page_icon="🔎", layout="wide")
 
@@ -147,7 +149,7 @@ with page("heads", FIELDS) as loaded:
         near_best = np.asarray(bounds["near_best"], dtype=bool)
     st.caption(f"{escaped(score_names[score_key])}: {escaped(score_text(score_key, 'description'))}.")
     show_figure(
-        plot_attention.score_heatmap(
+        plot_head_scores.score_heatmap(
             values,
             f"{score_names[score_key]} ({kind_names[kind]})",
             first=first,

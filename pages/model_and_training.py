@@ -10,7 +10,8 @@ from pathlib import Path
 import streamlit as st
 
 from pages import url_state
-from pages.common import page, section, show_figure
+from pages.common import page, section
+from pages.figures import show_figure
 from pages.i18n import escaped, language, t
 from pages.url_state import Field
 from transformer.analysis.training_log import schedule_check, smoothed_target, smoothing_floor

@@ -7,9 +7,11 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import measured_heads, page, show_figure
+from pages.common import page
+from pages.figures import show_figure
 from pages.i18n import escaped, language, score_text, t
 from pages.links import atlas_button, atlas_buttons
+from pages.models import measured_heads
 from pages.url_state import Field
 from transformer.analysis.attention import word_attention, word_index
 from transformer.analysis.figures import (
@@ -26,7 +28,7 @@ from transformer.analysis.figures import (
 from transformer.analysis.heads import SCORES, head_statistics
 from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 from transformer.formats.checkpoint import CheckpointError
-from transformer.plots import attention as plot_attention
+from transformer.plots import head_scores as plot_head_scores
 from transformer.plots.paper import figure_3, figure_4, figure_5
 
 st.set_page_config(page_title=t("fig.page"), page_icon="📄", layout="wide")
@@ -376,7 +378,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     st.caption(f"{escaped(name)}: {escaped(score_text(score_key, 'description')) if score else ''}.")
     bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
     show_figure(
-        plot_attention.score_heatmap(
+        plot_head_scores.score_heatmap(
             point.scores[score_key],
             t("fig.at_step", name=name, step=point.step),
             first=first,

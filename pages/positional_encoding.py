@@ -6,10 +6,11 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import page, section, show_figure
+from pages.common import page, section
+from pages.figures import show_figure
 from pages.i18n import language, t
 from pages.url_state import Field
-from transformer.paper.model import sinusoidal_positional_encoding
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.plots import positional as plot_positional
 
 st.set_page_config(page_title=t("pe.title"), page_icon="〰️", layout="wide")

@@ -15,10 +15,12 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import cached_translation, leave_page, page, presenting, show_figure
+from pages.common import leave_page, page
 from pages.decoding import current_options
+from pages.figures import presenting, show_figure
 from pages.i18n import escaped, language, t
 from pages.links import atlas_button
+from pages.models import cached_translation
 from pages.pickers import head_picker
 from pages.sentence import follow_sentence, linked_sentence_note, sentence_input
 from pages.url_state import Field

@@ -18,7 +18,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import url_state
-from pages.common import page, show_figure
+from pages.common import page
+from pages.figures import show_figure
 from pages.i18n import escaped, language, t
 from pages.page_slots import cores, page_slots
 from pages.url_state import Field

@@ -23,9 +23,10 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import tabs, url_state
-from pages.common import cached_translation, leave_page, page
+from pages.common import leave_page, page
 from pages.decoding import current_options
 from pages.i18n import decoding_label, escaped, t
+from pages.models import cached_translation
 from pages.sentence import follow_sentence, linked_sentence_note, sentence_input
 from pages.url_state import Field
 from pages.what_if_tabs import TABS

@@ -13,8 +13,10 @@ import os
 import streamlit as st
 
 from pages import url_state
-from pages.common import MAX_SOURCE_TOKENS, leave_page, page, show_figure
+from pages.common import leave_page, page
+from pages.figures import show_figure
 from pages.i18n import language, t
+from pages.models import MAX_SOURCE_TOKENS
 from pages.sentence import follow_sentence, linked_sentence_note
 from pages.url_state import Field
 from transformer.analysis.complexity import (

@@ -185,6 +185,24 @@ else:
 needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING or "Chromium and playwright found")
 
 
+# The fast tier (`python -m pytest -m fast`, before every commit): every test that drives no browser, starts no app
+# server and trains no model of its own. The rest carry `browser` (the browser fixture, or needs_browser), `server`
+# or `training`, set on their module or test; `slow` marks a test that is long for another reason.
+HEAVY = ("browser", "server", "training", "slow")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        uses_browser = "browser" in getattr(item, "fixturenames", ()) or any(
+            mark == needs_browser.mark for mark in item.iter_markers("skipif")
+        )
+        if uses_browser:
+            item.add_marker(pytest.mark.browser)
+        if all(item.get_closest_marker(name) is None for name in HEAVY):
+            item.add_marker(pytest.mark.fast)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     # Imported here: without playwright these tests are skipped, not failed at collection.

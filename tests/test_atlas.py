@@ -15,7 +15,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
-from transformer.analysis import atlas, atlas_index, syntax
+from transformer.analysis import atlas, atlas_groups, atlas_index, atlas_measures, syntax
 from transformer.cli import atlas as atlas_cli
 from transformer.formats.checkpoint import load_checkpoint, write_json
 
@@ -103,7 +103,7 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
         owners = [*range(len(tree.tokens)), -1]
         word_weights = syntax.word_map(built_maps(tree), owners, owners, len(tree.tokens))
         readings.append(syntax.Reading(tree, syntax.strongest_other(word_weights)))
-    relations = atlas.syntax_scores(readings, minimum=1)
+    relations = atlas_measures.syntax_scores(readings, minimum=1)
     assert set(relations) == {"amod", "obj", "nsubj"}
     for relation, found in relations.items():
         assert found["accuracy"][0, 0, 0] == 1.0, relation  # dependent → head, every arc
@@ -117,11 +117,11 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
     # Its statistics name it: nearly all of its attention on the previous word.
     tree = trees[0]
     punctuation = np.zeros(len(tree.tokens) + 1)
-    table = atlas.statistics(built_maps(tree), punctuation, -1, False, False)
+    table = atlas_measures.statistics(built_maps(tree), punctuation, -1, False, False)
     features = dict(zip(atlas.FEATURES, table[0, 1], strict=True))
-    assert features["previous"] >= atlas.PATTERN_SHARE > features["self"]
+    assert features["previous"] >= atlas_groups.PATTERN_SHARE > features["self"]
     # The same comparison on other sentences, fixed beforehand: each head's direction and the baseline's offset.
-    seen = atlas.head_margins(readings, relations)
+    seen = atlas_measures.head_margins(readings, relations)
     other = []
     for tree in random_trees(80, seed=1):
         owners = [*range(len(tree.tokens)), -1]
@@ -130,7 +130,7 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
                 tree, syntax.strongest_other(syntax.word_map(built_maps(tree), owners, owners, len(tree.tokens)))
             )
         )
-    unseen = atlas.head_margins(other, relations, minimum=1)
+    unseen = atlas_measures.head_margins(other, relations, minimum=1)
     for relation in ("obj", "nsubj"):  # the gold head beats the offset on the held-out trees, its interval clear of 0
         assert unseen[relation]["accuracy"][0, 0] == 1.0 and unseen[relation]["low"][0, 0] > 0
         assert unseen[relation]["margin"][0, 0] == pytest.approx(1.0 - unseen[relation]["baseline"][0, 0])
@@ -138,26 +138,28 @@ def test_a_head_on_the_gold_head_scores_one_and_a_previous_word_head_beats_no_ba
         assert not unseen[relation]["low"][0, 1] > 0
     assert unseen["nsubj"]["sentences"] == 80 and seen["nsubj"]["sentences"] == 60
     records = atlas._syntax_record(relations, 0, 1, seen, unseen)
-    assert atlas.group_of("encoder", features, records) == "previous"
+    assert atlas_groups.group_of("encoder", features, records) == "previous"
     gold = atlas._syntax_record(relations, 0, 0, seen, unseen)
     assert gold[0]["accuracy"] == 1.0 and "baseline" in gold[0] and gold[0]["held_out"]["accuracy"] == 1.0
     gold_features = dict(zip(atlas.FEATURES, table[0, 0], strict=True))
-    assert atlas.group_of("encoder", gold_features, gold).startswith("syntax:")
+    assert atlas_groups.group_of("encoder", gold_features, gold).startswith("syntax:")
     # A margin over a weak baseline alone does not make a head syntactic: it must find the gold word often too…
     weak = [
         {"relation": "advcl", "accuracy": 0.14, "baseline": 0.08, "margin": {"value": 0.06, "low": 0.03, "high": 0.09}}
     ]
-    assert atlas.group_of("encoder", {**gold_features, "entropy": 0.5}, weak) == "mixed"
+    assert atlas_groups.group_of("encoder", {**gold_features, "entropy": 0.5}, weak) == "mixed"
     # …and a large margin whose interval reaches zero does not either; the held-out figures decide over the others.
     unsure = {"relation": "obj", "accuracy": 0.6, "baseline": 0.4, "margin": {"value": 0.2, "low": -0.01, "high": 0.4}}
-    assert not atlas.syntactic(unsure)
-    assert atlas.syntactic({**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}})
-    assert not atlas.syntactic({**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}, "held_out": unsure})
+    assert not atlas_groups.syntactic(unsure)
+    assert atlas_groups.syntactic({**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}})
+    assert not atlas_groups.syntactic(
+        {**unsure, "margin": {"value": 0.2, "low": 0.05, "high": 0.35}, "held_out": unsure}
+    )
 
 
 def test_diagonal_links_spread_each_german_word_over_the_english():
-    assert atlas.diagonal_links(3, 5) == [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4)]
-    assert atlas.diagonal_links(4, 1) == [(0, 0)] and atlas.diagonal_links(0, 3) == []
+    assert atlas_measures.diagonal_links(3, 5) == [(0, 0), (0, 1), (1, 2), (2, 3), (2, 4)]
+    assert atlas_measures.diagonal_links(4, 1) == [(0, 0)] and atlas_measures.diagonal_links(0, 3) == []
 
 
 def write_gold(folder: Path) -> None:
@@ -413,12 +415,12 @@ def test_a_model_head_built_to_attend_to_the_previous_word_is_found_positional_a
         attention.key.weight[:width] = 20 * shift[:, :width].T  # k_j = PE(j + 1)[:width]: q_i · k_j peaks at j = i − 1
     write_gold(tmp_path)
     english, german = (syntax.read_conllu(tmp_path / f"{name}.conllu") for name in ("en", "de"))
-    measured = atlas.measure(loaded, english, german)
+    measured = atlas_measures.measure(loaded, english, german)
     features = dict(zip(atlas.FEATURES, measured.statistics("encoder")[0, 0], strict=True))
     assert features["previous"] > 0.8
-    relations = atlas.syntax_scores(measured.readings["encoder"], 1)
-    seen = atlas.head_margins(measured.readings["encoder"], relations)
+    relations = atlas_measures.syntax_scores(measured.readings["encoder"], 1)
+    seen = atlas_measures.head_margins(measured.readings["encoder"], relations)
     scores = atlas._syntax_record(relations, 0, 0, seen, None)
-    assert not any(atlas.syntactic(score) for score in scores)  # never clear of the offset it imitates
+    assert not any(atlas_groups.syntactic(score) for score in scores)  # never clear of the offset it imitates
     assert all(score["accuracy"] <= score["baseline"] for score in scores)  # the offset −1 rule does as well
-    assert atlas.group_of("encoder", features, scores) == "previous"
+    assert atlas_groups.group_of("encoder", features, scores) == "previous"

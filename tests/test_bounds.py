@@ -25,6 +25,7 @@ from tests.hub_models import make_marian
 from transformer.features import lessons
 from transformer.formats import checkpoint, checkpoint_files, hub
 from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
+from transformer.formats.hub.families import is_hub_folder
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 WHAT_IF = REPOSITORY / "pages" / "what_if.py"
@@ -71,7 +72,7 @@ def loads_of(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         seen.append(str(name_or_path))
         return real(name_or_path, *arguments, **keywords)
 
-    monkeypatch.setattr("pages.common.load_checkpoint", spy)
+    monkeypatch.setattr("pages.models.load_checkpoint", spy)
     return seen
 
 
@@ -110,19 +111,19 @@ def test_a_folder_named_in_the_sidebar_link_is_not_opened_for_a_remote_visitor(
 
 
 def test_the_gate_refuses_unlisted_folders_and_says_nothing_of_the_disk(tiny, monkeypatch, fresh_caches):
-    from pages import common
+    from pages import models
 
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "0")
     for name in ("/etc", "/nonexistent/folder", "../../etc", "x" * 600):
         with pytest.raises(CheckpointError) as refused:
-            common.open_checkpoint(name)
+            models.open_checkpoint(name)
         assert "/" not in str(refused.value) and "lists" in str(refused.value)
-    assert common.open_checkpoint(str(tiny)).path == tiny.resolve()  # a listed model opens
+    assert models.open_checkpoint(str(tiny)).path == tiny.resolve()  # a listed model opens
     # Open to every visitor (a laptop's own browser, or TRANSFORMER_OPEN_FOLDERS=1): the server's paths in an error
     # are still shortened for a visitor elsewhere, as a shipped checkpoint records them.
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
     with pytest.raises(CheckpointError) as missing:
-        common.open_checkpoint("/etc")
+        models.open_checkpoint("/etc")
     assert "/etc" not in str(missing.value) and str(REPOSITORY) not in str(missing.value)
 
 
@@ -130,14 +131,14 @@ def test_the_gate_refuses_unlisted_folders_and_says_nothing_of_the_disk(tiny, mo
 
 
 def test_every_spelling_of_a_folder_is_one_model(tiny, monkeypatch, fresh_caches):
-    from pages import common
+    from pages import models
 
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
     link = tiny.parent / "link"
     link.symlink_to(tiny, target_is_directory=True)
     monkeypatch.chdir(tiny.parent)
     spellings = [str(tiny), "tiny", "./tiny", f"{tiny.parent}/../{tiny.parent.name}/tiny", str(link), "link/"]
-    opened = [common.open_checkpoint(spelling) for spelling in spellings]
+    opened = [models.open_checkpoint(spelling) for spelling in spellings]
     assert all(model is opened[0] for model in opened)
     assert opened[0].path == tiny.resolve()
 
@@ -159,7 +160,7 @@ def wait_for(condition, timeout: float = 120.0) -> bool:
 def test_translation_processes_are_bounded_and_end_with_their_model(tiny, tmp_path, monkeypatch, fresh_caches):
     """Six models opened one after another (the cache keeps four): never more children than the setting allows,
     and a model's child ends when the cache lets the model go."""
-    from pages import common
+    from pages import models
     from transformer.serving.translator import CHILDREN
 
     monkeypatch.setenv("TRANSFORMER_OPEN_FOLDERS", "1")
@@ -168,7 +169,7 @@ def test_translation_processes_are_bounded_and_end_with_their_model(tiny, tmp_pa
     folders = [shutil.copytree(tiny, tmp_path / f"copy-{index}") for index in range(6)]
     queues, pids = [], []
     for folder in folders:
-        queue = common.shared_translator(common.open_checkpoint(str(folder)))
+        queue = models.shared_translator(models.open_checkpoint(str(folder)))
         assert queue._starting is None or wait_for(lambda q=queue: not q._starting.is_alive())
         queues.append(queue)
         if queue.process is not None:
@@ -276,7 +277,7 @@ def test_escaped_text_renders_as_itself():
 def test_a_config_nested_beyond_recursion_is_a_checkpoint_error(family, tiny, marian, tmp_path):
     folder = shutil.copytree(tiny if family == "native" else marian, tmp_path / "deep")
     (folder / "config.json").write_text("[" * 100_000 + "]" * 100_000)
-    assert not hub.is_hub_folder(folder)
+    assert not is_hub_folder(folder)
     with pytest.raises(CheckpointError, match="nested too deeply"):
         load_checkpoint(folder)
     (folder / "config.json").write_text('{"model_type": "marian", "x": ' + "[" * 100_000 + "]" * 100_000 + "}")

@@ -19,15 +19,17 @@ from transformer.analysis.logit_lens import LogitLens
 from transformer.analysis.steps import STEPS, HeadSteps, NextTokens, head_scaling, scaling_demo
 from transformer.features.toy import ToySnapshot
 from transformer.paper.config import preset
-from transformer.paper.model import Transformer, sinusoidal_positional_encoding
+from transformer.paper.model import Transformer
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.schedule import Schedule
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import attribution as plot_attribution
+from transformer.plots import colours, palettes
 from transformer.plots import complexity as plot_complexity
 from transformer.plots import grid as plot_grid
+from transformer.plots import head_scores as plot_head_scores
 from transformer.plots import logit_lens as plot_lens
-from transformer.plots import palettes
 from transformer.plots import positional as plot_positional
 from transformer.plots import scaling as plot_scaling
 from transformer.plots import steps as plot_steps
@@ -181,7 +183,7 @@ FIGURES: dict[str, Callable[[], go.Figure]] = {
     "line view, one query": lambda: plot_attention.token_lines(
         row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2
     ),
-    "score map": lambda: plot_attention.score_heatmap(
+    "score map": lambda: plot_head_scores.score_heatmap(
         np.array([[0.1, 0.8], [0.5, 0.9]]), "s", zrange=(0, 1), near_best=np.array([[False, True], [True, True]])
     ),
     "model view grid": lambda: plot_grid.model_view_grid(
@@ -326,13 +328,13 @@ def too_faint(fig: go.Figure, theme: str) -> list[str]:
         faint = faint_text if item.what == "text" else faint_marks
         need = TEXT_CONTRAST if item.what == "text" else MARK_CONTRAST
         for colour in item.colours:
-            rgba = palettes.parse_colour(colour)
+            rgba = colours.parse_colour(colour)
             assert rgba is not None, f"{item.where}: {colour!r} is not a colour the checks can read"
             # Translucent colours encode a weight, deliberately faint where it is small: an alignment link's
             # strength, a layer's place in the health curves.
             if colour in faint or rgba[3] < 1:
                 continue
-            best = max(palettes.contrast_ratio(c, background) for c in [colour, *item.outline])
+            best = max(colours.contrast_ratio(c, background) for c in [colour, *item.outline])
             if best < need:
                 failures.append(f"{item.where}: {colour} on {background} is {best:.2f}:1, needs {need}:1")
     return failures
@@ -347,7 +349,7 @@ def test_every_explicit_colour_stands_out_from_the_page(name: str, theme: str):
     if THEMES[theme][0] == DARK_BACKGROUND:  # and no light box is left on the dark page
         layout = fig.layout
         for box in (layout.plot_bgcolor, layout.paper_bgcolor):
-            assert box is None or palettes.relative_luminance(palettes.over(box, DARK_BACKGROUND)) < 0.5, box
+            assert box is None or colours.relative_luminance(colours.over(box, DARK_BACKGROUND)) < 0.5, box
         go.Figure(fig.to_plotly_json())  # still a valid figure
 
 
@@ -362,10 +364,10 @@ def test_the_checks_see_what_they_check():
 
 
 def test_contrast_ratio_follows_wcag():
-    assert palettes.contrast_ratio("black", "#fff") == pytest.approx(21)
-    assert palettes.contrast_ratio("#767676", "white") == pytest.approx(4.54, abs=0.01)  # the classic least grey
-    assert palettes.contrast_ratio("#0e1117", "#0e1117") == 1
-    assert palettes.over("rgba(0, 0, 0, 0.5)", "#ffffff")[:3] == (128, 128, 128)
+    assert colours.contrast_ratio("black", "#fff") == pytest.approx(21)
+    assert colours.contrast_ratio("#767676", "white") == pytest.approx(4.54, abs=0.01)  # the classic least grey
+    assert colours.contrast_ratio("#0e1117", "#0e1117") == 1
+    assert colours.over("rgba(0, 0, 0, 0.5)", "#ffffff")[:3] == (128, 128, 128)
 
 
 def test_the_dark_theme_keeps_meaning():
@@ -376,13 +378,13 @@ def test_the_dark_theme_keeps_meaning():
     ]
     tree = for_dark(beam_tree())
     pruned = next(trace for trace in tree.data if trace.name == "pruned")
-    assert palettes.contrast_ratio(pruned.textfont.color, DARK_BACKGROUND) < TEXT_CONTRAST  # still set back
+    assert colours.contrast_ratio(pruned.textfont.color, DARK_BACKGROUND) < TEXT_CONTRAST  # still set back
     kept = next(trace for trace in tree.data if trace.name == "kept")
-    assert palettes.relative_luminance(kept.textfont.color) > 0.5  # ink turned light
+    assert colours.relative_luminance(kept.textfont.color) > 0.5  # ink turned light
     assert tree.layout.plot_bgcolor == "rgba(0, 0, 0, 0)"
     lines = for_dark(FIGURES["line view, one query"]())
     (highlight,) = lines.layout.shapes
-    assert palettes.parse_colour(highlight.fillcolor)[3] < 1  # the query's pale yellow row, translucent now
+    assert colours.parse_colour(highlight.fillcolor)[3] < 1  # the query's pale yellow row, translucent now
     heatmap = FIGURES["causal heatmap"]()
     dark = for_dark(FIGURES["causal heatmap"]())
     np.testing.assert_array_equal(np.asarray(dark.data[0].z, dtype=float), np.asarray(heatmap.data[0].z, dtype=float))
@@ -464,7 +466,7 @@ def explicit_colours(fig: go.Figure) -> set[tuple[int, int, int]]:
             for item in value:
                 walk(item, key)
         elif isinstance(value, str) and "color" in key:
-            rgba = palettes.parse_colour(value)
+            rgba = colours.parse_colour(value)
             if rgba is not None and rgba[3] > 0:
                 found.add(rgba[:3])
 
@@ -500,7 +502,7 @@ def test_with_palette_keeps_opacity_and_meaning():
 
     # The health curves' layers are one hue at several opacities: each keeps its own.
     def opacities(fig: go.Figure, colour: str) -> list[float]:
-        rgbas = [palettes.parse_colour(trace.line.color) for trace in fig.data if trace.line.color]
+        rgbas = [colours.parse_colour(trace.line.color) for trace in fig.data if trace.line.color]
         return sorted(rgba[3] for rgba in rgbas if rgba[:3] == palettes.rgb(colour))
 
     health = FIGURES["health curves"]()
@@ -524,4 +526,4 @@ def test_each_standard_colour_has_one_counterpart():
     mapping = palettes.palette_map("colour_blind")
     assert set(palettes.PALETTES["standard"]) == set(palettes.PALETTES["colour_blind"])
     assert palettes.rgb(palettes.STANDARD["mark_red"]) in mapping
-    assert all(palettes.parse_colour(colour) for colour in palettes.NEUTRALS.values())
+    assert all(colours.parse_colour(colour) for colour in palettes.NEUTRALS.values())

@@ -11,7 +11,7 @@ from transformer.paper.data import pad
 from transformer.paper.model import Transformer
 from transformer.paper.schedule import learning_rate
 from transformer.paper.tokenizer import BOS_ID, EOS_ID
-from transformer.search import fast
+from transformer.search import fast, packed
 from transformer.search.decode import (
     EXTRA_OUTPUT_TOKENS,
     GREEDY,
@@ -348,7 +348,7 @@ def packed_tiny_model(seed: int, onednn: bool, monkeypatch) -> Transformer:
     """A random tiny model for the packed search's checks; without ``onednn`` the packed weights take the ``addmm``
     path, as where oneDNN's operators are missing."""
     if not onednn:
-        monkeypatch.setattr(fast, "_onednn_products", lambda: None)
+        monkeypatch.setattr(packed, "_onednn_products", lambda: None)
     torch.manual_seed(seed)
     return Transformer(preset("tiny")).eval()
 
@@ -386,7 +386,7 @@ def test_step_decoder_computes_what_the_teacher_forced_pass_computes(onednn, lon
             full, _, _ = model.decode(targets, expanded, source_mask)
             decoder = StepDecoder(model, memory, source, beams)
             assert decoder.folded is not long
-            assert decoder.packed.projection.onednn is (onednn and fast._onednn_products() is not None)
+            assert decoder.packed.projection.onednn is (onednn and packed._onednn_products() is not None)
             for position in range(targets.size(1)):
                 hidden = decoder.step(targets[:, position])
                 assert torch.allclose(hidden, full[:, position], atol=1e-5), (update, position)
@@ -414,7 +414,7 @@ def test_the_apps_attention_pass_records_what_the_models_own_modules_record(oned
         searched_memory = encode(model, source)
     assert torch.allclose(packed_memory, memory, atol=1e-5)
     assert torch.allclose(packed_memory, searched_memory, atol=1e-6)
-    for packed, reference in ((packed_encoder, encoder), (packed_decoder, decoder), (packed_cross, cross)):
-        assert packed.shape == reference.shape
-        assert torch.allclose(packed, reference, atol=1e-5)
+    for fast_map, reference in ((packed_encoder, encoder), (packed_decoder, decoder), (packed_cross, cross)):
+        assert fast_map.shape == reference.shape
+        assert torch.allclose(fast_map, reference, atol=1e-5)
     assert float(cross[1, :, :, :, 3:].abs().max()) == 0.0  # the padded source keys hold no weight

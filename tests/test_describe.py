@@ -23,13 +23,14 @@ from transformer.analysis.steps import STEPS, head_scaling, head_steps, next_tok
 from transformer.features.i18n import catalogue
 from transformer.features.toy import ToySettings, run_to_end
 from transformer.formats.checkpoint import LoadedCheckpoint
-from transformer.paper.model import sinusoidal_positional_encoding
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.schedule import Schedule, learning_rate
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import attribution as plot_attribution
 from transformer.plots import complexity as plot_complexity
 from transformer.plots import grid as plot_grid
+from transformer.plots import head_scores as plot_head_scores
 from transformer.plots import logit_lens as plot_lens
 from transformer.plots import paper as plot_paper
 from transformer.plots import positional as plot_positional
@@ -38,7 +39,8 @@ from transformer.plots import steps as plot_steps
 from transformer.plots import toy as plot_toy
 from transformer.plots import training as plot_training
 from transformer.plots import whatif as plot_whatif
-from transformer.plots.describe import Description, describe, describe_for_page, number, plain
+from transformer.plots.describe import describe, describe_for_page
+from transformer.plots.describe.reading import Description, number, plain
 from transformer.search.decode import GREEDY, DecodingOptions
 
 HANGUL = re.compile(r"[\uac00-\ud7a3]")
@@ -313,7 +315,7 @@ def app_figures(loaded: LoadedCheckpoint, language: str = "en") -> Iterator[tupl
     near = np.array([[False, True], [False, True]])
     yield (
         "scores",
-        plot_attention.score_heatmap(
+        plot_head_scores.score_heatmap(
             scores, "scores", zrange=(0, 1), language=language, low=scores - 0.1, high=scores + 0.1, near_best=near
         ),
     )

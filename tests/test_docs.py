@@ -9,6 +9,7 @@ import concurrent.futures
 import contextlib
 import io
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -57,17 +58,27 @@ def documented_commands() -> dict[tuple[str, ...], list[str]]:
 
 
 def help_of(command: tuple[str, ...]) -> subprocess.CompletedProcess:
-    """``python <command> --help``; a command of ``python -m transformer`` answers in this process, through the same
-    door (``transformer.__main__.main``), as it would in a terminal."""
-    if command[:2] == ("-m", "transformer"):
-        from transformer.__main__ import main
-
+    """``python <command> --help``. A command of ``python -m transformer`` answers through the same door
+    (``transformer.__main__.main``) and a benchmark script as ``python benchmarks/x.py`` runs it (``runpy``), in this
+    process, where torch is imported once; anything else in a child process."""
+    if command[:2] == ("-m", "transformer") or command[0].startswith("benchmarks/"):
         out, err = io.StringIO(), io.StringIO()
+        arguments, path = sys.argv, list(sys.path)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
-                status = main([*command[2:], "--help"])
+                if command[0] == "-m":
+                    from transformer.__main__ import main
+
+                    status = main([*command[2:], "--help"])
+                else:
+                    sys.argv = [command[0], *command[1:], "--help"]
+                    sys.path.insert(0, str(REPOSITORY / "benchmarks"))  # as for a script: its folder first
+                    runpy.run_path(str(REPOSITORY / command[0]), run_name="__main__")
+                    status = 0
             except SystemExit as stopped:
                 status = stopped.code
+            finally:
+                sys.argv, sys.path[:] = arguments, path
         return subprocess.CompletedProcess(command, status or 0, out.getvalue(), err.getvalue())
     return subprocess.run(
         [sys.executable, *command, "--help"],
@@ -122,12 +133,11 @@ def test_commands_are_named_by_their_door():
     assert not wrong, "name the command python -m transformer <command> instead:\n" + "\n".join(wrong)
 
 
-@pytest.mark.slow
 def test_every_documented_command_and_subcommand_answers_help():
     found = documented_commands()
     bases = [command for command in found if len(command) == 1 or (command[0] == "-m" and len(command) == 2)]
     bases += [command for command in found if command[:2] == ("-m", "transformer") and len(command) == 3]
-    outside = sorted(command for command in bases if command[:2] != ("-m", "transformer"))
+    outside = sorted(command for command in bases if command[0] != "-m" and not command[0].startswith("benchmarks/"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # subprocesses, two at a time
         helps = dict(zip(outside, pool.map(help_of, outside), strict=True))
     helps.update((command, help_of(command)) for command in sorted(bases) if command not in helps)  # in this process

@@ -20,6 +20,8 @@ from transformer.cli import train
 from transformer.formats import checkpoint as ckpt
 from transformer.formats import runs
 
+pytestmark = pytest.mark.training
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 STEPS = 24
 

@@ -332,19 +332,19 @@ def test_the_anaphora_head_is_chosen_on_half_the_sentences_and_scored_on_the_oth
     on either half is head 1, and every sentence is scored by a head chosen without it."""
     from types import SimpleNamespace
 
-    from transformer.analysis import heads as heads_module
+    from transformer.analysis import held_out
 
     examples = [SimpleNamespace(sentence=f"s{i}", pronoun="it", antecedent="proposal") for i in range(8)]
     monkeypatch.setattr(
-        heads_module,
+        held_out,
         "encoder_attentions",
         lambda loaded, sentences: [(PRONOUN_TOKENS, pronoun_heads())] * len(sentences),
     )
-    found = heads_module.anaphora_held_out(None, examples)
+    found = held_out.anaphora_held_out(None, examples)
     assert found["heads"] == [[1, 1], [1, 1]] and found["sentences"] == 8
     assert found["weight"]["value"] == pytest.approx(1.0) and found["weight"]["low"] == pytest.approx(1.0)
     assert found["hits"]["value"] == 1.0 and found["in_sample"] == {"layer": 1, "head": 1, "weight": 1.0}
-    assert heads_module.anaphora_held_out(None, examples[:3]) == {}  # too few sentences to split
+    assert held_out.anaphora_held_out(None, examples[:3]) == {}  # too few sentences to split
 
 
 def test_the_dictionary_head_is_chosen_on_half_the_translations_and_scored_on_the_other(monkeypatch):
@@ -352,7 +352,7 @@ def test_the_dictionary_head_is_chosen_on_half_the_translations_and_scored_on_th
     (1, 1) of half; either half chooses head (2, 3), and the pooled share is its."""
     from types import SimpleNamespace
 
-    from transformer.analysis import heads as heads_module
+    from transformer.analysis import held_out
 
     class Planted:
         def __init__(self, loaded, sentences):
@@ -360,8 +360,8 @@ def test_the_dictionary_head_is_chosen_on_half_the_translations_and_scored_on_th
 
     found = np.zeros((2, 4))
     found[1, 2], found[0, 0] = 10, 5
-    monkeypatch.setattr(heads_module, "Sample", Planted)
-    monkeypatch.setattr(heads_module, "sentence_alignment_hits", lambda *args: (found, 10, found, 10))
-    result = heads_module.dictionary_held_out(SimpleNamespace(tokenizer=None), ["s"] * 6, dictionary={})
+    monkeypatch.setattr(held_out, "Sample", Planted)
+    monkeypatch.setattr(held_out, "sentence_alignment_hits", lambda *args: (found, 10, found, 10))
+    result = held_out.dictionary_held_out(SimpleNamespace(tokenizer=None), ["s"] * 6, dictionary={})
     assert result["heads"] == [[2, 3], [2, 3]] and result["words"] == 60
     assert result["share"]["value"] == 1.0 and result["in_sample"]["share"] == 1.0

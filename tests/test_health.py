@@ -17,6 +17,8 @@ from transformer.cli import train
 from transformer.formats import checkpoint as ckpt
 from transformer.formats import runs
 
+pytestmark = pytest.mark.training
+
 DICTIONARY = {english: {german} for english, german in zip(ENGLISH, GERMAN, strict=True)}
 
 

@@ -20,6 +20,8 @@ from transformer.serving.jobs import (
     settings_of,
 )
 
+pytestmark = pytest.mark.training
+
 
 @pytest.fixture
 def queue():

@@ -22,6 +22,8 @@ import pytest
 
 from benchmarks.app_server import CHROMIUM, free_port
 
+pytestmark = pytest.mark.server
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 
 

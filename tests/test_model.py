@@ -10,12 +10,8 @@ from torch import nn
 
 from transformer.paper.config import ModelConfig, preset
 from transformer.paper.loss import label_smoothed_losses, projected_label_smoothed_loss
-from transformer.paper.model import (
-    Dropout,
-    MultiHeadAttention,
-    Transformer,
-    sinusoidal_positional_encoding,
-)
+from transformer.paper.model import Dropout, MultiHeadAttention, Transformer
+from transformer.paper.positional import sinusoidal_positional_encoding
 
 PAD = 0
 

@@ -173,7 +173,7 @@ def test_figure_download_format_holds_across_pages(checkpoint: Path, tmp_path: P
     # A minimal main script next to the real pages folder, so that the test can move between pages.
     (tmp_path / "pages").symlink_to(PAGES, target_is_directory=True)
     (tmp_path / "main.py").write_text(
-        "from pages.common import sidebar_checkpoint_picker\nsidebar_checkpoint_picker()\n", encoding="utf-8"
+        "from pages.models import sidebar_checkpoint_picker\nsidebar_checkpoint_picker()\n", encoding="utf-8"
     )
     app = AppTest.from_file(str(tmp_path / "main.py"), default_timeout=120).run()
     app.switch_page(f"pages/{POSITIONAL}").run()
@@ -501,7 +501,7 @@ LABELLED_PALETTE = """
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages.common import PALETTE_KEY, show_figure, sidebar_figure_choices
+from pages.figures import PALETTE_KEY, show_figure, sidebar_figure_choices
 from transformer.features.i18n import message
 from transformer.plots.palettes import STANDARD
 

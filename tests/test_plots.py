@@ -14,12 +14,14 @@ from transformer.analysis.logit_lens import LogitLens
 from transformer.features.i18n import message
 from transformer.formats.runs import read_metrics
 from transformer.paper.config import preset
-from transformer.paper.model import Transformer, sinusoidal_positional_encoding
+from transformer.paper.model import Transformer
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.schedule import Schedule
 from transformer.plots import alignment as plot_alignment
 from transformer.plots import atlas as plot_atlas
 from transformer.plots import attention as plot_attention
 from transformer.plots import grid as plot_grid
+from transformer.plots import head_scores as plot_head_scores
 from transformer.plots import logit_lens as plot_lens
 from transformer.plots import positional as plot_positional
 from transformer.plots import style as plot_style
@@ -409,9 +411,9 @@ def test_learning_rate_curve_peaks_at_the_end_of_warm_up():
         ),
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, heads=[0, 2], title="t"),
         lambda: plot_attention.token_lines(row_normalised((3, 5, 5)), TOKENS, TOKENS, query_index=2),
-        lambda: plot_attention.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
-        lambda: plot_attention.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
-        lambda: plot_attention.score_heatmap(
+        lambda: plot_head_scores.score_heatmap(np.array([[0.1, np.nan], [0.5, 0.9]]), "s", zrange=(0, 1)),
+        lambda: plot_head_scores.score_heatmap(np.array([[0.1, 2.0]]), "s", fmt=".1f"),
+        lambda: plot_head_scores.score_heatmap(
             np.array([[0.1, 0.8], [0.5, 0.9]]),
             "s",
             zrange=(0, 1),
@@ -513,7 +515,7 @@ def test_the_faithfulness_bars_carry_their_intervals():
 def test_a_score_map_gives_each_heads_interval_and_frames_the_heads_near_the_best():
     values = np.array([[0.1, 0.8], [0.5, 0.9]])
     near = np.array([[False, True], [False, True]])
-    fig = plot_attention.score_heatmap(
+    fig = plot_head_scores.score_heatmap(
         values, "s", zrange=(0, 1), low=values - 0.05, high=values + 0.05, near_best=near, first=1
     )
     (heatmap,) = fig.data
@@ -522,7 +524,7 @@ def test_a_score_map_gives_each_heads_interval_and_frames_the_heads_near_the_bes
     framed = sorted((round((shape.y0 + shape.y1) / 2), round((shape.x0 + shape.x1) / 2)) for shape in fig.layout.shapes)
     assert framed == [(0, 1), (1, 1)]  # layer 1 and layer 2, head 2 (rows and columns of the heatmap)
     assert "not clearly behind the best" in fig.layout.annotations[0].text
-    bare = plot_attention.score_heatmap(values, "s", zrange=(0, 1))
+    bare = plot_head_scores.score_heatmap(values, "s", zrange=(0, 1))
     assert len(bare.data) == 1 and "customdata" not in bare.data[0].hovertemplate
 
 
@@ -547,6 +549,6 @@ def test_the_atlas_keys_its_marker_shapes_by_attention_kind():
 
 
 def test_head_scores_are_drawn_in_the_colour_scale_of_the_attention_maps():
-    scores = plot_attention.score_heatmap(np.arange(8.0).reshape(2, 4), "mean distance")
+    scores = plot_head_scores.score_heatmap(np.arange(8.0).reshape(2, 4), "mean distance")
     attention = plot_attention.attention_heatmap(np.eye(3), list("abc"), list("abc"), "t")
     assert scores.data[0].colorscale == attention.data[0].colorscale  # dark means more on every page

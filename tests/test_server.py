@@ -12,7 +12,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from benchmarks.app_server import REPOSITORY, serving
+
+pytestmark = pytest.mark.server
 
 RECORDER = """
 import os, socket

@@ -163,14 +163,14 @@ def test_the_app_translates_through_the_shared_queue(loaded, monkeypatch):
     directly), so the What if page's ablations and simultaneous sessions are serialised and batched."""
     import streamlit as st
 
-    from pages import common
+    from pages import models
 
     st.cache_data.clear()
     st.cache_resource.clear()
-    result = common.cached_translation(loaded, SENTENCES[1], DecodingOptions())
-    queue = common.shared_translator(loaded)
+    result = models.cached_translation(loaded, SENTENCES[1], DecodingOptions())
+    queue = models.shared_translator(loaded)
     assert list(queue.batches) == [1] and result.seconds["batch"] == 1
-    assert common.shared_translator(loaded) is queue
+    assert models.shared_translator(loaded) is queue
 
 
 def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(loaded, monkeypatch):
@@ -179,7 +179,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
     their slots too, or the first could never take a slot back to finish and the server would hang."""
     import streamlit as st
 
-    from pages import common
+    from pages import models
     from pages.page_slots import page_slots
 
     class SlowTranslator:
@@ -188,7 +188,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
             return f"translated: {text}"
 
     st.cache_data.clear()
-    monkeypatch.setattr(common, "shared_translator", lambda _loaded: SlowTranslator())
+    monkeypatch.setattr(models, "shared_translator", lambda _loaded: SlowTranslator())
     slots = page_slots()
     pages = slots.count + 1
     start, results = threading.Barrier(pages), []
@@ -196,7 +196,7 @@ def test_pages_in_every_slot_asking_for_the_same_translation_at_once_all_get_it(
     def page() -> None:
         start.wait(10)
         with slots.run():
-            results.append(common.cached_translation(loaded, SENTENCES[0], DecodingOptions()))
+            results.append(models.cached_translation(loaded, SENTENCES[0], DecodingOptions()))
 
     threads = [threading.Thread(target=page, daemon=True) for _ in range(pages)]
     for thread in threads:

@@ -96,7 +96,7 @@ def test_the_measurements_stored_beside_the_shipped_weights_are_theirs(shipped: 
     stored."""
     from transformer.analysis import atlas, precompute
     from transformer.analysis.ablation import read_importance
-    from transformer.analysis.word_alignment import stored_choice
+    from transformer.analysis.alignment_choice import stored_choice
 
     loaded = ckpt.load_checkpoint(shipped)
     assert precompute.read(loaded) is not None, "measured.safetensors is another model's: run precompute"

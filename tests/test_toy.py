@@ -33,6 +33,8 @@ from transformer.features.toy import (
 from transformer.paper.model import MultiHeadAttention, Transformer
 from transformer.plots import toy as plot_toy
 
+pytestmark = pytest.mark.training
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 PAGE = REPOSITORY / "pages" / "toy_model.py"
 HANGUL = re.compile(r"[\uac00-\ud7a3]")

@@ -26,6 +26,8 @@ from transformer.formats import checkpoint as ckpt
 from transformer.formats import runs
 from transformer.paper.schedule import learning_rate
 
+pytestmark = pytest.mark.training
+
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 

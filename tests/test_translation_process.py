@@ -27,6 +27,8 @@ from transformer.serving.process import (
     read_frame,
 )
 
+pytestmark = pytest.mark.server
+
 TEXTS = [
     "the small cat sees the big dog.",
     "",

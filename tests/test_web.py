@@ -131,12 +131,13 @@ def test_the_file_holds_everything_and_asks_for_nothing(explorer):
 @needs_browser
 @needs_npm
 def test_the_file_translates_as_the_python_model_does(browser, explorer, shipped):
-    """200 tatoeba_new sentences: greedy ≥ 199 and beam 4 ≥ 196 identical, attention within 1e-3; nothing fetched."""
+    """50 tatoeba_new sentences (benchmarks/web_explorer.py measures 200): greedy ≥ 49 and beam 4 ≥ 48 identical,
+    attention within 1e-3; nothing fetched."""
     page, _, refused = open_explorer(browser, explorer)
-    result = measure(shipped, page, sentences("tatoeba_new", 200))
-    assert result["same_source_ids"] == 200
-    assert result["same_greedy"] >= 199, result["mismatches"]
-    assert result["same_beam"] >= 196, result["mismatches"]
+    result = measure(shipped, page, sentences("tatoeba_new", 50))
+    assert result["same_source_ids"] == 50
+    assert result["same_greedy"] >= 49, result["mismatches"]
+    assert result["same_beam"] >= 48, result["mismatches"]
     assert result["largest_attention_difference"] < 1e-3
     assert refused == []
     page.context.close()

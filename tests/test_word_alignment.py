@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from transformer.analysis import alignment_choice
 from transformer.analysis import word_alignment as wa
 from transformer.cli import align as align_cli
 from transformer.formats.checkpoint import load_checkpoint
@@ -148,7 +149,7 @@ def test_the_align_command_prints_links_scores_and_stores_its_choice(
 
     assert align_cli.main([*base, "--gold", str(gold), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["method"] == wa.FALLBACK_METHOD  # nothing stored yet
+    assert result["method"] == alignment_choice.FALLBACK_METHOD  # nothing stored yet
     assert 0.0 <= result["aer"] <= 1.0 and len(result["alignments"]) == 10
     assert result["interval"]["low"] <= result["aer"] <= result["interval"]["high"]
 
@@ -164,7 +165,7 @@ def test_the_align_command_prints_links_scores_and_stores_its_choice(
     assert min(halves) - 1e-9 <= held_out["value"] <= max(halves) + 1e-9
     usual = chosen["usual"]["interval"]["value"]
     assert chosen["held_out_vs_usual"]["value"] == pytest.approx(held_out["value"] - usual, abs=1e-3)
-    assert (checkpoint / wa.ALIGNMENT_FILE).is_file()
+    assert (checkpoint / alignment_choice.ALIGNMENT_FILE).is_file()
     assert align_cli.main([*base, "--gold", str(gold), "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
     assert (again["method"], again["aer"]) == (chosen["method"], chosen["aer"])  # the stored choice is the default

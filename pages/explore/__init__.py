@@ -14,10 +14,12 @@ import html
 import streamlit as st
 
 from pages import decoding, tabs, url_state
-from pages.common import MAX_SOURCE_TOKENS, cached_translation, fragment_of, leave_page, page, presenting, stored_heads
+from pages.common import fragment_of, leave_page, page
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view, pair
 from pages.explore.shared import Shown
+from pages.figures import presenting
 from pages.i18n import decoding_label, escaped, language, language_label, t
+from pages.models import MAX_SOURCE_TOKENS, cached_translation, stored_heads
 from pages.page_slots import fragment_in_a_slot
 from pages.sentence import DEFAULT_SENTENCE, follow_sentence, linked_sentence_note
 from pages.url_state import Field

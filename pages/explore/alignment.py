@@ -9,11 +9,13 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown, layer_head_pickers
+from pages.figures import sentence_slug, show_figure
 from pages.i18n import escaped, language, t
+from pages.models import stored_beside
 from pages.tabs import Tab
 from pages.url_state import Field
+from transformer.analysis import alignment_choice
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attention import Translation
 from transformer.analysis.omissions import MARGIN as OMISSION_MARGIN
@@ -27,8 +29,8 @@ def render(shown: Shown) -> None:
     reading chosen with the controls (by default the one measured best against gold alignments), how far that
     reading agreed with human alignments, and the source words the translation may have left out."""
     translation, loaded = shown.translation, shown.loaded
-    stored = stored_beside(loaded, wa.ALIGNMENT_FILE)
-    default = wa.default_choice(stored)
+    stored = stored_beside(loaded, alignment_choice.ALIGNMENT_FILE)
+    default = alignment_choice.default_choice(stored)
     url_state.ensure("align_layer", "avg" if default.layer is None else str(default.layer + 1))
     url_state.ensure("align_head", "avg" if default.head is None else str(default.head + 1))
     url_state.ensure("align_shift", default.shift, lambda value: isinstance(value, bool))
@@ -154,7 +156,9 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
     """How far the chosen reading agreed with gold alignments, beside the best reading and the usual one."""
     measured = (stored or {}).get("methods", {})
     if method.name not in measured:
-        st.warning(t("explore.align_unmeasured", method=escaped(method.name), fallback=wa.FALLBACK_METHOD))
+        st.warning(
+            t("explore.align_unmeasured", method=escaped(method.name), fallback=alignment_choice.FALLBACK_METHOD)
+        )
         return
     score, usual = measured[method.name], measured.get("mean", {})
     held_out = [check["aer"] for check in stored.get("held_out", [])]

@@ -10,9 +10,10 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import sentence_slug, show_figure, stored_beside
 from pages.explore.shared import Shown
+from pages.figures import sentence_slug, show_figure
 from pages.i18n import language, t
+from pages.models import stored_beside
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis import attribution as at

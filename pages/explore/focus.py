@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import show_figure
 from pages.explore.shared import Shown, figure_name, kind_choice
+from pages.figures import show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
-from pages.common import matrix_csv
 from pages.explore.shared import Shown, figure_name, layer_head_pickers, maps_npz, query_labels, show_head
+from pages.figures import matrix_csv
 from pages.i18n import t
 from pages.pickers import kind_picker
 from pages.tabs import Tab

@@ -6,8 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from pages.caching import per_model
-from pages.common import sentence_slug, show_figure
 from pages.explore.shared import Shown
+from pages.figures import sentence_slug, show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from transformer.analysis.logit_lens import LogitLens, logit_lens

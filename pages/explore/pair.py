@@ -8,14 +8,14 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import show_figure
 from pages.explore.shared import Shown, show_head
+from pages.figures import show_figure
 from pages.i18n import escaped, language, t
 from pages.links import atlas_button
 from pages.tabs import Tab
 from pages.url_state import Field
 from transformer.analysis.linking import OUTPUT, SOURCE, Word, linking_heads, ordinary, words
-from transformer.plots import attention as plot_attention
+from transformer.plots import head_scores as plot_head_scores
 
 SHOWN = 12  # bars in the ranking
 PRONOUNS = {"it", "its", "he", "his", "him", "she", "her", "they", "their", "them", "this", "that", "which", "who"}
@@ -75,7 +75,7 @@ def render(shown: Shown) -> None:
         for link in top
     ]
     title = t("explore.pair_title", first=found[first.side][first.index], second=found[second.side][second.index])
-    show_figure(plot_attention.linking_heads(top, head_labels, title, language()), key="pair")
+    show_figure(plot_head_scores.linking_heads(top, head_labels, title, language()), key="pair")
     best = top[0]
     st.caption(
         t("explore.pair_kind", kind=t(f"kind.{best.kind}"), shown=len(top), count=len(links))

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from pages.common import sentence_slug, show_figure
+from pages.figures import sentence_slug, show_figure
 from pages.i18n import language, t
 from pages.links import atlas_button
 from pages.pickers import kind_picker

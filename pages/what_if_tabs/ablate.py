@@ -10,8 +10,8 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import MAX_SOURCE_TOKENS
 from pages.i18n import t
+from pages.models import MAX_SOURCE_TOKENS
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import (

@@ -7,8 +7,9 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import MAX_SOURCE_TOKENS, show_figure
+from pages.figures import show_figure
 from pages.i18n import decoding_label, language, t
+from pages.models import MAX_SOURCE_TOKENS
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, cached_score, describe, download_json, head_pickers, heatmap, view_fields

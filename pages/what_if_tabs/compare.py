@@ -7,8 +7,9 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import cached_translation, error_line, matrix_csv, may_open_folders, open_checkpoint, show_figure
+from pages.figures import matrix_csv, show_figure
 from pages.i18n import escaped, language, t
+from pages.models import cached_translation, error_line, may_open_folders, open_checkpoint
 from pages.sentence import sentence_input
 from pages.tabs import Tab
 from pages.url_state import Field

@@ -7,8 +7,9 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import cached_translation, show_figure
+from pages.figures import show_figure
 from pages.i18n import language, t
+from pages.models import cached_translation
 from pages.tabs import Tab
 from pages.url_state import Field
 from pages.what_if_tabs.shared import Case, describe, download_json, head_pickers, heatmap, view_fields

@@ -9,7 +9,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
-from pages.common import show_figure
+from pages.figures import show_figure
 from pages.i18n import decoding_label, escaped, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
 from pages.tabs import Tab
@@ -20,7 +20,7 @@ from transformer.analysis.attention import KINDS
 from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.formats.runs import portable_path
 from transformer.paper.data import DEV_PREFIX, has_pairs, read_pairs
-from transformer.plots import attention as plot_attention
+from transformer.plots import head_scores as plot_head_scores
 from transformer.plots import whatif as plot_whatif
 from transformer.serving.translator import scratch_model
 
@@ -84,7 +84,7 @@ def render(case: Case) -> None:
     )
     for kind in KINDS:  # one under another: three across left each head's number unreadably small at 1280 px
         show_figure(
-            plot_attention.score_heatmap(
+            plot_head_scores.score_heatmap(
                 np.asarray(result[measure][kind], dtype=float),
                 f"{t(f'kind.{kind}')}: {measure_names[measure]}",
                 fmt=".2f" if measure != "gradient" else ".1f",

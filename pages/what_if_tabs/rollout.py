@@ -9,7 +9,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
-from pages.common import show_figure
+from pages.figures import show_figure
 from pages.i18n import language, t
 from pages.tabs import Tab
 from pages.url_state import Field

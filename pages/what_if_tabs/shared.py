@@ -12,16 +12,10 @@ import streamlit as st
 import transformer.formats.checkpoint
 from pages import url_state
 from pages.caching import per_model
-from pages.common import (
-    available_checkpoints,
-    get_checkpoint,
-    open_checkpoint,
-    sentence_slug,
-    show_figure,
-    stored_heads,
-)
+from pages.figures import sentence_slug, show_figure
 from pages.i18n import escaped, language, t
 from pages.links import atlas_button
+from pages.models import available_checkpoints, get_checkpoint, open_checkpoint, stored_heads
 from pages.pickers import head_picker
 from pages.url_state import Field
 from transformer.analysis import ablation, precompute

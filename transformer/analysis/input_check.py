@@ -36,8 +36,6 @@ GERMAN_WORDS = frozenset(
 )
 COMMON_WORDS = {"en": ENGLISH_WORDS, "de": GERMAN_WORDS}  # frequent words of each language, not of the others
 LATIN_SCRIPT = frozenset({"en", "de", "fr", "es", "it", "nl", "pt", "cs", "ro", "tr"})  # written in Latin letters
-
-
 BYTE_SHARE = 0.2  # raw-byte characters, as a share of the visible ones, that make an input unreadable
 ZERO_WIDTH_JOINER = "\u200d"
 

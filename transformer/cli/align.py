@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis import intervals
+from transformer.analysis import alignment_choice, intervals
 from transformer.analysis import word_alignment as wa
 from transformer.analysis.attribution import AttributionUnavailable
 from transformer.cli import command_parser, fail, load_or_report
@@ -35,7 +35,7 @@ def parser() -> argparse.ArgumentParser:
         "--method",
         help="L<layer>, L<layer>H<head> or mean, then optionally -shift (rows whose input is the word) and -both "
         "(both directions agree); or a gradient reading, saliency or input_x_gradient (captum), optionally -both; "
-        f"default: the stored choice, else {wa.FALLBACK_METHOD}",
+        f"default: the stored choice, else {alignment_choice.FALLBACK_METHOD}",
     )
     parse.add_argument("--gold", type=Path, help="gold links: 'SENTENCE GERMAN ENGLISH S|P' lines")
     parse.add_argument("--choose", action="store_true", help="score every method on --gold and store the best")
@@ -56,9 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     config = loaded.model.config
     try:
-        method = wa.Method.parse(args.method) if args.method else wa.default_method(loaded)
+        method = wa.Method.parse(args.method) if args.method else alignment_choice.default_method(loaded)
         method.check(config.decoder_layers, config.num_heads)
-        gold = wa.Gold.read(args.src, args.tgt, args.gold) if args.gold else None
+        gold = alignment_choice.Gold.read(args.src, args.tgt, args.gold) if args.gold else None
         english, german = (gold.english, gold.german) if gold else read_lines(args.src, args.tgt)
         pairs = wa.force(loaded, english, german)
         gradients = wa.GRADIENTS if args.choose and args.gradients else [method.gradient] if method.gradient else []
@@ -97,10 +97,12 @@ def read_lines(english: Path, german: Path) -> tuple[list[str], list[str]]:
     return source, target
 
 
-def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, as_json: bool, gradients: bool) -> int:
+def choose(
+    loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: alignment_choice.Gold, as_json: bool, gradients: bool
+) -> int:
     config = loaded.model.config
-    result = wa.choose(pairs, gold, wa.every_method(config.decoder_layers, config.num_heads, gradients))
-    path = wa.save_choice(loaded, result)
+    result = alignment_choice.choose(pairs, gold, wa.every_method(config.decoder_layers, config.num_heads, gradients))
+    path = alignment_choice.save_choice(loaded, result)
     if as_json:
         print(json.dumps(result, ensure_ascii=False))
         return 0
@@ -113,7 +115,8 @@ def choose(loaded: LoadedCheckpoint, pairs: list[wa.ForcedPair], gold: wa.Gold, 
     held_out, usual = (intervals.Interval.from_dict(result[key]) for key in ("held_out_interval", "held_out_vs_usual"))
     print(
         f"held out, every pair aligned by a reading chosen without it: AER {held_out.format()} "
-        f"({usual.format()} against the usual reading, {wa.USUAL_METHOD}, on the same pairs; 95% bootstrap intervals)"
+        f"({usual.format()} against the usual reading, {alignment_choice.USUAL_METHOD}, on the same pairs; "
+        "95% bootstrap intervals)"
     )
     chosen_on = f"AER {result['aer']:.3f} on the {result['pairs']} pairs it was chosen on"
     print(f"stored {result['method']} ({chosen_on}) in {path}")

@@ -18,12 +18,13 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.word_alignment import default_method
+from transformer.analysis.alignment_choice import default_method
 from transformer.cli import command_parser, fail, load_or_report
 from transformer.features.i18n import LANGUAGES
 from transformer.features.web import WebExportError, export_web
 from transformer.formats.ctranslate2 import ExportError, export_ctranslate2
-from transformer.formats.hub import HubError, export_marian
+from transformer.formats.hub.export import export_marian
+from transformer.formats.hub.families import HubError
 
 
 def parser() -> argparse.ArgumentParser:

@@ -18,16 +18,16 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from transformer.analysis.alignment_choice import default_method
 from transformer.analysis.attention import KINDS, merged_view, translate_with_attention
 from transformer.analysis.steps import STEPS, head_steps, scaling_demo
-from transformer.analysis.word_alignment import default_method
 from transformer.cli import command_parser, fail, load_or_report
 from transformer.features.i18n import DEFAULT_LANGUAGE, LANGUAGES, message
 from transformer.features.lessons import DEFAULT_SENTENCE, Lesson, LessonError, Step, read_lesson
 from transformer.features.web import WebExportError, embeddable, explorer_html
 from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.formats.runs import read_metrics, training_log
-from transformer.paper.model import sinusoidal_positional_encoding
+from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.tokenizer import readable_pieces
 from transformer.plots import attention as plot_attention
 from transformer.plots import complexity as plot_complexity

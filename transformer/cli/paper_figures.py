@@ -11,7 +11,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.heads import anaphora_held_out, dev_sample, dictionary_held_out, head_score_tables
+from transformer.analysis.heads import dev_sample, head_score_tables
+from transformer.analysis.held_out import anaphora_held_out, dictionary_held_out
 from transformer.cli import command_parser, load_or_report
 from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.formats.runs import portable_path

@@ -217,7 +217,7 @@ def resolve(name_or_path: str | Path | None = None) -> Path:
         with suppress(OSError):  # a name the file system refuses (too long, say) is simply no folder
             if folder.is_dir():
                 return folder
-    from transformer.formats.hub import cached_hub_folder  # a Hugging Face hub id held in the local cache
+    from transformer.formats.hub.families import cached_hub_folder
 
     cached = cached_hub_folder(str(name_or_path))
     if cached is not None:
@@ -290,12 +290,13 @@ def load_checkpoint(
     """Load a checkpoint folder into an evaluation-mode model (weights cast to ``dtype``). A Hugging Face Marian or
     M2M100/NLLB folder (or hub id in the local cache) is opened as this project's model
     (:mod:`transformer.formats.hub`)."""
-    from transformer.formats import hub
+    from transformer.formats.hub import open_hub_folder
+    from transformer.formats.hub.families import is_hub_folder
 
     path = resolve(name_or_path)
     try:
-        if hub.is_hub_folder(path):
-            loaded = hub.open_hub_folder(path, dtype)
+        if is_hub_folder(path):
+            loaded = open_hub_folder(path, dtype)
             loaded.model.to(device)
             return loaded
         files = read_checkpoint(path)

@@ -12,7 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from transformer.features.i18n import DEFAULT_LANGUAGE, message
-from transformer.plots.palettes import colour, translucent
+from transformer.plots.colours import translucent
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure, safe_label
 
 ROW = 26  # pixels per word of the longer sentence

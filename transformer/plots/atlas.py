@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from transformer.analysis.atlas import GROUP_KEYS, group_key
+from transformer.analysis.atlas_groups import GROUP_KEYS, group_key
 from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.plots.palettes import ATLAS_GROUP_ROLES, colour
 from transformer.plots.style import base_layout, figure, safe_label

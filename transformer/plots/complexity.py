@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 
 from transformer.analysis.complexity import PATH_KINDS, LayerTimes, path_length, route
 from transformer.features.i18n import DEFAULT_LANGUAGE, words
-from transformer.plots.palettes import colour, translucent
+from transformer.plots.colours import translucent
+from transformer.plots.palettes import colour
 from transformer.plots.style import base_layout, figure, safe_label, token_ticks
 
 COLOURS = {

@@ -12,7 +12,8 @@ from plotly.subplots import make_subplots
 
 from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.paper.model import Transformer
-from transformer.plots.palettes import colour, translucent
+from transformer.plots.colours import translucent
+from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out
 
 

@@ -11,17 +11,17 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from transformer.plots.palettes import (
+from transformer.plots.colours import (
     Rgba,
     contrast_ratio,
     format_colour,
     is_grey,
     lightness,
     parse_colour,
-    recolour,
     relative_luminance,
     with_lightness,
 )
+from transformer.plots.palettes import recolour
 
 FONT = {"size": 12}
 # Presenter mode (a projector in a classroom): large type, tall charts, and instead of the pale sequential scales

@@ -21,7 +21,8 @@ from transformer.analysis.training_log import (
 from transformer.features.i18n import DEFAULT_LANGUAGE, words
 from transformer.paper.model import Transformer
 from transformer.paper.schedule import Schedule
-from transformer.plots.palettes import colour, translucent
+from transformer.plots.colours import translucent
+from transformer.plots.palettes import colour
 from transformer.plots.style import empty_note, lay_out
 
 RULE = colour("rule")  # the reference lines: warm-up, restarts, fine-tuning
