@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPOSITORY = Path(__file__).resolve().parent.parent
 DOCUMENTS = sorted(
     [
