@@ -1,4 +1,4 @@
-"""Every chart in words (transformer/plots/describe.py): what a screen reader's user hears instead of the chart, and
+"""Every chart in words (transformer/plots/describe/): what a screen reader's user hears instead of the chart, and
 the data tables shown on request, checked on hand-made figures whose answer is known and on every figure the app
 draws."""
 

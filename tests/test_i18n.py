@@ -26,7 +26,8 @@ FIGURE_WORDS = {
     "logit_lens.py": "plot_lens",
     "complexity.py": "plot_complexity",
     "toy.py": "plot_toy",
-    "describe.py": "describe",
+    "head_scores.py": ("plot_scores", "plot_attention"),
+    "describe": "describe",  # a package: every module of it
 }
 # Pages translated so far, each with a link that opens every part of it.
 KOREAN_PAGES = {
@@ -86,7 +87,10 @@ def test_every_message_the_code_asks_for_exists():
     # Figures read their words as text["key"] / _say(text, "key") under their prefix, or message(language, "key").
     for module, prefixes in FIGURE_WORDS.items():
         prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
-        figures = (REPOSITORY / "transformer" / "plots" / module).read_text()
+        path = REPOSITORY / "transformer" / "plots" / module
+        figures = (
+            "\n".join(part.read_text() for part in sorted(path.glob("*.py"))) if path.is_dir() else path.read_text()
+        )
         short = set(re.findall(r"""text\[\s*f?["']([\w]+)["']""", figures))
         short |= set(re.findall(r"""_say\(\s*text,\s*["']([\w]+)["']""", figures))
         missing = {key for key in short if not any(f"{prefix}.{key}" in english for prefix in prefixes)}

@@ -156,9 +156,8 @@ def trust_note(method: wa.Method, stored: dict | None) -> None:
     """How far the chosen reading agreed with gold alignments, beside the best reading and the usual one."""
     measured = (stored or {}).get("methods", {})
     if method.name not in measured:
-        st.warning(
-            t("explore.align_unmeasured", method=escaped(method.name), fallback=alignment_choice.FALLBACK_METHOD)
-        )
+        fallback = escaped(alignment_choice.FALLBACK_METHOD)
+        st.warning(t("explore.align_unmeasured", method=escaped(method.name), fallback=fallback))
         return
     score, usual = measured[method.name], measured.get("mean", {})
     held_out = [check["aer"] for check in stored.get("held_out", [])]
