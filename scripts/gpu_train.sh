@@ -55,7 +55,7 @@ fi
     --keep-last "${AVERAGE:-4}" --eval-every "${EVAL_EVERY:-1000}" --dev-bleu-sentences 200 --log-every 100 \
     --progress lines ${extra[@]+"${extra[@]}"} 2>&1 | tee "$OUT/train.log"
 
-"$PYTHON" -m transformer.formats.checkpoint average "$RUN" --last "${AVERAGE:-4}" --out "$OUT/model" --fp16 \
+"$PYTHON" -m transformer checkpoint average "$RUN" --last "${AVERAGE:-4}" --out "$OUT/model" --fp16 \
     --shard-mb "${SHARD_MB:-15}"
 ls -l "$OUT/model"
 
