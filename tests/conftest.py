@@ -201,10 +201,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.browser)
         if all(item.get_closest_marker(name) is None for name in HEAVY):
             item.add_marker(pytest.mark.fast)
-    # The modules with browser, server or training tests first, each still in one piece (its module fixtures are set
-    # up once): the workers start on the long tests and end on short ones, so neither waits alone at the end.
-    heavy = {item.module.__name__ for item in items if item.get_closest_marker("fast") is None}
-    items.sort(key=lambda item: item.module.__name__ not in heavy)
 
 
 @pytest.fixture(scope="session")
