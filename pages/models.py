@@ -307,7 +307,7 @@ def selected_checkpoint() -> LoadedCheckpoint | None:
 
 # ------------------------------------------------------------------------------------------------ the translation
 # The pages that show one sentence's translation (the main page, the step page, What if) share it: the same cache,
-# the same decoding choices, the same download formats.
+# the same decoding choices.
 MAX_SOURCE_TOKENS = 96  # beyond this, attention maps stop being readable on a screen
 
 

@@ -13,9 +13,9 @@ needs no model, with how much the translation needs the head, a place on a map o
   ``<s>`` for the decoder), punctuation, the normalised entropy, and the mean distance (for cross heads: from the
   diagonal, as a share of the source length).
 
-Groups (:func:`group_of`) are rules a person can read: a head that puts half its attention on the delimiter is
-*delimiter*, on one neighbour *previous*/*next* (word), on itself *self*; one that beats its baseline on a syntactic
-relation by :data:`SYNTAX_MARGIN`, finding the gold word at least :data:`SYNTAX_ACCURACY` of the time, is
+Groups (:mod:`~transformer.analysis.atlas_groups`) are rules a person can read: a head that puts half its attention on
+the delimiter is *delimiter*, on one neighbour *previous*/*next* (word), on itself *self*; one that beats its baseline
+on a syntactic relation by :data:`SYNTAX_MARGIN`, finding the gold word at least :data:`SYNTAX_ACCURACY` of the time, is
 *syntax:relation* (its relation with the largest such margin); a cross head that beats the diagonal by
 :data:`ALIGNMENT_MARGIN` is *alignment*; a head spread evenly (entropy ≥ :data:`BROAD_ENTROPY`) is *broad*; the rest
 *mixed*. The map places heads by their profile (statistics and margins over the baselines, standardised) on its

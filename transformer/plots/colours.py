@@ -52,7 +52,7 @@ def relative_luminance(colour: str | Rgba) -> float:
     rgba = parse_colour(colour) if isinstance(colour, str) else colour
     if rgba is None:
         raise ValueError(f"not a colour: {colour!r}")
-    linear = [value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4 for value in _unit(rgba)]
+    linear = [value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4 for value in unit_rgb(rgba)]
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
@@ -74,7 +74,7 @@ def over(colour: str | Rgba, background: str) -> Rgba:
     return red, green, blue, 1.0
 
 
-def _unit(rgba: Rgba) -> tuple[float, float, float]:
+def unit_rgb(rgba: Rgba) -> tuple[float, float, float]:
     return rgba[0] / 255, rgba[1] / 255, rgba[2] / 255
 
 
@@ -85,11 +85,11 @@ def is_grey(rgba: Rgba, tolerance: int = 12) -> bool:
 
 def lightness(rgba: Rgba) -> float:
     """A colour's HLS lightness, 0 (black) to 1 (white)."""
-    return colorsys.rgb_to_hls(*_unit(rgba))[1]
+    return colorsys.rgb_to_hls(*unit_rgb(rgba))[1]
 
 
 def with_lightness(rgba: Rgba, level: float) -> Rgba:
     """The same hue and saturation (HLS) at lightness ``level`` (0–1), alpha kept."""
-    hue, _, saturation = colorsys.rgb_to_hls(*_unit(rgba))
+    hue, _, saturation = colorsys.rgb_to_hls(*unit_rgb(rgba))
     red, green, blue = (round(255 * value) for value in colorsys.hls_to_rgb(hue, level, saturation))
     return red, green, blue, rgba[3]

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import plotly.graph_objects as go
 
-from transformer.plots.colours import _unit, format_colour, parse_colour
+from transformer.plots.colours import format_colour, parse_colour, unit_rgb
 
 # ------------------------------------------------------------------------------------------------ the palettes
 # Role → colour. Roles are named after the standard colour: the builders decide what each one means.
@@ -339,7 +339,7 @@ def _appearance(colours: list[str], vision: str):
     import numpy as np
     from colorspacious import cspace_convert
 
-    values = np.array([_unit((*rgb(c), 1.0)) for c in colours])
+    values = np.array([unit_rgb((*rgb(c), 1.0)) for c in colours])
     deficiency = VISIONS[vision]
     if deficiency is not None:
         space = {"name": "sRGB1+CVD", "cvd_type": deficiency, "severity": 100}

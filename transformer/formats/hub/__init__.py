@@ -49,8 +49,8 @@ from transformer.formats.checkpoint_files import (
     tensor_shapes,
 )
 from transformer.formats.hub.families import FAMILIES, HIDDEN_LOGIT, HubError
-from transformer.formats.hub.tokenizer import HubTokenizer, _hub_tokenizer, _language_code, _language_token_id, _our_id
-from transformer.formats.hub.weights import Vocabulary, _embedding, _permute, interleaving, weight_names
+from transformer.formats.hub.tokenizer import HubTokenizer, language_code, language_token_id, open_hub_tokenizer, our_id
+from transformer.formats.hub.weights import Vocabulary, embedding_of, interleaving, permute_width, weight_names
 from transformer.paper.config import ModelConfig
 from transformer.paper.model import Transformer
 
@@ -225,7 +225,7 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     if not isinstance(tokenizer_config, dict):
         raise HubError(f"{folder / 'tokenizer_config.json'}: not a tokenizer configuration")
     languages = _languages(folder, config, tokenizer_config)
-    hub_tokenizer = _hub_tokenizer(folder, family, languages)
+    hub_tokenizer = open_hub_tokenizer(folder, family, languages)
     weights = _weights_file(folder)
     shapes = _hub(tensor_shapes, weights)
     embedding = next((n for n in ("model.shared.weight", "model.encoder.embed_tokens.weight") if n in shapes), None)
@@ -241,14 +241,14 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     forced, source_prefix = -1, []
     if family == "m2m_100":
         ours = vocabulary.to_ours()
-        forced = _our_id(ours, _language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[1])))
-        source_prefix = [_our_id(ours, _language_token_id(hub_tokenizer, _language_code(hub_tokenizer, languages[0])))]
+        forced = our_id(ours, language_token_id(hub_tokenizer, language_code(hub_tokenizer, languages[1])))
+        source_prefix = [our_id(ours, language_token_id(hub_tokenizer, language_code(hub_tokenizer, languages[0])))]
     # Checked before anything is read or built: the shapes the configuration implies, and the memory it needs.
     model_config = hub_model_config(folder, config, vocabulary, languages, forced, vocabulary.added is not None)
     _check_shapes(folder, shapes, model_config, embedding)
     _check_memory(folder, weights, model_config)
     tensors = _hub(read_tensors, weights)
-    shared = _embedding(tensors, folder)
+    shared = embedding_of(tensors, folder)
     bias = tensors.get("final_logits_bias", torch.zeros(1, shared.size(0))).float().reshape(-1)
     if bias.numel() != shared.size(0):
         raise HubError(f"{folder}: final_logits_bias has {bias.numel()} values for {shared.size(0)} tokens")
@@ -261,7 +261,7 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     for ours, (theirs, how) in weight_names(model_config).items():
         if theirs not in tensors:
             raise HubError(f"{folder}: the weights lack {theirs}")
-        state[ours] = _permute(tensors[theirs].float(), how, width)
+        state[ours] = permute_width(tensors[theirs].float(), how, width)
     state["embedding.weight"] = shared.float().index_select(0, order).index_select(1, width)
     bias = bias.index_select(0, order)
     if vocabulary.added is not None:

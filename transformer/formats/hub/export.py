@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 from transformer.formats.checkpoint_files import LoadedCheckpoint
-from transformer.formats.hub.families import HubError, _transformers
+from transformer.formats.hub.families import HubError, transformers_module
 from transformer.formats.hub.tokenizer import HubTokenizer
-from transformer.formats.hub.weights import _permute, interleaving, weight_names
+from transformer.formats.hub.weights import interleaving, permute_width, weight_names
 from transformer.paper.config import ModelConfig
 from transformer.paper.tokenizer import Tokenizer
 
@@ -25,7 +25,7 @@ def export_marian(loaded: LoadedCheckpoint, out: str | Path, force: bool = False
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
         raise HubError(f"{out} exists and is not empty (--force replaces it)")
-    transformers = _transformers()
+    transformers = transformers_module()
     config = loaded.config
     if config.norm_first or config.positional != "paper" or config.position_offset or config.forced_first_id >= 0:
         raise HubError("only post-norm models with the paper's positional table export as Marian")
@@ -61,7 +61,7 @@ def export_marian(loaded: LoadedCheckpoint, out: str | Path, force: bool = False
     hf_model = transformers.MarianMTModel(marian_config).eval()
     width = torch.argsort(interleaving(config.d_model))  # half-split index ← interleaved index
     ours = {name: tensor.detach().float().cpu() for name, tensor in model.state_dict().items()}
-    state = {theirs: _permute(ours[mine], how, width) for mine, (theirs, how) in weight_names(config).items()}
+    state = {theirs: permute_width(ours[mine], how, width) for mine, (theirs, how) in weight_names(config).items()}
     embedding = ours["embedding.weight"].index_select(1, width)
     for name in ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"):
         state[name] = embedding

@@ -36,7 +36,7 @@ class HubError(CheckpointError):
     """A Hugging Face folder that cannot be opened as this project's model; the message says why."""
 
 
-def _transformers():
+def transformers_module():
     try:
         import transformers
     except ImportError:

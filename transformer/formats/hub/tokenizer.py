@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from transformer.formats.hub.families import NLLB_CODES, HubError, _transformers
+from transformer.formats.hub.families import NLLB_CODES, HubError, transformers_module
 from transformer.formats.hub.weights import Vocabulary
 from transformer.paper.tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer, clean
 
@@ -56,8 +56,8 @@ class HubTokenizer(Tokenizer):
         raise HubError("a Hugging Face model's tokenizer stays in its folder")
 
 
-def _hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):
-    transformers = _transformers()
+def open_hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):
+    transformers = transformers_module()
     try:
         with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which the app does not use
             warnings.simplefilter("ignore")
@@ -66,27 +66,27 @@ def _hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise HubError(f"{folder}: its tokenizer does not open ({message[:300]})") from None
     if family == "m2m_100":
-        source, target = (_language_code(tokenizer, code) for code in languages)
+        source, target = (language_code(tokenizer, code) for code in languages)
         tokenizer.src_lang = source
         if hasattr(tokenizer, "tgt_lang"):
             tokenizer.tgt_lang = target
     return tokenizer
 
 
-def _language_code(tokenizer, code: str) -> str:
+def language_code(tokenizer, code: str) -> str:
     """The tokenizer's own name of a language: ``de`` for M2M100, ``deu_Latn`` for NLLB."""
     if hasattr(tokenizer, "get_lang_id"):
         return code
     return NLLB_CODES.get(code, code)
 
 
-def _our_id(ours: Mapping[int, int], theirs: int) -> int:
+def our_id(ours: Mapping[int, int], theirs: int) -> int:
     if theirs not in ours:
         raise HubError(f"the tokenizer's token {theirs} lies outside the model's vocabulary")
     return ours[theirs]
 
 
-def _language_token_id(tokenizer, code: str) -> int:
+def language_token_id(tokenizer, code: str) -> int:
     if hasattr(tokenizer, "get_lang_id"):
         return int(tokenizer.get_lang_id(code))
     token_id = tokenizer.convert_tokens_to_ids(code)

@@ -60,7 +60,7 @@ def weight_names(config: ModelConfig) -> dict[str, tuple[str, str]]:
     return names
 
 
-def _permute(tensor: torch.Tensor, how: str, order: torch.Tensor) -> torch.Tensor:
+def permute_width(tensor: torch.Tensor, how: str, order: torch.Tensor) -> torch.Tensor:
     if how == "columns":
         return tensor.index_select(1, order)
     if how == "rows":
@@ -68,7 +68,7 @@ def _permute(tensor: torch.Tensor, how: str, order: torch.Tensor) -> torch.Tenso
     return tensor
 
 
-def _embedding(tensors: Mapping[str, torch.Tensor], folder: Path) -> torch.Tensor:
+def embedding_of(tensors: Mapping[str, torch.Tensor], folder: Path) -> torch.Tensor:
     """The one embedding matrix shared by encoder, decoder and output; refused where the model has several."""
     for name in ("model.shared.weight", "model.encoder.embed_tokens.weight"):
         if name in tensors:

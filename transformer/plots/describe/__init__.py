@@ -37,21 +37,21 @@ from transformer.plots.describe.reading import (
     MOST_NOTES,
     TOP_CELLS,
     TOP_CELLS_PER_PANEL,
+    Context,
     Description,
-    _Context,
-    _decorative,
-    _has_axes,
-    _kind,
-    _limited,
-    _matrix,
-    _numbered,
-    _on_paper,
-    _Panel,
-    _sentence,
-    _shape,
-    _unique,
+    Panel,
+    as_sentence,
+    decorative,
+    has_axes,
+    limited,
+    matrix_of,
     number,
+    numbered_titles,
+    on_paper,
     plain,
+    shape_of,
+    trace_kind,
+    unique_names,
 )
 
 LOG = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
         self.fig = fig
         self.text = words(language, "describe")
         self.layout = fig.layout.to_plotly_json()
-        self.context = _Context(self.layout, self.text)
+        self.context = Context(self.layout, self.text)
         title = self.layout.get("title") or {}
         self.title = plain(title.get("text") if isinstance(title, Mapping) else title)
         subtitle = title.get("subtitle") if isinstance(title, Mapping) else None
@@ -93,39 +93,41 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
     def run(self) -> Description:
         links, consumed = self._links()
         panels = self._panels([trace for index, trace in enumerate(self.traces) if index not in consumed])
-        heatmaps = [trace for trace in self.traces if _kind(trace) == "heatmap" and not _decorative(trace)]
-        shapes = {_shape(trace) for trace in heatmaps}
+        heatmaps = [trace for trace in self.traces if trace_kind(trace) == "heatmap" and not decorative(trace)]
+        shapes = {shape_of(trace) for trace in heatmaps}
         self.heatmap_size_said = len(heatmaps) > 1 and len(shapes) == 1
         self.top_cells = TOP_CELLS if len(heatmaps) <= 1 else TOP_CELLS_PER_PANEL
         for panel in panels:
             self._describe_panel(panel)
         self._name_panels(panels)
         notes = self._notes(panels)
-        sentences = [_sentence(self.title, capital=False), _sentence(self.subtitle, capital=False)]
+        sentences = [as_sentence(self.title, capital=False), as_sentence(self.subtitle, capital=False)]
         if self.heatmap_size_said:
             rows, columns = shapes.pop()
             sentences.append(
-                _sentence(self.text["heatmaps"].format(count=len(heatmaps), rows=number(rows), columns=number(columns)))
+                as_sentence(
+                    self.text["heatmaps"].format(count=len(heatmaps), rows=number(rows), columns=number(columns))
+                )
             )
         said = [panel for panel in panels if panel.parts]
         for panel in said:
-            clauses = "; ".join(_limited(panel.parts, self.text))
+            clauses = "; ".join(limited(panel.parts, self.text))
             if panel.title and len(said) > 1:  # a subplot's title is kept as written, like the chart's
-                sentences.append(_sentence(f"{panel.title}: {clauses}", capital=False))
+                sentences.append(as_sentence(f"{panel.title}: {clauses}", capital=False))
             else:
-                sentences.append(_sentence(clauses))
-        sentences += [_sentence(part) for part in links.parts]
+                sentences.append(as_sentence(clauses))
+        sentences += [as_sentence(part) for part in links.parts]
         tables = [table for panel in panels for table in self._titled(panel.title, panel.tables)]
         tables += self._titled("", links.tables)
-        titles = _numbered([title for title, _ in tables])
+        titles = numbered_titles([title for title, _ in tables])
         tables = [(title, table) for title, (_, table) in zip(titles, tables, strict=True)]
         if notes:
             if said or links.parts:
-                sentences.append(_sentence(self.text["notes"].format(notes="; ".join(notes))))
+                sentences.append(as_sentence(self.text["notes"].format(notes="; ".join(notes))))
             else:  # an empty figure says on it why it is empty
-                sentences.append(_sentence("; ".join(notes), capital=False))
+                sentences.append(as_sentence("; ".join(notes), capital=False))
         if not said and not links.parts and not notes:
-            sentences.append(_sentence(self.text["no_data"]))
+            sentences.append(as_sentence(self.text["no_data"]))
         if not tables:
             tables.append((self.title or self.text["chart"], self._text_table(notes)))
         return Description(" ".join(sentence for sentence in sentences if sentence), tables)
@@ -144,15 +146,15 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
         lines = [line for line in [self.title, self.subtitle, *notes] if line]
         return pd.DataFrame({self.text["text_column"]: lines or [self.text["no_data"]]})
 
-    def _panels(self, traces: list) -> list[_Panel]:
+    def _panels(self, traces: list) -> list[Panel]:
         """The traces grouped by subplot (their x axis; traces without axes together), in the order drawn."""
-        panels: dict[str, _Panel] = {}
+        panels: dict[str, Panel] = {}
         for trace in traces:
-            key = (trace.xaxis or "x") if _has_axes(trace) else DOMAIN_PANEL
-            panels.setdefault(key, _Panel(key)).traces.append(trace)
+            key = (trace.xaxis or "x") if has_axes(trace) else DOMAIN_PANEL
+            panels.setdefault(key, Panel(key)).traces.append(trace)
         return list(panels.values())
 
-    def _name_panels(self, panels: list[_Panel]) -> None:
+    def _name_panels(self, panels: list[Panel]) -> None:
         """Each panel's title: the subplot title written above it (an annotation at the top of its domain), else
         "panel n" where there are several."""
         said = [panel for panel in panels if panel.parts and panel.key != DOMAIN_PANEL]
@@ -168,7 +170,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             top = (y_axis.get("domain") or [0.0, 1.0])[1]
             best, distance = None, math.inf
             for index, annotation in enumerate(annotations):
-                if index in self.used_annotations or not _on_paper(annotation) or not plain(annotation.get("text")):
+                if index in self.used_annotations or not on_paper(annotation) or not plain(annotation.get("text")):
                     continue
                 x, y = annotation.get("x"), annotation.get("y")
                 if not isinstance(x, (int, float)) or not isinstance(y, (int, float)):
@@ -183,7 +185,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             else:
                 panel.title = self.text["panel"].format(number=number_)
 
-    def _notes(self, panels: list[_Panel]) -> list[str]:
+    def _notes(self, panels: list[Panel]) -> list[str]:
         """The text written on the chart besides the titles: annotations (a marked step, a floor, why the figure is
         empty) and labelled shapes, and the cells framed on a heatmap."""
         notes = []
@@ -200,13 +202,13 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             unique = [*unique[:MOST_NOTES], self.text["more"].format(count=len(unique) - MOST_NOTES)]
         return unique
 
-    def _framed(self, panels: list[_Panel]) -> list[str]:
+    def _framed(self, panels: list[Panel]) -> list[str]:
         """Cells and rows of a heatmap outlined by a rectangle (the heads near the best, the chosen query's row)."""
         heatmaps = {
             panel.key: trace
             for panel in panels
             for trace in panel.traces
-            if _kind(trace) == "heatmap" and not _decorative(trace)
+            if trace_kind(trace) == "heatmap" and not decorative(trace)
         }
         cells, rows = [], []
         for shape in self.layout.get("shapes") or []:
@@ -218,7 +220,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             if not all(isinstance(corner, (int, float)) for corner in corners):
                 continue
             x0, x1, y0, y1 = corners
-            z = _matrix(trace)
+            z = matrix_of(trace)
             row, column = round((y0 + y1) / 2), round((x0 + x1) / 2)
             if not (0 <= row < z.shape[0] and 0 <= column < z.shape[1]) or abs(y1 - y0) > 1.5:
                 continue
@@ -236,10 +238,10 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
         return notes
 
     # ------------------------------------------------------------------------------------------- one panel
-    def _describe_panel(self, panel: _Panel) -> None:
+    def _describe_panel(self, panel: Panel) -> None:
         series, bars, distributions = [], [], []
         for trace in panel.traces:
-            kind = _kind(trace)
+            kind = trace_kind(trace)
             if kind == "heatmap":
                 self._heatmap(panel, trace)
             elif kind == "scatter":
@@ -251,7 +253,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             else:
                 self._other(panel, trace)
         if bars:
-            first = next(trace for trace in panel.traces if _kind(trace) == "bar")
+            first = next(trace for trace in panel.traces if trace_kind(trace) == "bar")
             label_axis = (first.yaxis, "y") if first.orientation == "h" else (first.xaxis, "x")
             label_heading = self.context.axis_title(*label_axis) or self.text["label"]
             bar_labels = {label for _, labels, _ in bars for label in labels}
@@ -264,7 +266,7 @@ class _Describer(HeatmapReading, LineReading, BarReading, LinkReading):
             self._series_table(panel, series)
         if distributions:
             statistics = [self.text[key] for key in ("count", "minimum", "median", "mean", "maximum")]
-            names = _unique([name for name, _ in distributions])
+            names = unique_names([name for name, _ in distributions])
             columns = {name: values for name, (_, values) in zip(names, distributions, strict=True)}
             table = pd.DataFrame(columns, index=statistics)
             panel.tables.append(("", table.rename_axis(self.text["statistic"]).reset_index()))

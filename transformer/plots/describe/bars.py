@@ -9,14 +9,14 @@ import pandas as pd
 from transformer.plots.describe.reading import (
     ALL_BARS,
     TOP_BARS,
-    _floats,
-    _no_booleans,
-    _Panel,
-    _unique,
-    _values,
+    Panel,
+    floats_of,
     number,
     plain,
     quoted,
+    unique_names,
+    values_of,
+    without_booleans,
 )
 
 
@@ -24,9 +24,9 @@ class BarReading:
     """The describer's methods for these figures: they read its ``fig``, ``text``, ``context`` and panels."""
 
     # -------------------------------------------------------------------------------------------------- bars
-    def _bars(self, panel: _Panel, trace, bars: list) -> None:
+    def _bars(self, panel: Panel, trace, bars: list) -> None:
         horizontal = trace.orientation == "h"
-        values = _floats(trace.x if horizontal else trace.y)
+        values = floats_of(trace.x if horizontal else trace.y)
         if values is None or not values.size:
             return
         values = values.ravel()
@@ -34,7 +34,7 @@ class BarReading:
         labels = self.context.labels(
             trace.y if horizontal else trace.x, len(values), axis_name, letter, "column", quote=True
         )
-        shown = _unique([str(label) for label in labels.shown])  # a table's row per bar, the same for every series
+        shown = unique_names([str(label) for label in labels.shown])  # a table's row per bar, the same for every series
         valid = [i for i in range(len(values)) if np.isfinite(values[i])]
         if not valid:
             return
@@ -56,9 +56,9 @@ class BarReading:
         largest = self.text["largest"].format(items=", ".join(items[i] for i in order[:TOP_BARS]))
         panel.parts.append(f"{prefix}{largest}, {self.text['smallest'].format(items=items[order[-1]])}")
 
-    def _distribution(self, panel: _Panel, trace, distributions: list) -> None:
+    def _distribution(self, panel: Panel, trace, distributions: list) -> None:
         horizontal = trace.orientation == "h"
-        values = _floats(trace.y if (horizontal or trace.x is None) and trace.y is not None else trace.x)
+        values = floats_of(trace.y if (horizontal or trace.x is None) and trace.y is not None else trace.x)
         if values is None:
             return
         values = values[np.isfinite(values)]
@@ -79,14 +79,14 @@ class BarReading:
         )
 
     # ------------------------------------------------------------------------------------------------- other
-    def _other(self, panel: _Panel, trace) -> None:
+    def _other(self, panel: Panel, trace) -> None:
         """Traces of other kinds: what the common ones hold; for the rest their kind and any data arrays."""
         spec = trace.to_plotly_json()
         kind = spec.get("type", "")
         name = plain(spec.get("name")) or kind
         if kind == "pie":
-            labels = [plain(label) for label in _values(spec.get("labels"))]
-            values = _floats(spec.get("values"))
+            labels = [plain(label) for label in values_of(spec.get("labels"))]
+            values = floats_of(spec.get("values"))
             if values is not None and len(values):
                 labels += [str(i) for i in range(len(labels), len(values))]
                 order = np.argsort(-values, kind="stable")[:TOP_BARS]
@@ -96,11 +96,11 @@ class BarReading:
                 panel.tables.append((name, table))
                 return
         if kind == "table":
-            header = [plain(value) for value in _values((spec.get("header") or {}).get("values"))]
-            cells = [_values(column) for column in _values((spec.get("cells") or {}).get("values"))]
+            header = [plain(value) for value in values_of((spec.get("header") or {}).get("values"))]
+            cells = [values_of(column) for column in values_of((spec.get("cells") or {}).get("values"))]
             if cells:
                 rows = max(len(column) for column in cells)
-                header = _unique(header + [str(i + 1) for i in range(len(header), len(cells))])[: len(cells)]
+                header = unique_names(header + [str(i + 1) for i in range(len(header), len(cells))])[: len(cells)]
                 table = pd.DataFrame(
                     {
                         name_: [plain(c) if isinstance(c, str) else c for c in column] + [None] * (rows - len(column))
@@ -110,13 +110,13 @@ class BarReading:
                 panel.parts.append(
                     self.text["table"].format(rows=number(rows), columns=number(len(cells)), header=", ".join(header))
                 )
-                panel.tables.append((name, _no_booleans(table)))
+                panel.tables.append((name, without_booleans(table)))
                 return
         if kind == "sankey":
-            nodes = [plain(label) for label in _values((spec.get("node") or {}).get("label"))]
+            nodes = [plain(label) for label in values_of((spec.get("node") or {}).get("label"))]
             link = spec.get("link") or {}
-            sources, targets = _values(link.get("source")), _values(link.get("target"))
-            values = _floats(link.get("value"))
+            sources, targets = values_of(link.get("source")), values_of(link.get("target"))
+            values = floats_of(link.get("value"))
             if values is not None and len(values) and sources and targets:
 
                 def node(index: int) -> str:
@@ -132,19 +132,19 @@ class BarReading:
         if kind == "parcoords":
             dimensions = spec.get("dimensions") or []
             columns = {
-                plain(dimension.get("label")) or str(i + 1): _values(dimension.get("values"))
+                plain(dimension.get("label")) or str(i + 1): values_of(dimension.get("values"))
                 for i, dimension in enumerate(dimensions)
             }
             if columns and all(len(column) == len(next(iter(columns.values()))) for column in columns.values()):
                 count = len(next(iter(columns.values())))
                 panel.parts.append(self.text["parcoords"].format(count=number(count), dimensions=", ".join(columns)))
-                panel.tables.append((name, _no_booleans(pd.DataFrame(columns))))
+                panel.tables.append((name, without_booleans(pd.DataFrame(columns))))
                 return
         arrays = {
-            key: _values(spec[key])
+            key: values_of(spec[key])
             for key in ("labels", "x", "y", "z", "values", "r", "theta", "lat", "lon", "a", "b", "c")
             if isinstance(spec.get(key), (list, tuple, np.ndarray)) and np.ndim(spec[key]) == 1
         }
         panel.parts.append(self.text["other"].format(name=name, kind=kind))
         if arrays and len({len(column) for column in arrays.values()}) == 1:
-            panel.tables.append((name, _no_booleans(pd.DataFrame(arrays))))
+            panel.tables.append((name, without_booleans(pd.DataFrame(arrays))))

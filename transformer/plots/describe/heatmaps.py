@@ -6,17 +6,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transformer.plots.describe.reading import _cell_text, _decorative, _kind, _matrix, _Panel, _unique, number, plain
+from transformer.plots.describe.reading import (
+    Panel,
+    cell_texts,
+    decorative,
+    matrix_of,
+    number,
+    plain,
+    trace_kind,
+    unique_names,
+)
 
 
 class HeatmapReading:
     """The describer's methods for these figures: they read its ``fig``, ``text``, ``context`` and panels."""
 
     # ----------------------------------------------------------------------------------------------- heatmap
-    def _heatmap(self, panel: _Panel, trace) -> None:
-        if _decorative(trace):
+    def _heatmap(self, panel: Panel, trace) -> None:
+        if decorative(trace):
             return
-        z = _matrix(trace)
+        z = matrix_of(trace)
         rows = self.context.labels(trace.y, z.shape[0], trace.yaxis, "y", "row")
         columns = self.context.labels(trace.x, z.shape[1], trace.xaxis, "x", "column")
         finite = np.isfinite(z)
@@ -56,17 +65,19 @@ class HeatmapReading:
             separator = ", " if rows.tokens and columns.tokens else "; "
             clauses.append(self.text[key].format(items=separator.join(items)))
         name = plain(trace.name)
-        heatmaps_in_panel = sum(_kind(other) == "heatmap" and not _decorative(other) for other in panel.traces)
+        heatmaps_in_panel = sum(trace_kind(other) == "heatmap" and not decorative(other) for other in panel.traces)
         prefix = f"{name}: " if name and heatmaps_in_panel > 1 else ""
         panel.parts.append(prefix + "; ".join(clauses))
-        row_names = _unique([str(label) for label, kept in zip(rows.shown, kept_rows, strict=True) if kept])
-        column_names = _unique([str(label) for label, kept in zip(columns.shown, kept_columns, strict=True) if kept])
+        row_names = unique_names([str(label) for label, kept in zip(rows.shown, kept_rows, strict=True) if kept])
+        column_names = unique_names(
+            [str(label) for label, kept in zip(columns.shown, kept_columns, strict=True) if kept]
+        )
         heading = self.context.axis_title(trace.yaxis, "y") or self.text["row_column"]
         while heading in column_names:
             heading += " "  # the rows' heading must not be a column's name as well
         values = pd.DataFrame(z[np.ix_(kept_rows, kept_columns)], index=row_names, columns=column_names)
         panel.tables.append((name, values.rename_axis(heading).reset_index()))
-        written = _cell_text(trace, z.shape)
+        written = cell_texts(trace, z.shape)
         if written is not None:
             cells = pd.DataFrame(written[np.ix_(kept_rows, kept_columns)], index=row_names, columns=column_names)
             panel.tables.append((self.text["cell_text"], cells.rename_axis(heading).reset_index()))

@@ -9,15 +9,15 @@ import pandas as pd
 
 from transformer.plots.describe.reading import (
     TOP_LINKS,
-    _key,
-    _kind,
-    _Parts,
-    _told_apart,
-    _unique,
-    _values,
+    Parts,
     number,
     plain,
     quoted,
+    sort_key,
+    told_apart,
+    trace_kind,
+    unique_names,
+    values_of,
 )
 
 
@@ -25,22 +25,27 @@ class LinkReading:
     """The describer's methods for these figures: they read its ``fig``, ``text``, ``context`` and panels."""
 
     # ---------------------------------------------------------------------------------------- link diagrams
-    def _links(self) -> tuple[_Parts, set[int]]:
+    def _links(self) -> tuple[Parts, set[int]]:
         """Lines drawn between two columns of words (queries and keys, English and German): the strongest links,
         per legend group (a head). The line's opacity is its strength where set; else lines are ranked by width."""
-        found = _Parts()
+        found = Parts()
         columns: dict[float, dict[object, tuple[str, str]]] = {}  # per column, by row: (spoken, shown)
         column_traces = []
         for index, trace in enumerate(self.traces):
-            if _kind(trace) != "scatter" or "text" not in (trace.mode or ""):
+            if trace_kind(trace) != "scatter" or "text" not in (trace.mode or ""):
                 continue
-            xs, ys, texts = _values(trace.x), _values(trace.y), _values(trace.text)
-            if not xs or len(set(map(_key, xs))) != 1 or len(texts) != len(ys) or not isinstance(xs[0], (int, float)):
+            xs, ys, texts = values_of(trace.x), values_of(trace.y), values_of(trace.text)
+            if (
+                not xs
+                or len(set(map(sort_key, xs))) != 1
+                or len(texts) != len(ys)
+                or not isinstance(xs[0], (int, float))
+            ):
                 continue
             names = [plain(label) for label in texts]
-            spoken = _told_apart([quoted(name) for name in names], names)
-            shown = _unique(names)
-            columns[float(xs[0])] = {_key(y): pair for y, *pair in zip(ys, spoken, shown, strict=True)}
+            spoken = told_apart([quoted(name) for name in names], names)
+            shown = unique_names(names)
+            columns[float(xs[0])] = {sort_key(y): pair for y, *pair in zip(ys, spoken, shown, strict=True)}
             column_traces.append(index)
         if len(columns) < 2:
             return found, set()
@@ -56,9 +61,9 @@ class LinkReading:
         groups: dict[str, list[tuple[tuple[str, str], tuple[str, str], float | None, float]]] = {}
         consumed = set(column_traces)
         for index, trace in enumerate(self.traces):
-            if _kind(trace) != "scatter" or "text" in (trace.mode or "") or index in consumed:
+            if trace_kind(trace) != "scatter" or "text" in (trace.mode or "") or index in consumed:
                 continue
-            xs, ys = _values(trace.x), _values(trace.y)
+            xs, ys = values_of(trace.x), values_of(trace.y)
             links = []
             for start in range(len(xs) - 1):
                 ends = (xs[start], ys[start]), (xs[start + 1], ys[start + 1])
@@ -67,8 +72,8 @@ class LinkReading:
                 left, right = column_at(ends[0][0]), column_at(ends[1][0])
                 if left is None or right is None or left == right:
                     continue
-                source = columns[left].get(_key(ends[0][1]))
-                target = columns[right].get(_key(ends[1][1]))
+                source = columns[left].get(sort_key(ends[0][1]))
+                target = columns[right].get(sort_key(ends[1][1]))
                 if source is not None and target is not None:
                     links.append((source, target) if left < right else (target, source))
             if not links:
@@ -84,7 +89,7 @@ class LinkReading:
         for index, trace in enumerate(self.traces):
             if trace.legendgroup and plain(trace.name) and trace.legendgroup not in names:
                 names[trace.legendgroup] = plain(trace.name)
-                if not [value for value in _values(trace.x) if value is not None]:
+                if not [value for value in values_of(trace.x) if value is not None]:
                     consumed.add(index)  # the group's legend entry
         heading = [self.text["from"], self.text["to"]]
         for key, links in groups.items():
@@ -109,11 +114,11 @@ class LinkReading:
         symbols_used = set()
         for index in column_traces:
             trace = self.traces[index]
-            symbols = _values(trace.marker.symbol) if trace.marker else []
+            symbols = values_of(trace.marker.symbol) if trace.marker else []
             if len(set(map(str, symbols))) < 2:
                 continue
             usual = Counter(map(str, symbols)).most_common(1)[0][0]
-            texts = [plain(label) for label in _values(trace.text)]
+            texts = [plain(label) for label in values_of(trace.text)]
             for position, symbol in enumerate(symbols):
                 if str(symbol) != usual and position < len(texts):
                     marked.append(quoted(texts[position]))
@@ -126,6 +131,6 @@ class LinkReading:
             if plain(trace.name)
             and trace.marker
             and str(trace.marker.symbol) in symbols_used
-            and not [value for value in _values(getattr(trace, "x", None)) if value is not None]
+            and not [value for value in values_of(getattr(trace, "x", None)) if value is not None]
         ]
         return [self.text["marked"].format(meaning=" / ".join(meanings) or "—", items=", ".join(marked))]

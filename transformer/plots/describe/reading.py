@@ -71,7 +71,7 @@ def quoted(token: str) -> str:
     return f"“{token}”"
 
 
-def _sentence(text: str, capital: bool = True) -> str:
+def as_sentence(text: str, capital: bool = True) -> str:
     """``text`` as a sentence: a full stop at its end and (with ``capital``) its first letter a capital."""
     text = text.strip()
     if not text:
@@ -81,7 +81,7 @@ def _sentence(text: str, capital: bool = True) -> str:
     return text if text[-1] in SENTENCE_END else text + "."
 
 
-def _floats(values: Any) -> np.ndarray | None:
+def floats_of(values: Any) -> np.ndarray | None:
     """``values`` as floats (None → NaN), also plotly's base64 typed arrays; None when they are not numbers."""
     if values is None:
         return None
@@ -95,26 +95,26 @@ def _floats(values: Any) -> np.ndarray | None:
         return None
 
 
-def _values(values: Any) -> list:
+def values_of(values: Any) -> list:
     """A data array as a list (None for none; a single value, such as one text for every point, as one item)."""
     if values is None:
         return []
     if isinstance(values, (str, int, float)):
         return [values]
     if isinstance(values, Mapping) and "bdata" in values:
-        return list(_floats(values))
+        return list(floats_of(values))
     return list(values.tolist() if isinstance(values, np.ndarray) else values)
 
 
-def _unique(names: Sequence[str]) -> list[str]:
+def unique_names(names: Sequence[str]) -> list[str]:
     """Table labels that are all different (a sentence may hold the same token twice): repeated ones get their
     position (1-based), as in "the (2)", "the (4)"."""
     counts = Counter(names)
     return [f"{name} ({index + 1})" if counts[name] > 1 else name for index, name in enumerate(names)]
 
 
-def _unique_text(labels: Sequence) -> list:
-    """:func:`_unique` for the text labels among ``labels`` (numbers, such as steps, are left as they are)."""
+def unique_labels(labels: Sequence) -> list:
+    """:func:`unique_names` for the text labels among ``labels`` (numbers, such as steps, are left as they are)."""
     counts = Counter(label for label in labels if isinstance(label, str))
     return [
         f"{label} ({index + 1})" if isinstance(label, str) and counts[label] > 1 else label
@@ -122,7 +122,7 @@ def _unique_text(labels: Sequence) -> list:
     ]
 
 
-def _numbered(titles: Sequence[str]) -> list[str]:
+def numbered_titles(titles: Sequence[str]) -> list[str]:
     """Table titles that are all different: repeated ones numbered in order, "title (1)", "title (2)"."""
     counts, seen = Counter(titles), Counter()
     numbered = []
@@ -132,7 +132,7 @@ def _numbered(titles: Sequence[str]) -> list[str]:
     return numbered
 
 
-def _no_booleans(table: pd.DataFrame) -> pd.DataFrame:
+def without_booleans(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with every true value shown as ✓ and every false one as nothing, never as "True"/"false"."""
 
     def shown(value: object) -> object:
@@ -146,7 +146,7 @@ def _no_booleans(table: pd.DataFrame) -> pd.DataFrame:
 
 # ------------------------------------------------------------------------------------------------------ labels
 @dataclass
-class _Labels:
+class AxisLabels:
     """Labels of one axis's positions: ``spoken`` as the summary says them (tokens in quotes, numbers with the axis
     title), ``shown`` as a table shows them."""
 
@@ -156,7 +156,7 @@ class _Labels:
 
 
 @dataclass
-class _Context:
+class Context:
     layout: dict
     text: Mapping[str, str]
 
@@ -171,20 +171,22 @@ class _Context:
 
     def labels(
         self, values: Any, count: int, axis_name: str | None, letter: str, kind: str, quote: bool = False
-    ) -> _Labels:
+    ) -> AxisLabels:
         """Labels of ``count`` positions drawn at ``values`` (None: 0, 1, …) on an axis: its tick labels where it
         names every position drawn, else the values (categories as they are, in quotes with ``quote``; numbers with
         the axis title, or where it has none as ``kind`` "row" or "column" n)."""
-        raw = _values(values)[:count] if values is not None else list(range(count))
+        raw = values_of(values)[:count] if values is not None else list(range(count))
         raw += list(range(len(raw), count))
         axis = self.axis(axis_name, letter)
-        ticks = _tick_texts(axis)
-        if ticks and raw and all(_key(value) in ticks for value in raw):
-            return _Labels([ticks[_key(value)][0] for value in raw], [ticks[_key(value)][1] for value in raw], True)
+        ticks = tick_texts(axis)
+        if ticks and raw and all(sort_key(value) in ticks for value in raw):
+            return AxisLabels(
+                [ticks[sort_key(value)][0] for value in raw], [ticks[sort_key(value)][1] for value in raw], True
+            )
         title = self.axis_title(axis_name, letter)
         spoken, shown = [], []
         for value in raw:
-            if isinstance(value, str) and not _numeric(value):
+            if isinstance(value, str) and not is_numeric(value):
                 spoken.append(quoted(plain(value)) if quote else plain(value))
                 shown.append(plain(value))
             elif value is None:
@@ -194,7 +196,7 @@ class _Context:
                 figure = number(float(value))
                 spoken.append(f"{title} {figure}" if title else self.text[kind].format(number=figure))
                 shown.append(value)
-        return _Labels(_told_apart(spoken, shown), _unique_text(shown))
+        return AxisLabels(told_apart(spoken, shown), unique_labels(shown))
 
     def hidden(self, axis_name: str | None, letter: str) -> bool:
         """Whether an axis is hidden, so that positions on it mean nothing to a reader (a tree's columns)."""
@@ -202,7 +204,7 @@ class _Context:
         return axis.get("visible") is False or axis.get("showticklabels") is False
 
 
-def _told_apart(spoken: list[str], names: list) -> list[str]:
+def told_apart(spoken: list[str], names: list) -> list[str]:
     """Spoken labels of text that occurs more than once (a sentence's two "the") with their position (1-based), as
     the tables write them: “the” (2), “the” (4)."""
     counts = Counter(name for name in names if isinstance(name, str))
@@ -212,7 +214,7 @@ def _told_apart(spoken: list[str], names: list) -> list[str]:
     ]
 
 
-def _numeric(text: str) -> bool:
+def is_numeric(text: str) -> bool:
     """Whether a category is a number written as text (a dimension "251"), read as a number is."""
     try:
         float(text)
@@ -221,7 +223,7 @@ def _numeric(text: str) -> bool:
     return True
 
 
-def _key(value: object) -> object:
+def sort_key(value: object) -> object:
     """A tick value as a key that a trace's value of the same position matches (1 and 1.0 alike)."""
     if isinstance(value, (bool, np.bool_)) or value is None:
         return value
@@ -230,20 +232,20 @@ def _key(value: object) -> object:
     return str(value)
 
 
-def _tick_texts(axis: Mapping) -> dict[object, tuple[str, str]]:
+def tick_texts(axis: Mapping) -> dict[object, tuple[str, str]]:
     """An axis's tick labels (spoken, as a table shows them) by tick value, where it sets them
     (``tickmode="array"``); a label the axis holds twice (a sentence's two "the") is told apart by its position."""
-    values, texts = _values(axis.get("tickvals")), _values(axis.get("ticktext"))
+    values, texts = values_of(axis.get("tickvals")), values_of(axis.get("ticktext"))
     if not values or not texts:
         return {}
     names = [plain(text) for text in texts[: len(values)]]
-    spoken = _told_apart([quoted(name) for name in names], names)
-    return {_key(value): pair for value, *pair in zip(values, spoken, _unique_text(names), strict=False)}
+    spoken = told_apart([quoted(name) for name in names], names)
+    return {sort_key(value): pair for value, *pair in zip(values, spoken, unique_labels(names), strict=False)}
 
 
 # ------------------------------------------------------------------------------------------------------ panels
 @dataclass
-class _Panel:
+class Panel:
     """One subplot: its traces' clauses and tables."""
 
     key: str
@@ -254,13 +256,13 @@ class _Panel:
 
 
 @dataclass
-class _Parts:
+class Parts:
     parts: list[str] = field(default_factory=list)
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------------ helpers
-def _kind(trace) -> str:
+def trace_kind(trace) -> str:
     kind = trace.type
     if kind in ("heatmap", "contour", "heatmapgl"):
         return "heatmap"
@@ -273,17 +275,17 @@ def _kind(trace) -> str:
     return kind or "other"
 
 
-def _has_axes(trace) -> bool:
-    return _kind(trace) in ("heatmap", "scatter", "bar", "distribution") or hasattr(trace, "xaxis")
+def has_axes(trace) -> bool:
+    return trace_kind(trace) in ("heatmap", "scatter", "bar", "distribution") or hasattr(trace, "xaxis")
 
 
-def _on_paper(annotation: Mapping) -> bool:
+def on_paper(annotation: Mapping) -> bool:
     return str(annotation.get("xref", "paper")).startswith("paper") and str(annotation.get("yref", "paper")).startswith(
         "paper"
     )
 
 
-def _decorative(trace) -> bool:
+def decorative(trace) -> bool:
     """A heatmap of one colour only (the grey behind masked cells): it carries no values to read."""
     scale = trace.colorscale
     if scale is None or isinstance(scale, str):
@@ -291,22 +293,22 @@ def _decorative(trace) -> bool:
     return len({str(colour) for _, colour in scale}) == 1
 
 
-def _matrix(trace) -> np.ndarray:
-    z = _floats(trace.z)
+def matrix_of(trace) -> np.ndarray:
+    z = floats_of(trace.z)
     if z is None:
         return np.full((0, 0), np.nan)
     return z.reshape(1, -1) if z.ndim == 1 else z.reshape(z.shape[0], -1)
 
 
-def _shape(trace) -> tuple[int, int]:
-    z = _matrix(trace)
+def shape_of(trace) -> tuple[int, int]:
+    z = matrix_of(trace)
     finite = np.isfinite(z)
     return int(finite.any(axis=1).sum()), int(finite.any(axis=0).sum())
 
 
-def _cell_text(trace, shape: tuple[int, ...]) -> np.ndarray | None:
+def cell_texts(trace, shape: tuple[int, ...]) -> np.ndarray | None:
     """The words written in a heatmap's cells (the logit lens's predictions) when they say more than the values."""
-    written = _values(trace.text)
+    written = values_of(trace.text)
     if not written or not trace.texttemplate:
         return None
     try:
@@ -322,7 +324,7 @@ def _cell_text(trace, shape: tuple[int, ...]) -> np.ndarray | None:
     return None  # the values themselves, as the cells already hold them
 
 
-def _invisible(trace, mode: str) -> bool:
+def invisible(trace, mode: str) -> bool:
     """Whether a trace draws nothing a reader sees: transparent, or markers only, all transparent (targets for
     clicks)."""
     if trace.opacity == 0:
@@ -331,16 +333,16 @@ def _invisible(trace, mode: str) -> bool:
     return "lines" not in mode and "text" not in mode and isinstance(opacity, (int, float)) and opacity == 0
 
 
-def _monotonic(values: list) -> bool:
+def monotonic(values: list) -> bool:
     """Whether positions run one way (a series along its axis) rather than scatter (a cloud of points)."""
-    numbers = _floats(values)
+    numbers = floats_of(values)
     if numbers is None:
         return True  # categories, in the order drawn
     steps = np.diff(numbers[np.isfinite(numbers)])
     return bool((steps >= 0).all() or (steps <= 0).all())
 
 
-def _cell(value: object) -> object:
+def table_cell(value: object) -> object:
     """A value as a table holds it: plain text for a label, Python numbers for NumPy's."""
     if isinstance(value, str):
         return plain(value)
@@ -349,7 +351,7 @@ def _cell(value: object) -> object:
     return value
 
 
-def _limited(parts: list[str], text: Mapping[str, str]) -> list[str]:
+def limited(parts: list[str], text: Mapping[str, str]) -> list[str]:
     if len(parts) <= MOST_TRACES:
         return parts
     return [*parts[:MOST_TRACES], text["more"].format(count=len(parts) - MOST_TRACES)]
