@@ -701,7 +701,8 @@ class Robot:
         settle(page)
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
             self.journey.remembered.clear()
-        elif key in APP_WIDE:  # set here, it is set on every page: what other pages showed before is no longer due
+        elif key.split("__")[0] in APP_WIDE:  # palette__en (pages.choices): set here, it is set on every page, so
+            # what other pages showed before is no longer due
             for remembered in self.journey.remembered.values():
                 remembered.pop(key, None)
         self.confirm()

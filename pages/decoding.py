@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.i18n import t
 from pages.url_state import Field
 from transformer.search.decode import DEFAULT_DECODING, PRECISIONS, DecodingOptions, default_precision
@@ -23,7 +24,7 @@ def controls() -> None:
     """The decoding controls, where they are called (the main page's sidebar)."""
     url_state.ensure("search", "beam" if st.session_state["beam"] > 1 else "greedy")
     searches = {"beam": t("explore.beam"), "greedy": t("explore.greedy")}
-    st.radio(t("explore.search"), ["beam", "greedy"], key="search", horizontal=True, format_func=searches.get)
+    keyed(st.radio, t("explore.search"), ["beam", "greedy"], key="search", horizontal=True, format_func=searches.get)
     if st.session_state["search"] == "beam":
         if st.session_state["beam"] < 2:
             st.session_state["beam"] = 4

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import plotly.graph_objects as go
 import streamlit as st
 
+from pages.choices import keyed
 from pages.i18n import escaped, language, language_picker, t
-from transformer.features.i18n import LANGUAGES, message
 from transformer.plots.describe import describe_for_page
 from transformer.plots.palettes import PALETTES, with_palette
 from transformer.plots.style import for_dark, for_projector
@@ -54,9 +54,8 @@ def sidebar_figure_choices() -> None:
     URL) and the format the camera button downloads: PNG (twice the screen resolution) or SVG (vector). The format
     is stored outside the widget's own state so that it holds on every page."""
     labels = {name: t(f"common.palette_{name}") for name in PALETTES}
-    if st.session_state.get(PALETTE_KEY, STANDARD_PALETTE) not in PALETTES:
-        st.session_state[PALETTE_KEY] = chosen_palette()  # a label met by a fragment's run (chosen_palette)
-    st.sidebar.selectbox(
+    keyed(
+        st.sidebar.selectbox,
         t("common.palette"),
         tuple(PALETTES),
         key=PALETTE_KEY,
@@ -76,21 +75,10 @@ def sidebar_figure_choices() -> None:
     )
 
 
-def palette_named(shown: str) -> str:
-    """The palette whose label, in any of the app's languages, is ``shown``; the standard one if none is."""
-    for code in LANGUAGES:
-        for name in PALETTES:
-            if message(code, f"common.palette_{name}") == shown:
-                return name
-    return STANDARD_PALETTE
-
-
 def chosen_palette() -> str:
-    """The sidebar's chart palette, by name. Streamlit keeps a select box's choice as the label it shows: a fragment
-    that reruns on a timer (the tiny model's training, every second) just as the visitor changes the language can
-    meet the label in the language before, which is read back to its palette here."""
+    """The sidebar's chart palette, by name."""
     chosen = st.session_state.get(PALETTE_KEY, STANDARD_PALETTE)
-    return chosen if chosen in PALETTES else palette_named(chosen)
+    return chosen if chosen in PALETTES else STANDARD_PALETTE
 
 
 def presenting() -> bool:

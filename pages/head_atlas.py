@@ -12,6 +12,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.common import leave_page, page
 from pages.figures import show_figure
 from pages.i18n import escaped, language, t
@@ -318,7 +319,8 @@ def other_model(loaded: LoadedCheckpoint) -> tuple[LoadedCheckpoint, dict] | Non
     options = ["", *(name for name in available_checkpoints() if name != current)]
     if st.session_state.get(OTHER_KEY) not in options:
         st.session_state[OTHER_KEY] = ""
-    choice = st.selectbox(
+    choice = keyed(
+        st.selectbox,
         t("atlas.compare_with"),
         options,
         key=OTHER_KEY,
@@ -434,7 +436,7 @@ with page("atlas", FIELDS) as loaded:
     names = {
         identifier: plot_atlas.head_name(record, language()) for identifier, record in zip(ids, records, strict=True)
     }
-    st.selectbox(t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
+    keyed(st.selectbox, t("atlas.head"), ids, key=HEAD_KEY, format_func=names.get)
     card(loaded, found, ids.index(st.session_state[HEAD_KEY]), stored)
     linking_heads(loaded, records)
     with st.expander(t("atlas.held_out_title")):

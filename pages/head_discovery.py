@@ -8,6 +8,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.common import leave_page, page
 from pages.figures import show_figure
 from pages.i18n import escaped, language, sample_label, score_text, t
@@ -64,7 +65,8 @@ with page("heads", FIELDS) as loaded:
     source_names = {source: t(f"heads.source_{source.replace(' ', '_')}") for source in SOURCES}
     kind_names = {kind: t(f"heads.kind_{kind.split()[0].replace('-', '_')}") for kind in KINDS}
 
-    source = st.radio(
+    source = keyed(
+        st.radio,
         t("heads.measure_over"),
         SOURCES,
         horizontal=True,
@@ -127,12 +129,15 @@ with page("heads", FIELDS) as loaded:
     st.header(t("heads.over_layers"))
     measured_kinds = [kind for kind in KINDS if by_kind[kind]]
     url_state.ensure("heads_kind", measured_kinds[0], measured_kinds.__contains__)
-    kind = st.radio(t("heads.attention"), measured_kinds, horizontal=True, key="heads_kind", format_func=kind_names.get)
+    kind = keyed(
+        st.radio, t("heads.attention"), measured_kinds, horizontal=True, key="heads_kind", format_func=kind_names.get
+    )
     scores = by_kind[kind]
     names = [key for key in SCORES if key in scores]
     url_state.ensure("heads_score", names[0], names.__contains__)  # another kind starts from its first score
     score_names = {key: score_text(key, "name") for key in names}
-    score_key = st.selectbox(
+    score_key = keyed(
+        st.selectbox,
         t("heads.score"),
         names,
         format_func=score_names.get,

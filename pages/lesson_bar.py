@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.i18n import escaped, language, t
 from pages.navigation import app_pages, page_name
 from transformer.features.lessons import Lesson, LessonError, available_lessons, read_lesson, unknown_controls
@@ -164,19 +165,20 @@ def play(page) -> None:
 
 
 def answer(lesson: Lesson, number: int, choices: list[str]) -> None:
-    """The question's choices as a radio, the pick kept in the URL by its position (so that a reload, a link or
-    another interface language shows the same pick); a new step starts with none."""
+    """The question's choices as a radio, the pick kept by its position (0-based in the session, 1-based in the URL,
+    so that a reload, a link or another interface language shows the same pick); a new step starts with none."""
     key = f"lesson_answer_{lesson.name}_{number}"
-    if st.session_state.get(key) not in choices:  # a new session, or the choices in another language
+    positions = list(range(len(choices)))
+    if st.session_state.get(key) not in positions:  # a new session, or a link's pick
         picked = st.query_params.get(ANSWER_PARAM, "")
         st.session_state.pop(key, None)
         if picked.isdigit() and 1 <= int(picked) <= len(choices):
-            st.session_state[key] = choices[int(picked) - 1]
+            st.session_state[key] = int(picked) - 1
     # index=None only for a radio that has no pick yet (Streamlit warns about a default beside a set value).
-    st.radio(t("lesson.your_answer"), choices, key=key, **({} if key in st.session_state else {"index": None}))
+    keyed(st.radio, t("lesson.your_answer"), positions, key=key, format_func=choices.__getitem__, index=None)
     entries = {LESSON_PARAM: lesson.name, STEP_PARAM: str(number)}
-    if st.session_state.get(key) in choices:
-        entries[ANSWER_PARAM] = st.query_params[ANSWER_PARAM] = str(choices.index(st.session_state[key]) + 1)
+    if st.session_state.get(key) in positions:
+        entries[ANSWER_PARAM] = st.query_params[ANSWER_PARAM] = str(st.session_state[key] + 1)
     url_state.carry(entries)  # in the URL of every page from now on, as the lesson and its step are
 
 

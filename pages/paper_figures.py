@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.common import page
 from pages.figures import show_figure
 from pages.i18n import escaped, language, score_text, t
@@ -214,7 +215,8 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
         by_step = {point.step: point for point in points}
         url_state.ensure("fig_step", live.step, by_step.__contains__)
         step_names = {step: f"{step:,}" + (t("fig.loaded") if by_step[step] is live else "") for step in by_step}
-        chosen = st.select_slider(
+        chosen = keyed(
+            st.select_slider,
             t("fig.step"),
             options=list(by_step),
             format_func=step_names.get,
@@ -241,7 +243,8 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
         i: t("fig.layer", layer=i + first) + (t("fig.papers_layer") if i == the_paper_layer else "")
         for i in range(num_layers)
     }
-    layer = st.selectbox(
+    layer = keyed(
+        st.selectbox,
         t("fig.encoder_layer"),
         list(range(num_layers)),
         format_func=layer_names.get,
@@ -372,7 +375,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     st.caption(t("fig.scores_caption"))
     url_state.ensure("fig_score", next(iter(point.scores)), point.scores.__contains__)
     score_names = {key: score_text(key, "name") if key in SCORES else key for key in point.scores}
-    score_key = st.selectbox(t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
+    score_key = keyed(st.selectbox, t("fig.score"), list(point.scores), format_func=score_names.get, key="fig_score")
     score = SCORES.get(score_key)
     name = score_names[score_key]
     st.caption(f"{escaped(name)}: {escaped(score_text(score_key, 'description')) if score else ''}.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.i18n import t
 from transformer.paper.config import ATTENTION_KINDS, ModelConfig
 
@@ -17,7 +18,9 @@ def kind_labels() -> dict[str, str]:
 
 def kind_picker(key: str, where=st) -> str:
     """A radio of the three attention kinds (key ``key``) in ``where``; returns the kind."""
-    return where.radio(t("explore.attention"), ATTENTION_KINDS, key=key, format_func=kind_labels().get, horizontal=True)
+    return keyed(
+        where.radio, t("explore.attention"), ATTENTION_KINDS, key=key, format_func=kind_labels().get, horizontal=True
+    )
 
 
 def head_picker(

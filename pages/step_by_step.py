@@ -15,6 +15,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.common import leave_page, page
 from pages.decoding import current_options
 from pages.figures import presenting, show_figure
@@ -154,7 +155,8 @@ with page("step_by_step", FIELDS) as loaded:
                 previous.button(t("steps.previous"), on_click=move, args=(-1,), disabled=first, width="stretch")
                 last = st.session_state["steps_step"] >= len(STEPS)
                 following.button(t("steps.next"), on_click=move, args=(1,), disabled=last, width="stretch")
-                number = position.select_slider(
+                number = keyed(
+                    position.select_slider,
                     t("steps.step"),
                     range(1, len(STEPS) + 1),
                     key="steps_step",

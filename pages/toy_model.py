@@ -18,6 +18,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import url_state
+from pages.choices import keyed
 from pages.common import page
 from pages.figures import show_figure
 from pages.i18n import escaped, language, t
@@ -185,7 +186,7 @@ with page("toy", FIELDS, model=False):
     st.markdown(t("toy.intro"))
     left, middle, right = st.columns(3)
     task_names = {name: t(f"toy.task_{name}") for name in TASKS}  # looked up now, in the page's language
-    task = left.radio(t("toy.task"), TASKS, key="toy_task", format_func=task_names.__getitem__, horizontal=True)
+    task = keyed(left.radio, t("toy.task"), TASKS, key="toy_task", format_func=task_names.__getitem__, horizontal=True)
     left.caption(t("toy.task_examples"))
     heads = middle.select_slider(t("toy.heads"), HEADS, key="toy_heads", help=t("toy.heads_help"))
     seed = middle.number_input(t("toy.seed"), 0, 999, key="toy_seed", help=t("toy.seed_help"))
@@ -209,7 +210,7 @@ with page("toy", FIELDS, model=False):
         for note in expectations(settings):
             st.markdown(note)
     view_names = {name: t(f"toy.view_{name}") for name in VIEWS}
-    view = buttons.radio(t("toy.view"), VIEWS, key="toy_view", format_func=view_names.__getitem__)
+    view = keyed(buttons.radio, t("toy.view"), VIEWS, key="toy_view", format_func=view_names.__getitem__)
     job = current_job(settings)
     if job is not None and job.done:
         end_job(job, settings)
@@ -242,7 +243,9 @@ with page("toy", FIELDS, model=False):
             steps_shown = [snapshot.step for snapshot in run.snapshots]
             url_state.ensure("toy_step", steps_shown[-1], steps_shown.__contains__)
             labels = {snapshot.step: snapshot.label for snapshot in run.snapshots}  # "step · seconds"
-            chosen = st.select_slider(t("toy.shown_step"), steps_shown, key="toy_step", format_func=labels.__getitem__)
+            chosen = keyed(
+                st.select_slider, t("toy.shown_step"), steps_shown, key="toy_step", format_func=labels.__getitem__
+            )
             shown = steps_shown.index(chosen)
         show_run(run, view, shown, key="")
         probe = {"source": " ".join(run.source_tokens), "output": " ".join(run.output_tokens)}

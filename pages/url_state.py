@@ -24,6 +24,8 @@ from typing import Any
 
 import streamlit as st
 
+from pages.choices import shown_key
+
 Parse = Callable[[str], Any]
 
 
@@ -236,8 +238,11 @@ def linked(key: str) -> bool:
 def tabs(state_key: str, labels: dict[str, str], widget_key: str | None = None) -> dict[str, Any]:
     """``st.tabs`` whose open tab is the control ``state_key`` (a Field holding the tab's name, whatever the language
     of its label): the URL names the open tab, and the tab opens again when the visitor comes back. ``labels``: name
-    → label, in order. Returns name → tab; only an open tab's ``.open`` is true, so a page builds just that one."""
-    widget_key = widget_key or f"{state_key}_widget"
+    → label, in order. Returns name → tab; only an open tab's ``.open`` is true, so a page builds just that one.
+
+    A tab strip's own value is the label it shows, so each language has a strip of its own
+    (:func:`pages.choices.shown_key`): a label of the language before never reaches this language's strip."""
+    widget_key = shown_key(widget_key or f"{state_key}_widget")
     names = list(labels)
     by_label = {label: name for name, label in labels.items()}
     wanted = labels.get(st.session_state.get(state_key), labels[names[0]])

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
+from streamlit.proto.WidgetStates_pb2 import WidgetStates
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.app_server import CHROMIUM, CHROMIUM_ARGS
@@ -168,6 +169,44 @@ def array(value: dict | list) -> np.ndarray:
 
 def no_exceptions(app: AppTest) -> None:
     assert not app.exception, [exception.value for exception in app.exception]
+
+
+def wire_states(app: AppTest) -> WidgetStates:
+    """The widget values the browser would send now, as Streamlit sends them: a choice as the label it shows, and no
+    button (the browser sends a button only in the run its click starts)."""
+    states = WidgetStates()
+    for state in app._tree.get_widget_states().widgets:
+        if not (state.WhichOneof("value") == "trigger_value" and not state.trigger_value):
+            states.widgets.add().CopyFrom(state)
+    return states
+
+
+def rerun_fragments(app: AppTest, states: WidgetStates, **values: str) -> list[str]:
+    """Reruns each fragment the page has drawn on its own, as its timer or one of its controls does in a browser,
+    with the widget values ``states`` (from :func:`wire_states`), those of the widgets keyed as in ``values`` replaced;
+    returns the fragments' ids. AppTest itself only reruns whole pages."""
+    import dataclasses
+    from unittest import mock
+
+    from streamlit.runtime.state.common import user_key_from_element_id
+    from streamlit.testing.v1.local_script_runner import LocalScriptRunner
+
+    sent = WidgetStates()
+    sent.CopyFrom(states)
+    for state in sent.widgets:
+        key = user_key_from_element_id(state.id)
+        if key in values:
+            state.string_value = values[key]
+    fragments = list(app._fragment_storage._fragments)
+    request_rerun = LocalScriptRunner.request_rerun
+    for fragment in fragments:
+
+        def rerun_only(runner, data, fragment=fragment):
+            return request_rerun(runner, dataclasses.replace(data, fragment_id_queue=[fragment], is_auto_rerun=True))
+
+        with mock.patch.object(LocalScriptRunner, "request_rerun", rerun_only):
+            app._run(sent)
+    return fragments
 
 
 if TYPE_CHECKING:

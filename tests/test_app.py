@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from pages import explore, navigation
-from tests.conftest import array, charts, no_exceptions, plain
+from pages import explore, navigation, url_state
+from pages.choices import shown_key
+from tests.conftest import array, charts, no_exceptions, plain, rerun_fragments, wire_states
 from transformer.analysis import precompute
 from transformer.analysis.attention import KIND_TITLES, merge_tokens, word_groups
 from transformer.analysis.omissions import OMISSIONS_FILE
+from transformer.features.i18n import LANGUAGES
 from transformer.formats.checkpoint import load_checkpoint
 from transformer.formats.checkpoint_files import save_beside
 
@@ -65,7 +67,7 @@ def test_default_sentence_is_translated_with_every_view(checkpoint):
     assert "Source tokens" in page_text(app) and "Each row sums to 1" in page_text(app)  # the reading guide
     assert app.query_params["view"] == "Heads"
     linked = start(kind="decoder", layer="1", head="3")  # a link's choice wins over the default
-    assert (linked.radio(key="kind").value, linked.selectbox(key="head").value) == ("decoder", "3")
+    assert (linked.radio(key="kind__en").value, linked.selectbox(key="head__en").value) == ("decoder", "3")
 
 
 def test_without_stored_measurements_the_page_opens_on_the_papers_layer(checkpoint, tmp_path: Path, monkeypatch):
@@ -129,8 +131,10 @@ def test_each_view_is_built_when_its_tab_is_chosen(checkpoint):
     assert names[0] == "attention" and set(names[1:]) <= {"attribution (raises the score)", "attribution (lowers it)"}
     assert len(prefix["data"][0]["x"]) == 2  # <s> and the first token written
     assert "of the attribution comes from the source" in page_text(attribution)
-    assert attribution.selectbox(key="attr_against").value == -1
-    attribution.selectbox(key="attr_against").set_value(attribution.selectbox(key="attr_against").options[1]).run()
+    assert attribution.selectbox(key="attr_against__en").value == -1
+    attribution.selectbox(key="attr_against__en").set_value(
+        attribution.selectbox(key="attr_against__en").options[1]
+    ).run()
     no_exceptions(attribution)
     assert attribution.query_params["attr_against"] not in ("", "-1")
     # Logit lens: every decoder layer (tiny: 2) against every token written, with </s>.
@@ -164,16 +168,16 @@ def test_changing_kind_layer_and_head_changes_the_heatmap(checkpoint):
     encoder_head = heatmap_z(app)
     source_queries, source_keys = heatmap_axes(app)
     assert source_queries == source_keys  # encoder self-attention: source against source
-    app.selectbox(key="head").set_value("2").run()
+    app.selectbox(key="head__en").set_value("2").run()
     other_head = heatmap_z(app)
     assert encoder_head.shape == other_head.shape and not np.allclose(encoder_head, other_head, equal_nan=True)
-    app.selectbox(key="layer").set_value("2").run()
+    app.selectbox(key="layer__en").set_value("2").run()
     assert not np.allclose(heatmap_z(app), other_head, equal_nan=True)
-    app.radio(key="kind").set_value("cross").run()
+    app.radio(key="kind__en").set_value("cross").run()
     no_exceptions(app)
     cross = heatmap_z(app)
     cross_queries, cross_keys = heatmap_axes(app)
-    app.radio(key="kind").set_value("decoder").run()
+    app.radio(key="kind__en").set_value("decoder").run()
     decoder = heatmap_z(app)
     target_queries, target_keys = heatmap_axes(app)
     # Decoder rows are labelled with the token each position writes (→), keys with the token read: <s> first.
@@ -273,23 +277,23 @@ def test_words_by_default_pieces_on_request_and_specials_hidden(checkpoint):
 def test_greedy_decoding_and_url_round_trip(checkpoint):
     app = start(beam="1")
     no_exceptions(app)
-    assert app.radio(key="search").value == "greedy"
+    assert app.radio(key="search__en").value == "greedy"
     assert any("greedy" in element.value for element in app.caption)
-    app.radio(key="search").set_value("beam").run()
+    app.radio(key="search__en").set_value("beam").run()
     assert app.query_params["beam"] == "4"
 
 
 def test_switching_to_greedy_and_using_the_page_keeps_working(checkpoint):
     app = start()
     app.slider(key="alpha").set_value(1.2).run()
-    app.radio(key="search").set_value("greedy").run()
+    app.radio(key="search__en").set_value("greedy").run()
     no_exceptions(app)
     app.button[0].click().run()  # Translate
     no_exceptions(app)
     app.toggle(key="merge").set_value(True).run()
     no_exceptions(app)
     assert any("greedy" in element.value for element in app.caption) and charts(app)
-    app.radio(key="search").set_value("beam").run()
+    app.radio(key="search__en").set_value("beam").run()
     assert app.slider(key="alpha").value == 1.2  # the hidden length penalty was kept
     assert any("α = 1.2" in element.value for element in app.caption)
 
@@ -302,21 +306,25 @@ def open_tab(app: AppTest, view: str) -> AppTest:
 
 def test_choices_hold_when_tabs_change(checkpoint):
     app = start()
-    app.radio(key="kind").set_value("cross").run()
-    app.selectbox(key="layer").set_value("avg").run()
+    app.radio(key="kind__en").set_value("cross").run()
+    app.selectbox(key="layer__en").set_value("avg").run()
     # Averaged over layers, the heads are averaged too: "head 2 of every layer" mixes unrelated heads.
-    assert app.selectbox(key="head").value == "avg" and app.selectbox(key="head").disabled
+    assert app.selectbox(key="head__en").value == "avg" and app.selectbox(key="head__en").disabled
     open_tab(app, "Model view")
-    app.radio(key="grid_kind").set_value("decoder").run()
-    app.selectbox(key="grid_head").set_value("2").run()
+    app.radio(key="grid_kind__en").set_value("decoder").run()
+    app.selectbox(key="grid_head__en").set_value("2").run()
     open_tab(app, "Token focus")
     app.selectbox(key="focus_layer").set_value(0).run()
-    app.multiselect(key="focus_heads").set_value([1, 3]).run()
+    app.multiselect(key="focus_heads__en").set_value([1, 3]).run()
     open_tab(app, "bertviz")
-    app.radio(key="bertviz_view").set_value("model view").run()
+    app.radio(key="bertviz_view__en").set_value("model view").run()
     open_tab(app, "Heads")
     no_exceptions(app)
-    assert (app.radio(key="kind").value, app.selectbox(key="layer").value, app.selectbox(key="head").value) == (
+    assert (
+        app.radio(key="kind__en").value,
+        app.selectbox(key="layer__en").value,
+        app.selectbox(key="head__en").value,
+    ) == (
         "cross",
         "avg",
         "avg",
@@ -327,21 +335,21 @@ def test_choices_hold_when_tabs_change(checkpoint):
     assert app.query_params["grid_kind"] == "decoder" and app.query_params["focus_heads"] == "2,4"
     assert app.query_params["focus_layer"] == "1" and app.query_params["v"] == "2"
     open_tab(app, "Model view")
-    assert app.radio(key="grid_kind").value == "decoder" and app.selectbox(key="grid_head").value == "2"
+    assert app.radio(key="grid_kind__en").value == "decoder" and app.selectbox(key="grid_head__en").value == "2"
     open_tab(app, "Token focus")
-    assert app.selectbox(key="focus_layer").value == 0 and app.multiselect(key="focus_heads").value == [1, 3]
+    assert app.selectbox(key="focus_layer").value == 0 and app.multiselect(key="focus_heads__en").value == [1, 3]
     open_tab(app, "bertviz")
-    assert app.radio(key="bertviz_view").value == "model view"
+    assert app.radio(key="bertviz_view__en").value == "model view"
 
 
 def test_a_link_reproduces_every_choice(checkpoint):
     app = start()
-    app.radio(key="kind").set_value("decoder").run()
+    app.radio(key="kind__en").set_value("decoder").run()
     app.toggle(key="specials").set_value(False).run()
     app.toggle(key="predicted").set_value(False).run()  # rows by the token they read (not the default)
     open_tab(app, "Token focus")
-    app.radio(key="focus_kind").set_value("cross").run()
-    app.selectbox(key="focus_query").set_value(1).run()
+    app.radio(key="focus_kind__en").set_value("cross").run()
+    app.selectbox(key="focus_query__en").set_value(1).run()
     link = dict(app.query_params)
     copy = AppTest.from_file(APP, default_timeout=120)
     for key, value in link.items():
@@ -424,10 +432,38 @@ def test_a_link_from_before_heads_were_named_from_1_opens_the_same_view(checkpoi
         old.query_params[key] = value
     old.run()
     no_exceptions(old)
-    assert old.selectbox(key="focus_layer").value == 1 and old.multiselect(key="focus_heads").value == [0, 2]
+    assert old.selectbox(key="focus_layer").value == 1 and old.multiselect(key="focus_heads__en").value == [0, 2]
     assert (old.query_params["focus_layer"], old.query_params["focus_heads"]) == ("2", "1,3")
     new = AppTest.from_file(APP, default_timeout=120)
     for key, value in dict(old.query_params).items():
         new.query_params[key] = value
     new.run()
-    assert new.selectbox(key="focus_layer").value == 1 and new.multiselect(key="focus_heads").value == [0, 2]
+    assert new.selectbox(key="focus_layer").value == 1 and new.multiselect(key="focus_heads__en").value == [0, 2]
+
+
+def test_a_fragments_rerun_with_the_labels_of_the_language_before_keeps_every_choice_as_its_option(checkpoint):
+    """Streamlit sends a choice as the label it shows. A fragment that reruns just as the visitor changes the language
+    (a click while the page reruns) brings the labels of the language before: each fragment of the page is rerun with
+    the English labels after the page has run in Korean. Every control still holds the option chosen, never a label
+    and never its default instead, and the page shows no error."""
+    app = start(kind="decoder", layer="2", head="3", scale="fitted", search="greedy", palette="colour_blind")
+    no_exceptions(app)
+    declared = app.session_state[url_state.DECLARED]
+    chosen = {key: app.session_state[key] for key in declared if key in app.session_state}
+    assert {key: chosen[key] for key in ("kind", "layer", "scale", "search", "palette")} == {
+        "kind": "decoder",
+        "layer": "2",
+        "scale": "fitted",
+        "search": "greedy",
+        "palette": "colour_blind",
+    }
+    english = wire_states(app)
+    assert "Decoder self (masked)" in [state.string_value for state in english.widgets]  # the wire holds labels
+    app.sidebar.selectbox(key="lang").set_value("ko").run()
+    fragments = rerun_fragments(app, english, lang=LANGUAGES["ko"])
+    assert len(fragments) == 2  # the sentence panel and the views below it
+    no_exceptions(app)
+    assert {key: app.session_state[key] for key in chosen} == {**chosen, "lang": "ko"}
+    widgets = {key: shown_key(key, "ko") for key in chosen if shown_key(key, "ko") in app.session_state}
+    assert {"kind", "layer", "head", "scale", "search", "palette"} <= widgets.keys()
+    assert {key: app.session_state[widget] for key, widget in widgets.items()} == {key: chosen[key] for key in widgets}

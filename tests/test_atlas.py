@@ -275,9 +275,9 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     points = [i for trace in chart["figure"]["data"] for i in trace.get("customdata") or []]
     heads = 3 * loaded.model.config.encoder_layers * loaded.model.config.num_heads
     assert sorted(points) == list(range(heads))  # every head once on the map
-    first = app.selectbox(key="atlas_head").value
+    first = app.selectbox(key="atlas_head__en").value
     assert app.query_params["atlas_head"] == first
-    app.selectbox(key="atlas_head").set_value("cross-2-3").run()
+    app.selectbox(key="atlas_head__en").set_value("cross-2-3").run()
     no_exceptions(app)
     assert app.main.header[0].value.startswith("Cross L2 H3")
     assert "alignment error rate" in " ".join(str(m.value) for m in app.markdown)
@@ -286,10 +286,10 @@ def test_the_atlas_page_maps_every_head_and_opens_its_card(atlas_checkpoint: Pat
     assert len(related) == atlas.RELATED
     related[0].click().run()
     kind, layer, head = related[0].key.removeprefix("atlas_related_").split("_")
-    assert app.selectbox(key="atlas_head").value == f"{kind}-{layer}-{head}" != "cross-2-3"
+    assert app.selectbox(key="atlas_head__en").value == f"{kind}-{layer}-{head}" != "cross-2-3"
     # A shared link opens the same card; a malformed one the default.
     assert run_atlas_page(atlas_head="encoder-1-2").main.header[0].value.startswith("Encoder L1 H2")
-    assert run_atlas_page(atlas_head="encoder-9-9").selectbox(key="atlas_head").value == first
+    assert run_atlas_page(atlas_head="encoder-9-9").selectbox(key="atlas_head__en").value == first
 
 
 def test_without_a_stored_atlas_the_page_says_how_to_measure_it_and_measures_on_request(atlas_checkpoint: Path):

@@ -249,6 +249,11 @@ def translate(visit: Visit, text: str, tokens: list[str]) -> dict:
     return shown
 
 
+# Streamlit marks its app element with the script's state: "notRunning" once a run is over.
+IDLE_JS = """() => document.querySelector('[data-testid="stApp"]')
+    ?.getAttribute('data-test-script-state') === 'notRunning'"""
+
+
 def open_tab(page: Page, name: str) -> None:
     page.get_by_role("tab", name=name, exact=True).click()
     page.wait_for_selector(f'[role="tab"][aria-selected="true"]:has-text("{name}")')
@@ -550,6 +555,10 @@ def test_the_what_if_page_draws_the_beam_search_tree(open_app: Callable[..., Vis
     assert page.locator('[data-testid="stDataFrame"]').count() >= 1  # the n-best list
     save_screenshot(page, Path(os.environ.get("WHATIF_SCREENSHOT_PATH") or tmp_path / "whatif.png"))
     page.get_by_role("tab", name="Switch heads off").click()
+    # The tab's own run over first (its intact translation shown, the script idle): a click while it still runs
+    # could land on a button that run is about to draw again.
+    page.wait_for_selector("text=With 0 heads off", timeout=STEP_MS)
+    page.wait_for_function(IDLE_JS, timeout=STEP_MS)
     page.get_by_role("button", name="Cross", exact=True).click()
     page.wait_for_selector("text=/With [1-9][0-9]* heads off/", timeout=STEP_MS)
     visit.assert_quiet(page_link="what_if")
@@ -668,7 +677,7 @@ def test_coming_back_to_a_page_keeps_its_choices_and_never_crashes(open_app: Cal
     chosen = controls(page)
     assert chosen["beam"] == "5"
     go_to(page, "Head discovery")
-    page.locator(".st-key-heads_source [data-testid=stRadioOption]").nth(1).click()  # one sentence
+    page.locator(".st-key-heads_source__en [data-testid=stRadioOption]").nth(1).click()  # one sentence
     robot_visitor().settle(page)
     box = page.locator(".st-key-heads_sentence input")
     box.fill("My brother lives in Berlin.")
@@ -700,16 +709,16 @@ def test_choices_on_a_tab_hold_while_other_tabs_are_used(open_app: Callable[...,
     visit = open_app()
     page = visit.page
     robot = robot_visitor()
-    page.locator(".st-key-kind [data-testid=stRadioOption]").nth(0).click()  # encoder self-attention
+    page.locator(".st-key-kind__en [data-testid=stRadioOption]").nth(0).click()  # encoder self-attention
     robot.settle(page)
-    for key, option in (("layer", "2"), ("head", "8")):
+    for key, option in (("layer__en", "2"), ("head__en", "8")):
         page.locator(f".st-key-{key} button[aria-haspopup=listbox]").click()
         page.get_by_role("option", name=option, exact=True).click()
         robot.settle(page)
     heads = controls(page)
-    assert (heads["layer"], heads["head"]) == ("2", "8")
+    assert (heads["layer__en"], heads["head__en"]) == ("2", "8")
     open_tab(page, "Model view")
-    page.locator(".st-key-grid_kind [data-testid=stRadioOption]").nth(2).click()  # cross-attention
+    page.locator(".st-key-grid_kind__en [data-testid=stRadioOption]").nth(2).click()  # cross-attention
     robot.settle(page)
     grid = controls(page)
     in_url = parse_qs(urlsplit(page.url).query)
@@ -717,12 +726,12 @@ def test_choices_on_a_tab_hold_while_other_tabs_are_used(open_app: Callable[...,
     open_tab(page, "Token focus")
     robot.settle(page)
     open_tab(page, "Model view")
-    assert {key: controls(page)[key] for key in ("grid_kind", "grid_layer", "grid_head")} == {
-        key: grid[key] for key in ("grid_kind", "grid_layer", "grid_head")
+    assert {key: controls(page)[key] for key in ("grid_kind__en", "grid_layer__en", "grid_head__en")} == {
+        key: grid[key] for key in ("grid_kind__en", "grid_layer__en", "grid_head__en")
     }
     open_tab(page, "Heads")
-    assert {key: controls(page)[key] for key in ("kind", "layer", "head")} == {
-        key: heads[key] for key in ("kind", "layer", "head")
+    assert {key: controls(page)[key] for key in ("kind__en", "layer__en", "head__en")} == {
+        key: heads[key] for key in ("kind__en", "layer__en", "head__en")
     }
     visit.assert_quiet()
 
@@ -735,16 +744,16 @@ def test_alignment_and_attribution_choices_hold_across_tabs_and_pages(open_app: 
     robot = robot_visitor()
     open_tab(page, "Alignment")
     robot.settle(page)
-    page.locator(".st-key-align_layer button[aria-haspopup=listbox]").click()
+    page.locator(".st-key-align_layer__en button[aria-haspopup=listbox]").click()
     page.get_by_role("option", name="1", exact=True).click()
     robot.settle(page)
     page.locator(".st-key-align_both label").click()
     robot.settle(page)
-    aligned = {key: controls(page)[key] for key in ("align_layer", "align_both")}
-    assert aligned == {"align_layer": "1", "align_both": False}
+    aligned = {key: controls(page)[key] for key in ("align_layer__en", "align_both")}
+    assert aligned == {"align_layer__en": "1", "align_both": False}
     open_tab(page, "Attribution")
     robot.settle(page)
-    page.locator(".st-key-attr_method [data-testid=stRadioOption]").nth(1).click()  # input × gradient
+    page.locator(".st-key-attr_method__en [data-testid=stRadioOption]").nth(1).click()  # input × gradient
     robot.settle(page)
     open_tab(page, "Heads")
     go_to(page, "Positional encoding")
@@ -908,7 +917,7 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
         "() => document.querySelectorAll('.js-plotly-plot')[0].querySelectorAll('.shapelayer path').length"
     )
     assert outlines == 1
-    opener = page.locator(".st-key-grid_head button[aria-haspopup=listbox]")
+    opener = page.locator(".st-key-grid_head__en button[aria-haspopup=listbox]")
     opener.scroll_into_view_if_needed()  # a list opened while the page still scrolls closes again
     opener.click()
     page.get_by_role("option", name="2", exact=True).click()
@@ -956,7 +965,7 @@ def test_the_word_pair_tab_answers_which_heads_link_two_words(open_app: Callable
     page = visit.page
     robot = robot_visitor()
     translate_then_open(page, "The animal didn't cross the street because it was too tired.", "Word pair")
-    for key, word in (("pair_first", "it"), ("pair_second", "animal")):
+    for key, word in (("pair_first__en", "it"), ("pair_second__en", "animal")):
         page.locator(f".st-key-{key} button[aria-haspopup=listbox]").click()
         page.get_by_role("option", name=re.compile(rf"^sentence, word \d+: {word}$")).click()
         robot.settle(page)

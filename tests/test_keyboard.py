@@ -28,7 +28,8 @@ pytestmark = needs_browser
 KEYBOARD_ACTIONS = 40
 KEYBOARD_SEED = 3
 # The main page's controls that must be in its Tab order (the page shows more: all of them are checked).
-MAIN_CONTROLS = {"text", "layer", "head", "kind", "view_tab", "beam", "merge", "lang", "checkpoint"}
+# (A control whose options are translated has a widget per language: ``kind__en``, :mod:`pages.choices`.)
+MAIN_CONTROLS = {"text", "layer__en", "head__en", "kind__en", "view_tab__en", "beam", "merge", "lang", "checkpoint"}
 
 
 def value(page: Page, key: str) -> object:
@@ -107,8 +108,8 @@ def test_a_select_box_and_a_tab_change_by_keyboard_and_hold_after_a_reload(
         robot.settle(page)
         assert value(page, key) == chosen
 
-    choose_and_reload("layer", "ArrowDown", "Enter", listed=True)
-    choose_and_reload("view_tab", "ArrowRight")
+    choose_and_reload("layer__en", "ArrowDown", "Enter", listed=True)
+    choose_and_reload("view_tab__en", "ArrowRight")
     visit.assert_quiet()
 
 

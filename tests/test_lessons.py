@@ -179,11 +179,11 @@ def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, 
     page = context.new_page()
     page.goto(f"{server}/?lesson=paper_tour&lesson_step=1")
     settle(page, FIRST_RENDER_MS)
-    answer = ".st-key-lesson_answer_paper_tour_1"
-    page.locator(answer).get_by_text("about log₂ 20 ≈ 4", exact=True).click()
+    page.locator(".st-key-lesson_answer_paper_tour_1__en").get_by_text("about log₂ 20 ≈ 4", exact=True).click()
     settle(page, FIRST_RENDER_MS)
 
-    def picked(visit) -> list[str]:
+    def picked(visit, language: str = "en") -> list[str]:
+        answer = f".st-key-lesson_answer_paper_tour_1__{language}"  # the radio of each language: pages.choices
         return visit.locator(f"{answer} [role='radio'][aria-checked='true'], {answer} input:checked").evaluate_all(
             "inputs => inputs.map(input => input.closest('label')?.innerText.trim())"
         )
@@ -200,11 +200,11 @@ def test_a_picked_answer_survives_a_reload_a_link_and_another_language(browser, 
     fresh.close()
     page.goto(page.url.replace("lang=en", "lang=ko") if "lang=en" in page.url else f"{page.url}&lang=ko")
     settle(page, FIRST_RENDER_MS)
-    assert picked(page) == ["약 log₂ 20 ≈ 4"]  # the same choice, by its place among the choices
+    assert picked(page, "ko") == ["약 log₂ 20 ≈ 4"]  # the same choice, by its place among the choices
     page.locator(".st-key-lesson_next button").click()
     settle(page, FIRST_RENDER_MS)
     assert "lesson_answer" not in parse_qs(urlsplit(page.url).query)
-    assert page.locator(".st-key-lesson_answer_paper_tour_2 input:checked").count() == 0
+    assert page.locator(".st-key-lesson_answer_paper_tour_2__ko input:checked").count() == 0
     assert blocked == []
     context.close()
 

@@ -83,15 +83,18 @@ def test_the_word_pair_tab_ranks_every_head_on_the_visitors_sentence(trained_che
     app.query_params.update({"text": "the red cat sees the dog.", "view": "Word pair"})
     app.run(timeout=180)
     no_exceptions(app)
-    first, second = app.selectbox(key="pair_first"), app.selectbox(key="pair_second")
+    first, second = app.selectbox(key="pair_first__en"), app.selectbox(key="pair_second__en")
     assert first.value != second.value
     bars = [chart for chart in charts(app) if chart["figure"]["data"][0].get("orientation") == "h"]
     assert len(bars) == 1 and len(bars[0]["figure"]["data"][0]["x"]) == 8  # 2 layers × 4 heads of one kind
-    app.selectbox(key="pair_second").set_value(first.value).run()
+    app.selectbox(key="pair_second__en").set_value(first.value).run()
     assert any("two different words" in plain(info.value) for info in app.info)
-    app.selectbox(key="pair_first").set_value("source-1").run()
-    app.selectbox(key="pair_second").set_value("source-3").run()
+    app.selectbox(key="pair_first__en").set_value("source-1").run()
+    app.selectbox(key="pair_second__en").set_value("source-3").run()
     no_exceptions(app)
-    assert (app.selectbox(key="pair_first").value, app.selectbox(key="pair_second").value) == ("source-1", "source-3")
+    assert (app.selectbox(key="pair_first__en").value, app.selectbox(key="pair_second__en").value) == (
+        "source-1",
+        "source-3",
+    )
     assert "Encoder self-attention" in " ".join(plain(caption.value) for caption in app.caption)
     assert app.query_params["pair_first"] == "source-1" and app.query_params["pair_second"] == "source-3"

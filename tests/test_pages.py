@@ -217,7 +217,7 @@ def test_paper_figures_page_draws_figures_3_to_5_and_follows_its_controls(checkp
     assert any("In diesem Sinne" in m.value for m in app.markdown)  # the reference translation
     assert "&lt;pad&gt;" in labels(charts(app)[0]) and "&lt;EOS&gt;" in labels(charts(app)[0])
 
-    app.selectbox(key="fig_layer").set_value(0).run()
+    app.selectbox(key="fig_layer__en").set_value(0).run()
     no_exceptions(app)
     assert all("layer 1" in title for title in titles(app)[:5])
 
@@ -244,7 +244,7 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     monkeypatch.setenv("TRANSFORMER_CHECKPOINT", str(folder))
     app = run_page(FIGURES)
     no_exceptions(app)
-    slider = app.select_slider(key="fig_step")
+    slider = app.select_slider(key="fig_step__en")
     loaded_step = slider.value
     assert loaded_step == read_json(folder / "meta.json")["step"]  # the loaded model, the last point
     trained = charts(app)[1]["figure"]["data"]
@@ -254,10 +254,10 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
     early_figure = charts(app)[1]["figure"]["data"]
     assert early_figure != trained
     assert any("only for the loaded model" in m.value for m in app.markdown)
-    app.selectbox(key="fig_score").set_value("entropy").run()
+    app.selectbox(key="fig_score__en").set_value("entropy").run()
     early_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert app.query_params["fig_step"] == "5" and app.query_params["fig_score"] == "entropy"
-    app.select_slider(key="fig_step").set_value(loaded_step).run()
+    app.select_slider(key="fig_step__en").set_value(loaded_step).run()
     trained_entropy = array(charts(app)[-1]["figure"]["data"][0]["z"])
     assert early_entropy.min() > trained_entropy.mean()  # uniform heads are the broadest there are
     assert "95%" in charts(app)[-1]["figure"]["data"][0]["hovertemplate"]  # each head's interval on hover
@@ -274,7 +274,7 @@ def test_paper_figures_page_replays_the_timeline(trained_checkpoint: Path, tmp_p
         step: making_metrics(point.attention[3].weights, point.attention[3].tokens)["heads_on_more_difficult_per_layer"]
         for step, point in points.items()
     }
-    chosen, layer = app.select_slider(key="fig_step").value, app.selectbox(key="fig_layer").value
+    chosen, layer = app.select_slider(key="fig_step__en").value, app.selectbox(key="fig_layer__en").value
     most = max(max(per_layer) for per_layer in counts.values())
     assert counts[chosen][layer] == most == making_count(app)
     assert any("cannot show the paper's example" in info.value for info in app.info) == (most == 0)
@@ -306,7 +306,7 @@ def test_paper_figures_say_where_the_model_falls_short_of_the_paper_and_where_it
     app = run_page(FIGURES)
     no_exceptions(app)
     for layer in (1, 0):
-        app.selectbox(key="fig_layer").set_value(layer).run()
+        app.selectbox(key="fig_layer__en").set_value(layer).run()
         (shown,) = [metric for metric in app.metric if metric.label.startswith("Heads of layer")]
         count = int(shown.value.split(" of ")[0])
         notes = [plain(info.value) for info in app.info if "Short of the paper" in info.value]
@@ -322,7 +322,7 @@ def test_paper_figures_say_where_the_model_falls_short_of_the_paper_and_where_it
             best = int(jump[0].label.split()[-1]) - 1
             jump[0].click().run()
             no_exceptions(app)
-            assert app.selectbox(key="fig_layer").value == best
+            assert app.selectbox(key="fig_layer__en").value == best
 
 
 def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(checkpoint: Path):
@@ -330,8 +330,8 @@ def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(check
     head, the same rounding. So do the whole model's best "its" head and its weights."""
     app = run_page(FIGURES)
     no_exceptions(app)
-    for layer in range(len(app.selectbox(key="fig_layer").options)):
-        app.selectbox(key="fig_layer").set_value(layer).run()
+    for layer in range(len(app.selectbox(key="fig_layer__en").options)):
+        app.selectbox(key="fig_layer__en").set_value(layer).run()
         no_exceptions(app)
         # Figure 3: the heads counted are the table's rows on "more"/"difficult", and so is the metric.
         stated = re.search(r"(\d+) head\(s\) of layer (\d+)", findings(app, "from “making”"))
@@ -350,7 +350,7 @@ def test_paper_figures_findings_state_the_numbers_of_the_table_beside_them(check
     caption = next(c.value for c in app.caption if c.value.startswith("Best head of the whole model"))
     best_layer, best_head = (int(n) for n in re.search(r"layer (\d+), head (\d+)", caption).groups())
     shown = {metric.label: float(metric.value) for metric in app.metric if metric.label.startswith("Best head:")}
-    app.selectbox(key="fig_layer").set_value(best_layer - 1).run()
+    app.selectbox(key="fig_layer__en").set_value(best_layer - 1).run()
     table = table_with(app, LAW)
     strength = table[[LAW, APPLICATION]].max(axis=1)
     assert strength[best_head] == strength.max()
@@ -388,15 +388,15 @@ def test_best_example_opens_a_layer_where_figure_3_shows_the_example(
     no_exceptions(app)
     shown = {}
     for step in (early.step, live.step):
-        app.select_slider(key="fig_step").set_value(step).run()
+        app.select_slider(key="fig_step__en").set_value(step).run()
         for layer in range(len(counts)):
-            app.selectbox(key="fig_layer").set_value(layer).run()
+            app.selectbox(key="fig_layer__en").set_value(layer).run()
             shown[step, layer] = making_count(app)
     most = max(shown.values())
     (best,) = [button for button in app.button if button.label == "Show the best example"]
     best.click().run()
     no_exceptions(app)
-    chosen = (app.select_slider(key="fig_step").value, app.selectbox(key="fig_layer").value)
+    chosen = (app.select_slider(key="fig_step__en").value, app.selectbox(key="fig_layer__en").value)
     stated = int(re.search(r"(\d+) head\(s\) of layer", findings(app, "from “making”"))[1])
     assert stated == making_count(app) == shown[chosen] == most, (chosen, shown)
     assert any("cannot show the paper's example" in info.value for info in app.info) == (most == 0)
@@ -415,29 +415,29 @@ def test_head_discovery_page_scores_every_head(checkpoint: Path):
     assert "95%" in heatmap["figure"]["data"][0]["hovertemplate"]
     assert any("95% interval over" in caption.value for caption in app.caption)
     table = app.dataframe[0].value
-    score = app.selectbox(key="heads_score").value
+    score = app.selectbox(key="heads_score__en").value
     low, high = table["interval_low"], table["interval_high"]
     assert (low <= table[score] + 1e-4).all() and (table[score] <= high + 1e-4).all() and (low < high).any()
     assert {metric.label.split(":")[0] for metric in app.metric} >= {"Figure 3", "Figure 4"}
 
-    app.radio(key="heads_kind").set_value("cross-attention").run()
+    app.radio(key="heads_kind__en").set_value("cross-attention").run()
     no_exceptions(app)
-    assert app.selectbox(key="heads_score").value == "alignment_dictionary"
-    assert app.selectbox(key="heads_score").options[0] == "Alignment with dictionary translations"  # readable
+    assert app.selectbox(key="heads_score__en").value == "alignment_dictionary"
+    assert app.selectbox(key="heads_score__en").options[0] == "Alignment with dictionary translations"  # readable
     assert "cross-attention" in titles(app)[0]
     # Shares are drawn on a fixed 0–1 scale, so a model whose heads all score near 0 looks near 0.
     assert (charts(app)[0]["figure"]["data"][0]["zmin"], charts(app)[0]["figure"]["data"][0]["zmax"]) == (0, 1)
 
     # The decoder's masked self-attention heads are scored too, without the score its mask fixes at 0.
-    app.radio(key="heads_kind").set_value("decoder self-attention").run()
+    app.radio(key="heads_kind__en").set_value("decoder self-attention").run()
     no_exceptions(app)
     assert "decoder self-attention" in titles(app)[0]
     assert array(charts(app)[0]["figure"]["data"][0]["z"]).shape == (2, 4)
-    assert "Weight on the previous token" in app.selectbox(key="heads_score").options
-    assert "Weight on the next token" not in app.selectbox(key="heads_score").options
+    assert "Weight on the previous token" in app.selectbox(key="heads_score__en").options
+    assert "Weight on the next token" not in app.selectbox(key="heads_score__en").options
     assert len(app.dataframe[0].value) == 2 * 4
 
-    app.radio(key="heads_source").set_value("one sentence").run()
+    app.radio(key="heads_source__en").set_value("one sentence").run()
     no_exceptions(app)
     assert any("one sentence" in caption.value for caption in app.caption)
     assert any("One sentence gives no interval" in caption.value for caption in app.caption)
@@ -457,27 +457,27 @@ def reopen(app: AppTest, page: str) -> AppTest:
 def test_a_paper_figures_link_reproduces_the_view(checkpoint: Path):
     app = run_page(FIGURES)
     app.sidebar.toggle(key="fig_words").set_value(False).run()
-    app.selectbox(key="fig_layer").set_value(0).run()
+    app.selectbox(key="fig_layer__en").set_value(0).run()
     app.multiselect(key="fig3_heads").set_value([1, 3]).run()
     app.multiselect(key="fig5_heads").set_value([0]).run()
-    app.selectbox(key="fig_score").set_value("entropy").run()
+    app.selectbox(key="fig_score__en").set_value("entropy").run()
     copy = reopen(app, FIGURES)
     no_exceptions(copy)
-    assert copy.selectbox(key="fig_layer").value == 0 and copy.multiselect(key="fig3_heads").value == [1, 3]
+    assert copy.selectbox(key="fig_layer__en").value == 0 and copy.multiselect(key="fig3_heads").value == [1, 3]
     assert copy.sidebar.toggle(key="fig_words").value is False
     assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]
 
 
 def test_a_head_discovery_link_reproduces_the_view(checkpoint: Path):
     app = run_page(HEADS)
-    app.radio(key="heads_source").set_value("one sentence").run()
+    app.radio(key="heads_source__en").set_value("one sentence").run()
     app.text_input(key="heads_sentence").set_value("The dog chased its tail.").run()
-    app.radio(key="heads_kind").set_value("cross-attention").run()
-    app.selectbox(key="heads_score").set_value("alignment_consensus").run()
+    app.radio(key="heads_kind__en").set_value("cross-attention").run()
+    app.selectbox(key="heads_score__en").set_value("alignment_consensus").run()
     copy = reopen(app, HEADS)
     no_exceptions(copy)
     assert copy.text_input(key="heads_sentence").value == "The dog chased its tail."
-    assert copy.radio(key="heads_kind").value == "cross-attention"
+    assert copy.radio(key="heads_kind__en").value == "cross-attention"
     assert charts(copy)[0]["figure"] == charts(app)[0]["figure"]
 
 
@@ -495,37 +495,6 @@ def test_malformed_links_fall_back_to_defaults(checkpoint: Path):
         app.run()
         no_exceptions(app)
         assert charts(app), page
-
-
-LABELLED_PALETTE = """
-import plotly.graph_objects as go
-import streamlit as st
-
-from pages.figures import PALETTE_KEY, show_figure, sidebar_figure_choices
-from transformer.features.i18n import message
-from transformer.plots.palettes import STANDARD
-
-st.session_state[PALETTE_KEY] = message("ko", "common.palette_colour_blind")
-if {sidebar}:
-    sidebar_figure_choices()
-show_figure(go.Figure(go.Bar(x=[1], y=[1], marker_color=STANDARD["blue"])), key="bars")
-"""
-
-
-@pytest.mark.parametrize("sidebar", [False, True], ids=["in a fragment", "on the page"])
-def test_a_palette_met_by_its_label_in_another_language_is_read_back_to_its_name(sidebar: bool):
-    """Streamlit keeps a select box's choice as its label: a fragment rerunning on a timer (the tiny model's training)
-    as the visitor changed the language met the palette's label in the language before, and its charts failed. The
-    label is read back to its palette: the chart is drawn in it, and the sidebar (drawn first on a page) shows it."""
-    from transformer.plots.palettes import STANDARD, with_palette
-
-    app = AppTest.from_string(LABELLED_PALETTE.format(sidebar=sidebar), default_timeout=60).run()
-    no_exceptions(app)
-    expected = with_palette(go.Figure(go.Bar(x=[1], y=[1], marker_color=STANDARD["blue"])), "colour_blind")
-    (chart,) = charts(app)
-    assert chart["figure"]["data"][0]["marker"]["color"] == expected.data[0].marker.color != STANDARD["blue"]
-    if sidebar:
-        assert app.sidebar.selectbox(key="palette").value == "colour_blind"
 
 
 def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
@@ -548,7 +517,7 @@ def test_model_page_shows_no_folder_of_the_training_machine(shipped_copy: Path):
 def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     app = run_page(STEPS)
     no_exceptions(app)
-    assert app.radio(key="steps_kind").value == "encoder" and app.select_slider(key="steps_step").value == 1
+    assert app.radio(key="steps_kind__en").value == "encoder" and app.select_slider(key="steps_step__en").value == 1
     first = charts(app)[0]  # the open step; the other tabs follow
     assert "Input rows, layer 1, head 1" in first["figure"]["layout"]["title"]["text"]
     # Layer 1 starts from the scaled embedding plus the positional encoding: X is their sum, cell by cell.
@@ -557,7 +526,7 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     assert any("Step 1 of 11" in header.value for header in app.main.header)
 
     app.button[1].click().run()  # Next →
-    assert app.select_slider(key="steps_step").value == 2
+    assert app.select_slider(key="steps_step__en").value == 2
     assert [panel["text"].split(" [")[0] for panel in charts(app)[0]["figure"]["layout"]["annotations"]] == [
         "Q",
         "K",
@@ -565,12 +534,12 @@ def test_step_by_step_page_walks_through_one_head(checkpoint: Path):
     ]
 
     # Decoder self-attention: the masked scores hide every later position, and the weights are the app's map.
-    app.radio(key="steps_kind").set_value("decoder").run()
-    app.select_slider(key="steps_step").set_value(5).run()
+    app.radio(key="steps_kind__en").set_value("decoder").run()
+    app.select_slider(key="steps_step__en").set_value(5).run()
     no_exceptions(app)
     masked = array(charts(app)[0]["figure"]["data"][0]["z"])
     assert np.isnan(masked[np.triu_indices(len(masked), 1)]).all() and not np.isnan(np.diag(masked)).any()
-    app.select_slider(key="steps_step").set_value(6).run()
+    app.select_slider(key="steps_step__en").set_value(6).run()
     weights = array(charts(app)[0]["figure"]["data"][0]["z"])
     np.testing.assert_allclose(weights.sum(1), 1.0, atol=1e-5)
     assert any("Translate and explore" in caption.value for caption in app.caption)
@@ -612,14 +581,14 @@ def test_classroom_tabs_show_scaling_heads_and_decoding(checkpoint: Path):
 def test_a_step_by_step_link_reproduces_the_view(checkpoint: Path):
     app = run_page(STEPS)
     app.text_input(key="steps_text").set_value("the dog sat.").run()
-    app.radio(key="steps_kind").set_value("cross").run()
+    app.radio(key="steps_kind__en").set_value("cross").run()
     app.selectbox(key="steps_layer").set_value(2).run()
     app.selectbox(key="steps_head").set_value(3).run()
     app.selectbox(key="steps_query").set_value(1).run()
-    app.select_slider(key="steps_step").set_value(6).run()
+    app.select_slider(key="steps_step__en").set_value(6).run()
     copy = reopen(app, STEPS)
     no_exceptions(copy)
-    assert copy.selectbox(key="steps_head").value == 3 and copy.select_slider(key="steps_step").value == 6
+    assert copy.selectbox(key="steps_head").value == 3 and copy.select_slider(key="steps_step__en").value == 6
     assert [chart["figure"] for chart in charts(copy)] == [chart["figure"] for chart in charts(app)]
 
 

@@ -15,8 +15,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import array, charts, no_exceptions
-from transformer.features.i18n import catalogue
+from pages.choices import shown_key
+from tests.conftest import array, charts, no_exceptions, rerun_fragments, wire_states
+from transformer.features.i18n import LANGUAGES, catalogue
 from transformer.features.toy import (
     FIRST_SYMBOL,
     ToySettings,
@@ -216,7 +217,7 @@ def until_trained(app: AppTest, timeout: float = 180.0) -> AppTest:
 def test_the_page_trains_draws_and_keeps_its_run():
     app = open_page(toy_task="copy", toy_steps="50")
     no_exceptions(app)
-    assert app.radio(key="toy_task").value == "copy"  # restored from the URL
+    assert app.radio(key="toy_task__en").value == "copy"  # restored from the URL
     assert app.slider(key="toy_steps").value == 50
     assert not charts(app) and app.info
     app.button(key="toy_train").click().run()
@@ -233,18 +234,18 @@ def test_the_page_trains_draws_and_keeps_its_run():
     assert metrics["Step"] == "50" and re.fullmatch(r"\d+\.\d%", metrics["Exact match"])
     assert app.success and app.query_params["toy_task"] == "copy"
 
-    app.radio(key="toy_view").set_value("encoder").run()  # a rerun draws the kept run, not a new one
+    app.radio(key="toy_view__en").set_value("encoder").run()  # a rerun draws the kept run, not a new one
     assert "Encoder self-attention at step 50" in charts(app)[1]["figure"]["layout"]["title"]["text"]
-    app.select_slider(key="toy_step").set_value(25).run()
+    app.select_slider(key="toy_step__en").set_value(25).run()
     assert "at step 25" in charts(app)[1]["figure"]["layout"]["title"]["text"]
-    app.radio(key="toy_task").set_value("reverse").run()
+    app.radio(key="toy_task__en").set_value("reverse").run()
     assert not charts(app) and app.query_params["toy_task"] == "reverse"
-    app.radio(key="toy_task").set_value("copy").run()
+    app.radio(key="toy_task__en").set_value("copy").run()
     no_exceptions(app)
     assert len(charts(app)) == 2 and app.metric[0].value == "25"  # the copy run, back at the step chosen
     link = open_page(**dict(app.query_params))  # the page's link in a new session: the view, without the run
     no_exceptions(link)
-    assert link.radio(key="toy_task").value == "copy" and link.radio(key="toy_view").value == "encoder"
+    assert link.radio(key="toy_task__en").value == "copy" and link.radio(key="toy_view__en").value == "encoder"
     assert link.slider(key="toy_steps").value == 50 and not charts(link)
 
 
@@ -269,6 +270,30 @@ def test_one_job_per_session_and_stop_ends_it():
     until_trained(app)
     no_exceptions(app)
     assert "toy_job" not in app.query_params and app.button(key="toy_train")
+
+
+def test_the_trainings_rerun_with_the_labels_of_the_language_before_keeps_every_choice_as_its_option():
+    """The training is redrawn every second by a fragment of its own. A redraw that meets the visitor changing the
+    language brings the labels of the language before (Streamlit sends a choice as its label; the palette's once
+    reached the charts as a label, and they failed): every choice still holds its option, and the page no error."""
+    app = open_page(toy_task="sort", toy_steps="3000", toy_seed="5", toy_view="encoder", palette="colour_blind")
+    app.button(key="toy_train").click().run()
+    deadline = time.monotonic() + 120
+    while not charts(app) and time.monotonic() < deadline:  # the fragment draws the run once it has a snapshot
+        time.sleep(0.5)
+        app.run()
+    assert charts(app)
+    chosen = {key: app.session_state[key] for key in ("toy_task", "toy_view", "palette")}
+    assert chosen == {"toy_task": "sort", "toy_view": "encoder", "palette": "colour_blind"}
+    english = wire_states(app)
+    app.sidebar.selectbox(key="lang").set_value("ko").run()
+    assert rerun_fragments(app, english, lang=LANGUAGES["ko"])  # the training's redraw
+    no_exceptions(app)
+    assert {key: app.session_state[key] for key in chosen} == chosen
+    assert all(app.session_state[shown_key(key, "ko")] == value for key, value in chosen.items())
+    app.button(key="toy_stop").click().run()
+    until_trained(app)
+    no_exceptions(app)
 
 
 def test_the_page_speaks_korean():

@@ -56,23 +56,23 @@ def test_switching_every_cross_head_off_changes_the_translation_and_none_changes
 
     app.button(key="wi_all_cross").click().run()
     no_exceptions(app)
-    assert len(app.multiselect(key="wi_off_cross").value) == 8 and app.query_params["wi_off_cross"]
+    assert len(app.multiselect(key="wi_off_cross__en").value) == 8 and app.query_params["wi_off_cross"]
     _, ablated = translations(app)
     assert "line-through" in ablated or "#dcf5dc" in ablated  # the output changed, and the page marks how
     other = open_page(sentence, wi_off_cross=app.query_params["wi_off_cross"])  # the link, in a new session
-    assert other.multiselect(key="wi_off_cross").value == app.multiselect(key="wi_off_cross").value
+    assert other.multiselect(key="wi_off_cross__en").value == app.multiselect(key="wi_off_cross__en").value
     assert translations(other) == translations(app)
 
 
 def test_importance_tab_ranks_heads_and_hands_the_least_important_to_the_ablation(checkpoint, sentence):
     app = open_page(sentence, wi_tab="importance", wi_sample="5")
     no_exceptions(app)
-    assert app.radio(key="wi_measure").options == ["gradient proxy"]  # no ablation measured yet
+    assert app.radio(key="wi_measure__en").options == ["gradient proxy"]  # no ablation measured yet
     maps = [chart for chart in charts(app) if chart["figure"]["data"][0]["type"] == "heatmap"]
     assert len(maps) == 3 and all(array(m["figure"]["data"][0]["z"]).shape == (2, 4) for m in maps)
     app.button[[b.label for b in app.button].index("Measure by ablation")].click().run()
     no_exceptions(app)
-    assert app.radio(key="wi_measure").value == "bleu_drop"
+    assert app.radio(key="wi_measure__en").value == "bleu_drop"
     app.slider(key="wi_k").set_value(3).run()
     app.button[[b.label for b in app.button].index("Switch these 3 heads off")].click().run()
     no_exceptions(app)
@@ -93,7 +93,7 @@ def test_stored_importance_is_used_only_for_its_own_weights(checkpoint, sentence
     assert not app.info and "words, pairs 3–4 (heads ranked on pairs 1–2)" in captions
     (table,) = [frame.value for frame in app.dataframe if "BLEU lost, 95% interval" in frame.value.columns]
     assert len(table) == 24 and all(cell.startswith("[") for cell in table["BLEU lost, 95% interval"])
-    assert app.radio(key="wi_measure").options == ["BLEU lost", "chrF lost", "gradient proxy"]
+    assert app.radio(key="wi_measure__en").options == ["BLEU lost", "chrF lost", "gradient proxy"]
     weights = checkpoint / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)  # other weights: the stored table is not theirs
     assert ablation.read_importance(load_checkpoint(checkpoint)) is None
@@ -148,7 +148,7 @@ def test_side_by_side_compares_two_sentences_and_two_checkpoints(checkpoint, sen
     app.text_input(key="wi_other_text").set_value(sentence + " " + sentence).run()
     no_exceptions(app)
     assert any("differ in shape" in info.value for info in app.info)
-    app.radio(key="wi_mode").set_value("checkpoints").run()
+    app.radio(key="wi_mode__en").set_value("checkpoints").run()
     no_exceptions(app)
     assert str(checkpoint) in app.selectbox(key="wi_other").options
     app.text_input(key="wi_other_path").set_value(str(tmp_path / "missing")).run()
@@ -202,7 +202,7 @@ def test_every_tab_opens_on_the_models_clearest_head(monkeypatch):
         app = open_page("The children are playing in the park.", wi_tab=tab, **given)
         no_exceptions(app)
         shown = (
-            app.radio(key=f"{prefix}kind").value,
+            app.radio(key=f"{prefix}kind__en").value,
             app.selectbox(key=f"{prefix}layer").value,
             app.selectbox(key=f"{prefix}head").value,
         )
@@ -213,11 +213,11 @@ def test_switched_off_heads_are_named_layer_head_from_1_and_old_links_still_open
     """``wi_off_cross=2-4`` is layer 2, head 4; a link from before version 2 gave layer × heads + head from 0."""
     app = open_page(sentence, wi_off_cross="2-4", v="2")
     no_exceptions(app)
-    assert app.multiselect(key="wi_off_cross").value == [(1, 3)]
+    assert app.multiselect(key="wi_off_cross__en").value == [(1, 3)]
     heads = json.loads((Path(checkpoint) / "config.json").read_text())["num_heads"]
     old = open_page(sentence, wi_off_cross=str(1 * heads + 3))  # no v: the old spelling of the same head
     no_exceptions(old)
-    assert old.multiselect(key="wi_off_cross").value == [(1, 3)] and old.query_params["wi_off_cross"] == "2-4"
+    assert old.multiselect(key="wi_off_cross__en").value == [(1, 3)] and old.query_params["wi_off_cross"] == "2-4"
 
 
 def test_side_by_side_with_a_model_of_another_shape_offers_what_both_have(checkpoint, sentence, tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ import html
 import streamlit as st
 
 from pages import decoding, tabs, url_state
+from pages.choices import keyed
 from pages.common import fragment_of, leave_page, page
 from pages.explore import alignment, attribution, bertviz, focus, heads, lens, model_view, pair
 from pages.explore.shared import Shown
@@ -40,7 +41,7 @@ MAX_CHARACTERS = 2000  # longer pastes are cut before tokenising (the model read
 # Every control's value lives in st.session_state under its key and in the URL under the same name (url_state).
 TABS = (heads.TAB, model_view.TAB, focus.TAB, pair.TAB, alignment.TAB, attribution.TAB, lens.TAB, bertviz.TAB)
 VIEW_KEY = "view"
-VIEW_TAB_KEY = "view_tab"  # the tabs widget: its value is the open tab's label in the chosen language
+VIEW_TAB_KEY = "view_tab"  # the tab strip (its widget: view_tab__en, …; the open tab: VIEW_KEY)
 SCALES = ("0 to 1", "fitted")
 FIELDS = {
     "text": Field(DEFAULT_SENTENCE, url_state.text(100_000)),
@@ -98,8 +99,14 @@ def sidebar() -> None:
     st.toggle(t("explore.specials"), key="specials")
     st.toggle(t("explore.predicted"), key="predicted", help=t("explore.predicted_help"))
     scales = {"0 to 1": t("explore.scale_fixed"), "fitted": t("explore.scale_fitted")}
-    st.radio(
-        t("explore.scale"), SCALES, key="scale", horizontal=True, format_func=scales.get, help=t("explore.scale_help")
+    keyed(
+        st.radio,
+        t("explore.scale"),
+        SCALES,
+        key="scale",
+        horizontal=True,
+        format_func=scales.get,
+        help=t("explore.scale_help"),
     )
 
 

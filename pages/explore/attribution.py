@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.explore.shared import Shown
 from pages.figures import sentence_slug, show_figure
 from pages.i18n import language, t
@@ -70,7 +71,8 @@ def render(shown: Shown) -> None:
         format_func=lambda i: f"{i + 1}: {pieces[i]}",
     )
     position = st.session_state["attr_position"]
-    method_column.radio(
+    keyed(
+        method_column.radio,
         t("explore.attr_method"),
         at.METHODS,
         key="attr_method",
@@ -80,7 +82,8 @@ def render(shown: Shown) -> None:
     )
     options = [NO_CONTRAST, *alternatives(loaded, source_ids, output_ids, position)]
     url_state.ensure("attr_against", NO_CONTRAST, lambda value: value in options)
-    against_column.selectbox(
+    keyed(
+        against_column.selectbox,
         t("explore.attr_against"),
         options,
         key="attr_against",

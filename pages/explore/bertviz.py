@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.explore.shared import Shown
 from pages.i18n import t
 from pages.pickers import kind_labels
@@ -20,11 +21,16 @@ def render(shown: Shown) -> None:
     maps = shown.maps
     left, right = st.columns(2)
     bertviz_names = {"head view": t("explore.bertviz_head_view"), "model view": t("explore.bertviz_model_view")}
-    view = left.radio(
-        t("explore.bertviz_view"), BERTVIZ_VIEWS, key="bertviz_view", horizontal=True, format_func=bertviz_names.get
+    view = keyed(
+        left.radio,
+        t("explore.bertviz_view"),
+        BERTVIZ_VIEWS,
+        key="bertviz_view",
+        horizontal=True,
+        format_func=bertviz_names.get,
     )
     kinds = {"all": t("explore.all_three"), **kind_labels()}
-    kind = right.selectbox(t("explore.attention"), ["all", *KINDS], key="bertviz_kind", format_func=kinds.get)
+    kind = keyed(right.selectbox, t("explore.attention"), ["all", *KINDS], key="bertviz_kind", format_func=kinds.get)
     selected = None if kind == "all" else kind
     if view == "head view":
         document = bertviz_view.head_view_html(maps, selected)

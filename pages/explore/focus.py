@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.explore.shared import Shown, figure_name, kind_choice
 from pages.figures import show_figure
 from pages.i18n import language, t
@@ -26,11 +27,11 @@ def render(shown: Shown) -> None:
     options = [None, *range(len(queries))]
     url_state.ensure("focus_query", None, options.__contains__)
     query_names = {i: t("explore.all_tokens") if i is None else f"{i + 1}: {queries[i]}" for i in options}
-    query = right.selectbox(t("explore.query"), options, key="focus_query", format_func=query_names.get)
+    query = keyed(right.selectbox, t("explore.query"), options, key="focus_query", format_func=query_names.get)
     url_state.ensure("focus_heads", list(range(maps.num_heads)), url_state.indices_below(maps.num_heads))
     head_names = {h: t("explore.head", head=h + 1) for h in range(maps.num_heads)}
-    heads = st.multiselect(
-        t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get, key="focus_heads"
+    heads = keyed(
+        st.multiselect, t("explore.heads"), list(range(maps.num_heads)), format_func=head_names.get, key="focus_heads"
     )
     title = f"{t(f'kind.{kind}')}, {t('explore.layer', layer=layer + 1)}" + (
         "" if query is None else t("explore.attention_of", token=queries[query])

@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.explore.shared import Shown, show_head
 from pages.figures import show_figure
 from pages.i18n import escaped, language, t
@@ -62,8 +63,8 @@ def render(shown: Shown) -> None:
         for word in offered
     }
     left, right = st.columns(2)
-    chosen = left.selectbox(t("explore.pair_from"), options, key="pair_first", format_func=labels.get)
-    other = right.selectbox(t("explore.pair_to"), options, key="pair_second", format_func=labels.get)
+    chosen = keyed(left.selectbox, t("explore.pair_from"), options, key="pair_first", format_func=labels.get)
+    other = keyed(right.selectbox, t("explore.pair_to"), options, key="pair_second", format_func=labels.get)
     first, second = parse(chosen), parse(other)
     if first == second:
         st.info(t("explore.pair_same"))

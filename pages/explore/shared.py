@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
+from pages.choices import keyed
 from pages.figures import sentence_slug, show_figure
 from pages.i18n import language, t
 from pages.links import atlas_button
@@ -69,8 +70,9 @@ def layer_head_pickers(maps: AttentionMaps, prefix: str = "", columns=None) -> t
     left, right = columns or st.columns(2)
     average = t("explore.average")
     names = {value: average if value == "avg" else value for value in {*layer_options, *head_options}}
-    left.selectbox(t("explore.layer_label"), layer_options, key=f"{prefix}layer", format_func=names.get)
-    right.selectbox(
+    keyed(left.selectbox, t("explore.layer_label"), layer_options, key=f"{prefix}layer", format_func=names.get)
+    keyed(
+        right.selectbox,
         t("explore.head_label"),
         head_options,
         key=f"{prefix}head",

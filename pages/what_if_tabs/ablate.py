@@ -10,6 +10,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.i18n import t
 from pages.models import MAX_SOURCE_TOKENS
 from pages.tabs import Tab
@@ -52,7 +53,8 @@ def render(case: Case) -> None:
         every = every_head[kind]
         key = f"wi_off_{kind}"
         url_state.ensure(key, [], lambda chosen, every=set(every): all(pair in every for pair in chosen))
-        column.multiselect(
+        keyed(
+            column.multiselect,
             t("whatif.off", kind=t(f"kind.{kind}")),
             every,
             key=key,

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from pages import url_state
+from pages.choices import keyed
 from pages.figures import matrix_csv, show_figure
 from pages.i18n import escaped, language, t
 from pages.models import cached_translation, error_line, may_open_folders, open_checkpoint
@@ -36,7 +37,7 @@ def render(case: Case) -> None:
     loaded, text, translation, options = case.loaded, case.text, case.translation, case.options
     st.caption(t("whatif.compare_intro"))
     mode_names = {mode: t(f"whatif.mode_{mode}") for mode in MODES}
-    mode = st.radio(t("whatif.compare"), MODES, key="wi_mode", format_func=mode_names.get, horizontal=True)
+    mode = keyed(st.radio, t("whatif.compare"), MODES, key="wi_mode", format_func=mode_names.get, horizontal=True)
     if mode == "checkpoints":
         choices = comparison_checkpoints(loaded)
         url_state.ensure("wi_other", choices[0], choices.__contains__)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from pages import url_state
 from pages.caching import per_model
+from pages.choices import keyed
 from pages.figures import show_figure
 from pages.i18n import decoding_label, escaped, language, sample_label, t
 from pages.page_slots import called_outside_the_slot
@@ -79,8 +80,8 @@ def render(case: Case) -> None:
     measures = [m for m in MEASURES if has_ablation or m == "gradient"]
     url_state.ensure("wi_measure", measures[0], measures.__contains__)
     measure_names = {m: t(f"whatif.measure_{m}") for m in measures}
-    measure = st.radio(
-        t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get, horizontal=True
+    measure = keyed(
+        st.radio, t("whatif.measure_by"), measures, key="wi_measure", format_func=measure_names.get, horizontal=True
     )
     for kind in KINDS:  # one under another: three across left each head's number unreadably small at 1280 px
         show_figure(
