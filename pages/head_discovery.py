@@ -18,7 +18,8 @@ from pages.sentence import sentence_input
 from pages.url_state import Field
 from transformer.analysis.alignment import DICTIONARY_FILE
 from transformer.analysis.figures import LAW_SENTENCE
-from transformer.analysis.heads import SCORES, head_score_tables
+from transformer.analysis.heads import SCORES
+from transformer.analysis.score_tables import HeadScoreTables, head_score_tables
 from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.plots import head_scores as plot_head_scores
 
@@ -27,12 +28,12 @@ st.set_page_config(page_title=t("heads.title"), page_icon="🔎", layout="wide")
 
 @called_outside_the_slot  # up to 300 sentences of model work: other visitors' pages never wait for it
 @per_model(max_entries=8)
-def sample_tables(loaded: LoadedCheckpoint, sample: int) -> dict:
+def sample_tables(loaded: LoadedCheckpoint, sample: int) -> HeadScoreTables:
     return head_score_tables(loaded, sample=sample)
 
 
 @per_model(max_entries=16)
-def sentence_tables(loaded: LoadedCheckpoint, sentence: str) -> dict:
+def sentence_tables(loaded: LoadedCheckpoint, sentence: str) -> HeadScoreTables:
     return head_score_tables(loaded, sentences=[sentence])
 
 
@@ -86,17 +87,13 @@ with page("heads", FIELDS) as loaded:
             tables = sentence_tables(loaded, sentence)
 
     point = measured_heads(loaded).point
-    by_kind = {
-        kind: {key: np.asarray(values, dtype=float) for key, values in tables.get(TABLES[kind], {}).items()}
-        for kind in KINDS
-    }
-    bounds_by_kind = {kind: tables.get("intervals", {}).get(TABLES[kind], {}) for kind in KINDS}
+    by_kind = {kind: tables.scores.get(TABLES[kind], {}) for kind in KINDS}
     st.caption(
         t(
             "heads.measured_over",
-            sample=escaped(sample_label(tables["sample"])),
-            words=int(tables.get("output_words", 0)),
-            partners=int(tables.get("dictionary_words", 0)),
+            sample=escaped(sample_label(tables.sample)),
+            words=tables.output_words,
+            partners=tables.dictionary_words,
             dictionary=escaped(DICTIONARY_FILE.name, code=True),
         )
     )
@@ -147,11 +144,8 @@ with page("heads", FIELDS) as loaded:
     )
     score = SCORES[score_key]
     values = scores[score_key]
-    bounds = bounds_by_kind[kind].get(score_key)  # its 95% intervals: none over one sentence
-    low = high = near_best = None
-    if bounds is not None:
-        low, high = (np.asarray(bounds[part], dtype=float) for part in ("low", "high"))
-        near_best = np.asarray(bounds["near_best"], dtype=bool)
+    bounds = tables.interval(TABLES[kind], score_key)  # its 95% intervals: none over one sentence
+    low, high, near_best = (None, None, None) if bounds is None else (bounds.low, bounds.high, bounds.near_best)
     st.caption(f"{escaped(score_names[score_key])}: {escaped(score_text(score_key, 'description'))}.")
     show_figure(
         plot_head_scores.score_heatmap(
@@ -177,7 +171,7 @@ with page("heads", FIELDS) as loaded:
             st.caption(t("heads.no_interval"))
         else:
             value = values[layer, head]
-            interval = {"low": low[layer, head], "high": high[layer, head], "items": bounds["items"]}
+            interval = {"low": low[layer, head], "high": high[layer, head], "items": bounds.items}
             others = [head_name(a, b) for a, b in np.argwhere(near_best) if (a, b) != (layer, head)]
             if len(others) > 6:  # the map frames them all
                 others = [*others[:6], f"… (+{len(others) - 6})"]

@@ -27,6 +27,7 @@ from transformer.analysis.figures import (
     pattern_difference,
 )
 from transformer.analysis.heads import SCORES, head_statistics
+from transformer.analysis.score_tables import HeadScoreTables
 from transformer.analysis.timeline import TIMELINE_FILE, TimelinePoint, load_timeline
 from transformer.formats.checkpoint import CheckpointError
 from transformer.plots import head_scores as plot_head_scores
@@ -68,21 +69,17 @@ def go_to_layer(layer: int) -> None:
     forget_heads()
 
 
-def furthest_head(tables: dict, first: int) -> str:
+def furthest_head(tables: HeadScoreTables, first: int) -> str:
     """The encoder head that looks furthest over the sample of other sentences the page measured (its share of
     attention on words more than 5 positions away, with its 95% interval); empty without those measurements."""
-    try:
-        mass = np.asarray(tables["encoder"]["long_range_mass"], dtype=float)
-        bounds = tables["intervals"]["encoder"]["long_range_mass"]
-        low, high = np.asarray(bounds["low"], dtype=float), np.asarray(bounds["high"], dtype=float)
-    except (KeyError, TypeError, ValueError):
+    mass, bounds = tables.score("encoder", "long_range_mass"), tables.interval("encoder", "long_range_mass")
+    if mass is None or bounds is None or mass.ndim != 2 or not np.isfinite(mass).any():
         return ""
-    if mass.ndim != 2 or not np.isfinite(mass).any():
-        return ""
+    low, high = bounds.low, bounds.high
     layer, head = np.unravel_index(np.nanargmax(mass), mass.shape)
     return t(
         "fig.furthest_head",
-        sentences=tables.get("sentences", 0),
+        sentences=tables.sentences,
         layer=int(layer) + first,
         head=int(head) + first,
         mass=mass[layer, head],
@@ -91,7 +88,7 @@ def furthest_head(tables: dict, first: int) -> str:
     )
 
 
-def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int, tables: dict) -> None:
+def short_of_the_paper(per_layer: list[int], layer: int, best: int, first: int, tables: HeadScoreTables) -> None:
     """Where the loaded model falls short of Figure 3 in the layer shown (fewer than the 3 heads the paper draws):
     say so plainly, with the layer where it does it most (one click away), the head that looks furthest on other
     sentences and how to see a stronger model, so that a visitor can tell the app from the model."""
@@ -379,7 +376,7 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
     score = SCORES.get(score_key)
     name = score_names[score_key]
     st.caption(f"{escaped(name)}: {escaped(score_text(score_key, 'description')) if score else ''}.")
-    bounds = point.intervals.get(score_key, {})  # none for a snapshot recorded before intervals were kept
+    bounds = point.intervals.get(score_key)  # none for a snapshot recorded before intervals were kept
     show_figure(
         plot_head_scores.score_heatmap(
             point.scores[score_key],
@@ -387,12 +384,12 @@ with page("figures", FIELDS, sidebar=sidebar) as loaded:
             first=first,
             zrange=score.zrange if score else None,
             language=language(),
-            low=bounds.get("low"),
-            high=bounds.get("high"),
-            near_best=bounds.get("near_best"),
+            low=None if bounds is None else bounds.low,
+            high=None if bounds is None else bounds.high,
+            near_best=None if bounds is None else bounds.near_best,
         ),
         key="fig_scores",
         filename=f"paper-figures-head-scores-{score_key}-step{point.step}",
     )
-    st.caption(t("fig.scores_interval", items=bounds["items"]) if bounds else t("fig.scores_no_interval"))
+    st.caption(t("fig.scores_interval", items=bounds.items) if bounds else t("fig.scores_no_interval"))
     st.caption(t("fig.papers_row", paper=PAPER_LAYER, row=t("fig.layer", layer=the_paper_layer + first)))

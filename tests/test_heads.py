@@ -16,10 +16,10 @@ from transformer.analysis.attention import attention_for
 from transformer.analysis.heads import (
     SCORES,
     HeadScore,
-    head_score_tables,
     head_statistics,
     pronoun_to_antecedent,
 )
+from transformer.analysis.score_tables import head_score_tables
 from transformer.cli import dictionary as dictionary_cli
 from transformer.cli import paper_figures as figures_cli
 from transformer.cli import timeline as timeline_cli
@@ -134,22 +134,25 @@ def test_head_score_tables_cover_every_head(loaded):
     tables = head_score_tables(loaded, sample=6)
     shape = (loaded.config.encoder_layers, loaded.config.num_heads)
     for name in ("mean_distance", "entropy", "previous_token", "anaphora", "anaphora_hits"):
-        assert np.asarray(tables["encoder"][name]).shape == shape
+        assert np.asarray(tables.scores["encoder"][name]).shape == shape
     for name in ("alignment_dictionary", "alignment_consensus"):
-        values = np.asarray(tables["cross"][name], dtype=float)
+        values = np.asarray(tables.scores["cross"][name], dtype=float)
         assert values.shape == (loaded.config.decoder_layers, loaded.config.num_heads)
     for name in ("mean_distance", "entropy", "previous_token", "self_mass", "delimiter_mass"):
-        assert np.asarray(tables["decoder"][name]).shape == (loaded.config.decoder_layers, loaded.config.num_heads)
-    assert tables["sentences"] == 6 and tables["output_words"] > 0
-    entropy = np.asarray(tables["encoder"]["entropy"])
+        assert np.asarray(tables.scores["decoder"][name]).shape == (
+            loaded.config.decoder_layers,
+            loaded.config.num_heads,
+        )
+    assert tables.sentences == 6 and tables.output_words > 0
+    entropy = np.asarray(tables.scores["encoder"]["entropy"])
     assert (entropy >= 0).all() and (entropy <= np.log2(loaded.config.max_positions)).all()
     # Every score over the sample has its interval over its sentences, around its value, and the heads near the
     # best include the best (the lowest, for the entropy).
     for kind in ("encoder", "decoder", "cross"):
-        for name, values in tables[kind].items():
-            found, values = tables["intervals"][kind][name], np.asarray(values, dtype=float)
-            low, high, near = (np.asarray(found[part], dtype=float) for part in ("low", "high", "near_best"))
-            assert found["items"] == (tables["anaphora_sentences"] if name.startswith("anaphora") else 6)
+        for name, values in tables.scores[kind].items():
+            found = tables.interval(kind, name)
+            low, high, near = found.low, found.high, found.near_best
+            assert found.items == (tables.anaphora_sentences if name.startswith("anaphora") else 6)
             usable = np.isfinite(values)  # NaN only where nothing was counted (no dictionary partner at all)
             assert np.isfinite(low[usable]).all() and np.isfinite(high[usable]).all(), (kind, name)
             assert (low[usable] <= values[usable] + 1e-4).all() and (values[usable] <= high[usable] + 1e-4).all()
@@ -214,11 +217,11 @@ def test_timeline_keeps_each_snapshots_attention_and_scores(trained_checkpoint: 
     for point in points:
         for key, values in point.scores.items():
             found = point.intervals[key]
-            assert found["items"] >= 2 and found["near_best"].dtype == bool
+            assert found.items >= 2 and found.near_best.dtype == bool
             usable = np.isfinite(values)
-            assert (found["low"][usable] <= values[usable] + 1e-4).all()
-            assert (values[usable] <= found["high"][usable] + 1e-4).all()
-    assert points[0].intervals["entropy"]["near_best"].all()
+            assert (found.low[usable] <= values[usable] + 1e-4).all()
+            assert (values[usable] <= found.high[usable] + 1e-4).all()
+    assert points[0].intervals["entropy"].near_best.all()
 
 
 def test_a_timeline_recorded_before_intervals_still_opens_without_them(trained_checkpoint: Path, tmp_path: Path):
@@ -288,22 +291,22 @@ def test_a_score_added_to_the_registry_reaches_the_tables(trained_checkpoint: Pa
     )
     monkeypatch.setitem(SCORES, first_key.key, first_key)
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."], cross=False)
-    assert tables["descriptions"]["first_key"] == "attention on position 0"
-    assert "first_key" not in tables["intervals"]["encoder"]  # one sentence: no interval to give
-    values = np.asarray(tables["encoder"]["first_key"])
-    assert values.shape == np.asarray(tables["encoder"]["entropy"]).shape
+    assert tables.descriptions["first_key"] == "attention on position 0"
+    assert "first_key" not in tables.intervals["encoder"]  # one sentence: no interval to give
+    values = np.asarray(tables.scores["encoder"]["first_key"])
+    assert values.shape == np.asarray(tables.scores["encoder"]["entropy"]).shape
     assert ((values >= 0) & (values <= 1)).all()
-    assert "cross" not in tables
+    assert "cross" not in tables.scores and tables.kinds == ("encoder",)
 
 
 def test_the_registry_describes_every_score_it_measures(trained_checkpoint: Path):
     tables = head_score_tables(load_checkpoint(trained_checkpoint), sentences=["the cat sat."])
-    measured = {*tables["encoder"], *tables["decoder"], *tables["cross"]}
+    measured = {*tables.scores["encoder"], *tables.scores["decoder"], *tables.scores["cross"]}
     assert measured == set(SCORES)
     for key, score in SCORES.items():
         assert score.name and score.description
         for kind in score.kinds:
-            values = np.asarray(tables[kind][key], dtype=float)
+            values = tables.scores[kind][key]
             if score.share:  # drawn on a fixed 0–1 scale: a value outside it would be clipped
                 assert np.nanmin(values) >= 0 and np.nanmax(values) <= 1 + 1e-9
 
@@ -315,15 +318,15 @@ def test_decoder_heads_are_scored_on_the_models_own_translations(trained_checkpo
     loaded = load_checkpoint(trained_checkpoint)
     sentences = ["the cat sat.", "the small dog sees the big cat."]
     tables = head_score_tables(loaded, sentences=sentences)
-    assert "next_token" in tables["encoder"] and "next_token" not in tables["decoder"]
+    assert "next_token" in tables.scores["encoder"] and "next_token" not in tables.scores["decoder"]
     sources, outputs = translate_ids(loaded.model, loaded.tokenizer, sentences, GREEDY)
     diagonals = []
     for source, output in zip(sources, outputs, strict=True):
         maps = attention_for(loaded.model, loaded.tokenizer, source, output)
         assert maps.decoder.shape[-1] == len(output) + 1  # <s> and the output
         diagonals.append(np.diagonal(maps.decoder, axis1=-2, axis2=-1).mean(-1))
-    np.testing.assert_allclose(tables["decoder"]["self_mass"], np.mean(diagonals, axis=0), atol=2e-4)
-    mean_distance = np.asarray(tables["decoder"]["mean_distance"])
+    np.testing.assert_allclose(tables.scores["decoder"]["self_mass"], np.mean(diagonals, axis=0), atol=2e-4)
+    mean_distance = np.asarray(tables.scores["decoder"]["mean_distance"])
     assert (mean_distance >= 0).all() and (mean_distance > 0).any()
 
 

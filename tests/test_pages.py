@@ -314,7 +314,7 @@ def test_paper_figures_say_where_the_model_falls_short_of_the_paper_and_where_it
         if notes:
             assert "docs/models.md" in notes[0] and f"{count} head(s) of layer {layer + 1}" in notes[0]
             # and what the model does instead, measured on other sentences: the head that looks furthest
-            mass = np.asarray(precompute.measured(load_checkpoint(checkpoint)).tables["encoder"]["long_range_mass"])
+            mass = precompute.measured(load_checkpoint(checkpoint)).tables.score("encoder", "long_range_mass")
             far_layer, far_head = np.unravel_index(np.nanargmax(mass), mass.shape)
             assert f"looks furthest is layer {far_layer + 1}, head {far_head + 1}: " in notes[0]
         jump = [button for button in app.button if button.key == "fig_go_to_best"]

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import no_exceptions
 from transformer.analysis import precompute
+from transformer.analysis.score_tables import HeadScoreTables
 from transformer.formats.checkpoint import load_checkpoint
 
 PAGES = Path(__file__).resolve().parent.parent / "pages"
@@ -26,11 +27,11 @@ def test_stored_measurements_round_trip_and_follow_the_weights(trained_checkpoin
     stored = precompute.read(loaded)
     assert stored is not None and stored.sample == 5 and stored.translations == measured.translations
     # Equal value for value; a measure with nothing to count (no dictionary word in the sample) is NaN on both sides.
-    np.testing.assert_equal(stored.tables, measured.tables)
+    np.testing.assert_equal(stored.tables.as_dict(), measured.tables.as_dict())
     np.testing.assert_equal(stored.point.metrics, measured.point.metrics)
     for number in (3, 4):
         assert np.allclose(stored.point.attention[number].weights, measured.point.attention[number].weights, atol=1e-3)
-    assert set(stored.tables) >= {"encoder", "decoder", "cross"}
+    assert stored.tables.kinds == ("encoder", "decoder", "cross")
     # Other weights in the same folder: the stored numbers are not theirs.
     weights = load_file(str(folder / "model.safetensors"))
     name = next(iter(weights))
@@ -57,10 +58,13 @@ def test_measurements_stored_in_an_older_format_are_measured_again(
 
 
 def test_default_head_prefers_a_well_aligned_cross_head_then_the_sharpest_encoder_head():
-    entropy = [[3.0, 2.0], [0.5, 2.5]]
-    tables = {"encoder": {"entropy": entropy}, "cross": {"alignment_dictionary": [[0.1, 0.2], [0.45, 0.3]]}}
+    entropy = np.array([[3.0, 2.0], [0.5, 2.5]])
+    scores = {"encoder": {"entropy": entropy}, "cross": {"alignment_dictionary": np.array([[0.1, 0.2], [0.45, 0.3]])}}
+    tables = HeadScoreTables("2 sentences", 2, 0, scores)
     assert precompute.default_head(tables) == ("cross", 1, 0)
-    tables["cross"]["alignment_dictionary"] = [[0.1, 0.2], [0.05, 0.1]]  # no head aligns: the sharpest encoder head
+    scores["cross"]["alignment_dictionary"] = np.array(
+        [[0.1, 0.2], [0.05, 0.1]]
+    )  # none aligns: the sharpest encoder head
     assert precompute.default_head(tables) == ("encoder", 1, 0)
 
 

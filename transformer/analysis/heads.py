@@ -1,4 +1,5 @@
-"""Find attention heads by what they do: one registry of head scores, and their [layers, heads] tables over a sample.
+"""Find attention heads by what they do: one registry of head scores, and what they count over a sample (the tables
+themselves: :mod:`transformer.analysis.score_tables`).
 
 Every score is one :class:`HeadScore` in :data:`SCORES`: its key, the name people see, the attention kinds it is
 measured on (encoder self-attention, decoder self-attention, cross-attention), what it measures, whether its
@@ -39,7 +40,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from transformer.analysis import intervals
 from transformer.analysis.alignment import load_dictionary, sentence_alignment_hits
 from transformer.analysis.attention import (
     PUNCTUATION,
@@ -53,7 +53,6 @@ from transformer.analysis.attention import (
     word_index,
 )
 from transformer.formats.checkpoint import LoadedCheckpoint
-from transformer.paper.config import ATTENTION_KINDS as KINDS
 from transformer.paper.data import DEV_PREFIX
 from transformer.search.decode import GREEDY, translate_ids
 
@@ -181,16 +180,6 @@ def pronoun_sentence_scores(loaded: LoadedCheckpoint) -> dict[str, Counts]:
     attention = encoder_attentions(loaded, [example.sentence for example in examples])
     shape = (loaded.config.encoder_layers, loaded.config.num_heads)
     return {**sentence_statistics(attention, shape), **sentence_anaphora(attention, examples, shape)}
-
-
-def score_interval(key: str, counts: Counts) -> dict | None:
-    """A score's 95% intervals over its items and the heads near its best (:func:`intervals.candidates`), as
-    {``low``, ``high``, ``near_best``: arrays [L, H], ``items``}; None over fewer than two items."""
-    if len(counts.hits) < 2:
-        return None
-    score = SCORES.get(key)
-    _, low, high, near = intervals.candidates(counts.hits, counts.totals, lowest=bool(score and score.low_is_notable))
-    return {"low": low, "high": high, "near_best": near, "items": len(counts.hits)}
 
 
 def cross_scores(
@@ -363,64 +352,3 @@ SCORES: dict[str, HeadScore] = {
 def score_keys(kind: str) -> tuple[str, ...]:
     """The registry's keys measured on one attention kind, in registry order."""
     return tuple(key for key, score in SCORES.items() if kind in score.kinds)
-
-
-def head_score_tables(
-    loaded: LoadedCheckpoint, sample: int = 100, cross: bool = True, sentences: Sequence[str] | None = None
-) -> dict:
-    """Every score of :data:`SCORES` as nested lists [layer][head] by attention kind (``encoder``, ``decoder``,
-    ``cross``), with what the sample was (JSON-ready): over the first ``sample`` dev sentences, or over
-    ``sentences`` when given (the anaphora scores are always over the pronoun sentences). ``cross=False`` leaves out
-    what needs the model's translations (the decoder's and the cross-attention's scores): no decoding.
-
-    ``intervals[kind][key]`` holds each score's 95% bootstrap interval over the sentences it was measured on
-    (``low``, ``high`` [layer][head]; ``items``: how many) and ``near_best`` [layer][head]: the heads the best one
-    (the highest, or the lowest where low is notable) is not clearly ahead of, by a paired interval of their
-    difference — the best included. Scores over one sentence have no interval and are left out of it."""
-    if sentences is None:
-        description, sentences = dev_sample(sample, loaded.config.source_language)
-    else:
-        description = "one sentence" if len(sentences) == 1 else f"{len(sentences)} sentences"
-    kinds = KINDS if cross else ("encoder",)
-    measured = Sample(loaded, sentences)
-    config = loaded.config
-    shapes = {kind: (config.layers(kind), config.num_heads) for kind in KINDS}
-    tables: dict[str, dict[str, Counts]] = {kind: {} for kind in kinds}
-    counts: dict[str, int] = {}
-    per_query = {kind for score in SCORES.values() if score.per_query for kind in score.kinds}
-    if "encoder" in per_query:
-        tables["encoder"].update(sentence_statistics(encoder_attentions(loaded, sentences), shapes["encoder"]))
-    if "decoder" in per_query and "decoder" in kinds:
-        tables["decoder"].update(sentence_statistics(measured.decoder_attention(), shapes["decoder"]))
-    wanted = [score for score in SCORES.values() if not score.per_query and set(score.kinds) & set(kinds)]
-    for function in dict.fromkeys(score.function for score in wanted):
-        for key, value in function(loaded, measured).items():
-            if key in SCORES:
-                for kind in SCORES[key].kinds:
-                    tables[kind][key] = value
-            else:
-                counts[key] = value
-    result: dict = {
-        "sample": description,
-        "sentences": len(sentences),
-        "anaphora_sentences": len(load_anaphora_examples()),
-        "descriptions": {key: SCORES[key].description for kind in kinds for key in score_keys(kind)},
-        **counts,
-        "intervals": {kind: {} for kind in kinds},
-    }
-
-    def listed(values: np.ndarray) -> list:
-        return np.round(values, 4).tolist()
-
-    for kind in kinds:
-        result[kind] = {key: listed(tables[kind][key].value()) for key in score_keys(kind)}
-        for key in score_keys(kind):
-            found = score_interval(key, tables[kind][key])
-            if found is not None:
-                result["intervals"][kind][key] = {
-                    "low": listed(found["low"]),
-                    "high": listed(found["high"]),
-                    "near_best": found["near_best"].tolist(),
-                    "items": found["items"],
-                }
-    return result

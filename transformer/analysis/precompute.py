@@ -25,7 +25,7 @@ import numpy as np
 from safetensors import safe_open
 
 from transformer.analysis.figures import FIGURES
-from transformer.analysis.heads import head_score_tables
+from transformer.analysis.score_tables import HeadScoreTables, head_score_tables
 from transformer.analysis.timeline import TimelinePoint, load_timeline, measure, save_timeline
 from transformer.formats.checkpoint import LoadedCheckpoint, fingerprint
 from transformer.search.decode import translate
@@ -39,7 +39,7 @@ FORMAT = "3"  # 2: head scores of the decoder's self-attention too; 3: every sco
 class Measured:
     point: TimelinePoint  # Paper figures: the loaded model's attention, figure numbers and scores
     translations: dict[int, str]  # figure number → the model's translation of that figure's sentence
-    tables: dict  # Head discovery: heads.head_score_tables over SAMPLE dev sentences
+    tables: HeadScoreTables  # Head discovery's, over SAMPLE dev sentences
     sample: int
 
 
@@ -64,7 +64,7 @@ def write(loaded: LoadedCheckpoint, measured: Measured, path: Path | None = None
         "fingerprint": fingerprint(loaded.path),
         "format": FORMAT,
         "translations": json.dumps({str(k): v for k, v in measured.translations.items()}, ensure_ascii=False),
-        "tables": json.dumps(measured.tables, ensure_ascii=False),
+        "tables": json.dumps(measured.tables.as_dict(), ensure_ascii=False),
         "sample": str(measured.sample),
     }
     save_timeline([measured.point], path, extra)
@@ -84,7 +84,8 @@ def read(loaded: LoadedCheckpoint) -> Measured | None:
             return None
         (point,) = load_timeline(path)
         translations = {int(k): v for k, v in json.loads(metadata["translations"]).items()}
-        return Measured(point, translations, json.loads(metadata["tables"]), int(metadata["sample"]))
+        tables = HeadScoreTables.from_dict(json.loads(metadata["tables"]))
+        return Measured(point, translations, tables, int(metadata["sample"]))
     except Exception:  # safetensors raises several types for damaged files; any of them means "measure again"
         return None
 
@@ -101,16 +102,16 @@ def measured(loaded: LoadedCheckpoint) -> Measured:
     return result
 
 
-def default_head(tables: dict) -> tuple[str, int, int]:
+def default_head(tables: HeadScoreTables) -> tuple[str, int, int]:
     """The view a first visit opens on, from a checkpoint's head scores: (kind, layer, head), 0-based.
 
     The cross-attention head that aligns best with dictionary translations when one does (share ≥ 0.3: it links
     output words to the source words they translate, the clearest picture there is); otherwise the sharpest
     encoder head (lowest entropy), whose structure is at least visible."""
-    alignment = np.asarray(tables.get("cross", {}).get("alignment_dictionary", []), dtype=float)
-    if alignment.size and np.isfinite(alignment).any() and np.nanmax(alignment) >= 0.3:
+    alignment = tables.score("cross", "alignment_dictionary")
+    if alignment is not None and alignment.size and np.isfinite(alignment).any() and np.nanmax(alignment) >= 0.3:
         layer, head = np.unravel_index(np.nanargmax(alignment), alignment.shape)
         return "cross", int(layer), int(head)
-    entropy = np.asarray(tables["encoder"]["entropy"], dtype=float)
+    entropy = tables.scores["encoder"]["entropy"]
     layer, head = np.unravel_index(np.nanargmin(entropy), entropy.shape)
     return "encoder", int(layer), int(head)

@@ -24,7 +24,8 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save
 
 from transformer.analysis.figures import FIGURES, SentenceAttention, figure_metrics, sentence_attention
-from transformer.analysis.heads import pronoun_sentence_scores, score_interval
+from transformer.analysis.heads import pronoun_sentence_scores
+from transformer.analysis.score_tables import ScoreInterval, score_interval
 from transformer.formats.checkpoint import CheckpointError, LoadedCheckpoint, write_atomically
 
 TIMELINE_FILE = "timeline.safetensors"
@@ -40,8 +41,8 @@ class TimelinePoint:
     attention: dict[int, SentenceAttention]  # figure number → attention (Figure 5 shares Figure 4's)
     metrics: dict
     scores: dict[str, np.ndarray]
-    # key → its 95% intervals over the pronoun sentences (heads.score_interval); {} for points recorded without
-    intervals: dict[str, dict] = field(default_factory=dict)
+    # key → its 95% intervals over the pronoun sentences; {} for points recorded without
+    intervals: dict[str, ScoreInterval] = field(default_factory=dict)
 
 
 def measure(loaded: LoadedCheckpoint, label: str) -> TimelinePoint:
@@ -74,8 +75,9 @@ def save_timeline(points: Sequence[TimelinePoint], path: Path, extra: dict[str, 
             tensors[f"{number}.score.{name}"] = torch.from_numpy(np.asarray(values, dtype=np.float32))
         for name, interval in point.intervals.items():
             for part in INTERVAL_PARTS:
-                tensors[f"{number}.{part}.{name}"] = torch.from_numpy(np.asarray(interval[part], dtype=np.float32))
-        items = {name: interval["items"] for name, interval in point.intervals.items()}
+                values = np.asarray(getattr(interval, part), dtype=np.float32)
+                tensors[f"{number}.{part}.{name}"] = torch.from_numpy(values)
+        items = {name: interval.items for name, interval in point.intervals.items()}
         index.append(
             {
                 "step": point.step,
@@ -114,12 +116,12 @@ def load_timeline(path: str | Path) -> list[TimelinePoint]:
         prefix = f"{number}.score."
         scores = {key[len(prefix) :]: value.numpy() for key, value in tensors.items() if key.startswith(prefix)}
         intervals = {  # none in a timeline recorded before them
-            name: {
-                "low": tensors[f"{number}.low.{name}"].numpy(),
-                "high": tensors[f"{number}.high.{name}"].numpy(),
-                "near_best": tensors[f"{number}.near_best.{name}"].numpy() > 0.5,
-                "items": items,
-            }
+            name: ScoreInterval(
+                tensors[f"{number}.low.{name}"].numpy(),
+                tensors[f"{number}.high.{name}"].numpy(),
+                tensors[f"{number}.near_best.{name}"].numpy() > 0.5,
+                items,
+            )
             for name, items in entry.get("interval_items", {}).items()
         }
         points.append(

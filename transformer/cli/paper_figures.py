@@ -11,8 +11,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer.analysis.heads import dev_sample, head_score_tables
+from transformer.analysis.heads import dev_sample
 from transformer.analysis.held_out import anaphora_held_out, dictionary_held_out
+from transformer.analysis.score_tables import HeadScoreTables, head_score_tables
 from transformer.cli import command_parser, load_or_report
 from transformer.formats.checkpoint import LoadedCheckpoint
 from transformer.formats.runs import portable_path
@@ -82,13 +83,17 @@ def summaries(metrics: dict) -> dict[int, str]:
 
 
 def write_figures(
-    loaded: LoadedCheckpoint, out: Path, one_based: bool = True, png: bool = True, scores: dict | None = None
+    loaded: LoadedCheckpoint,
+    out: Path,
+    one_based: bool = True,
+    png: bool = True,
+    scores: HeadScoreTables | None = None,
 ) -> dict:
     """Write figure_3/4/5.html (+ .png when a Chromium is installed) and metrics.json; returns the metrics."""
     out.mkdir(parents=True, exist_ok=True)
     figures, metrics = paper_figures(loaded, one_based)
     if scores is not None:
-        metrics["head_scores"] = scores
+        metrics["head_scores"] = scores.as_dict()
     metrics["anaphora_held_out"] = anaphora_held_out(loaded)
     metrics["dictionary_held_out"] = dictionary_held_out(
         loaded, dev_sample(DICTIONARY_SAMPLE, loaded.config.source_language)[1]
