@@ -29,6 +29,8 @@ from pages.models import (
 from pages.page_slots import called_outside_the_slot
 from pages.url_state import Field
 from transformer.analysis import atlas, atlas_index
+from transformer.analysis.atlas_scores import AlignmentScore, RelationScore, choices_of, score_of, scores_of
+from transformer.analysis.intervals import Interval
 from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, LoadedCheckpoint
 from transformer.formats.runs import portable_path
 from transformer.plots import atlas as plot_atlas
@@ -213,41 +215,41 @@ def best_line(record: dict, found: dict) -> str:
     """What the head does best against its baseline, in a sentence: on held-out sentences where measured."""
     if not record["scores"]:
         return t("atlas.no_score")
-    best = record["scores"][0]
-    if "aer" in best:
-        difference = best["difference"]
+    best = score_of(record["scores"][0])
+    if isinstance(best, AlignmentScore):
+        difference = best.difference
         return t(
             "atlas.best_alignment",
-            reading=best["reading"],
-            aer=best["aer"],
-            baseline=best["baseline"],
-            pairs=difference["items"],
-            low=difference["low"],
-            high=difference["high"],
+            reading=best.reading,
+            aer=best.aer,
+            baseline=best.baseline,
+            pairs=difference.items,
+            low=difference.low,
+            high=difference.high,
         )
     figures = {
-        "relation": best["relation"],
-        "direction": t(f"atlas.{best['direction']}"),
-        "offset": offset_text(best["baseline_offset"]),
+        "relation": best.relation,
+        "direction": t(f"atlas.{best.direction}"),
+        "offset": offset_text(best.baseline_offset),
     }
-    held = best.get("held_out")
+    held = best.held_out
     if held is None:
-        return t("atlas.best_syntax", accuracy=best["accuracy"], baseline=best["baseline"], **figures)
-    margin = held["margin"]
+        return t("atlas.best_syntax", accuracy=best.accuracy, baseline=best.baseline, **figures)
+    margin = held.margin
     return t(
         "atlas.best_syntax_held_out",
         set=(found.get("held_out_treebanks") or {}).get(record["kind"], {}).get("name", ""),
-        accuracy=held["accuracy"],
-        baseline=held["baseline"],
-        low=margin["low"],
-        high=margin["high"],
-        verdict=t("atlas.clears") if margin["low"] > 0 else t("atlas.not_clear"),
+        accuracy=held.accuracy,
+        baseline=held.baseline,
+        low=margin.low,
+        high=margin.high,
+        verdict=t("atlas.clears") if margin.above() else t("atlas.not_clear"),
         **figures,
     )
 
 
-def interval_text(margin: dict | None) -> str:
-    return "" if margin is None else f"{margin['value']:+.2f} [{margin['low']:+.2f}, {margin['high']:+.2f}]"
+def interval_text(margin: Interval | None) -> str:
+    return "" if margin is None else f"{margin.value:+.2f} [{margin.low:+.2f}, {margin.high:+.2f}]"
 
 
 def offset_text(offset: int) -> str:
@@ -274,19 +276,19 @@ def card(loaded: LoadedCheckpoint, found: dict, index: int, stored: bool) -> Non
             t(f"atlas.feature_{feature}"), f"{features[feature]:.2f}", help=t(f"atlas.feature_{feature}_help")
         )
     if record["kind"] != "cross":
-        rows = record["scores"][:8]
-        held = [row.get("held_out") or {} for row in rows]
+        rows = [score for score in scores_of(record)[:8] if isinstance(score, RelationScore)]
+        held = [row.held_out for row in rows]
         st.dataframe(
             {
-                t("atlas.relation"): [row["relation"] for row in rows],
-                t("atlas.direction"): [t(f"atlas.{row['direction']}") for row in rows],
-                t("atlas.held_out_accuracy"): [h.get("accuracy") for h in held],
-                t("atlas.held_out_baseline"): [h.get("baseline") for h in held],
-                t("atlas.margin_interval"): [interval_text(h.get("margin")) for h in held],
-                t("atlas.accuracy"): [row["accuracy"] for row in rows],
-                t("atlas.baseline"): [row["baseline"] for row in rows],
-                t("atlas.offset"): [row["baseline_offset"] for row in rows],
-                t("atlas.arcs"): [row["arcs"] for row in rows],
+                t("atlas.relation"): [row.relation for row in rows],
+                t("atlas.direction"): [t(f"atlas.{row.direction}") for row in rows],
+                t("atlas.held_out_accuracy"): [h and h.accuracy for h in held],
+                t("atlas.held_out_baseline"): [h and h.baseline for h in held],
+                t("atlas.margin_interval"): [interval_text(h and h.margin) for h in held],
+                t("atlas.accuracy"): [row.accuracy for row in rows],
+                t("atlas.baseline"): [row.baseline for row in rows],
+                t("atlas.offset"): [row.baseline_offset for row in rows],
+                t("atlas.arcs"): [row.arcs for row in rows],
             },
             hide_index=True,
             width="stretch",
@@ -346,7 +348,7 @@ def held_out_table(found: dict) -> None:
     if not treebanks:
         st.caption(t("atlas.no_held_out", folder=escaped(portable_path(str(atlas.SYNTAX_ROOT)))))
     for kind in ("encoder", "decoder"):
-        rows = found["held_out"].get(kind, {})
+        rows = choices_of(found, kind)
         if not rows:
             continue
         table: dict[str, list] = {
@@ -362,15 +364,15 @@ def held_out_table(found: dict) -> None:
             )
         }
         scored = []
-        for relation, chosen in rows.items():
-            held = chosen.get("held_out") or {}
-            table[t("atlas.relation")].append(relation)
-            table[t("atlas.best_head")].append(f"L{chosen['layer']}H{chosen['head']}")
-            table[t("atlas.held_out_accuracy")].append(held.get("accuracy"))
-            table[t("atlas.held_out_baseline")].append(held.get("baseline"))
-            table[t("atlas.margin_interval")].append(interval_text(held.get("margin")))
-            table[t("atlas.accuracy")].append(chosen["chosen_on"]["accuracy"])
-            table[t("atlas.baseline")].append(chosen["chosen_on"]["baseline"])
+        for chosen in rows:
+            held = chosen.held_out
+            table[t("atlas.relation")].append(chosen.relation)
+            table[t("atlas.best_head")].append(f"L{chosen.layer}H{chosen.head}")
+            table[t("atlas.held_out_accuracy")].append(held and held.accuracy)
+            table[t("atlas.held_out_baseline")].append(held and held.baseline)
+            table[t("atlas.margin_interval")].append(interval_text(held and held.margin))
+            table[t("atlas.accuracy")].append(chosen.accuracy)
+            table[t("atlas.baseline")].append(chosen.baseline)
             if held:
                 scored.append(held)
         if treebanks and scored:
@@ -380,9 +382,9 @@ def held_out_table(found: dict) -> None:
                     set=escaped(treebanks[kind]["name"]),
                     sentences=treebanks[kind]["sentences"] - treebanks[kind]["skipped"],
                     relations=len(scored),
-                    accuracy=sum(h["accuracy"] for h in scored) / len(scored),
-                    baseline=sum(h["baseline"] for h in scored) / len(scored),
-                    beaten=sum(h["margin"]["low"] > 0 for h in scored),
+                    accuracy=sum(h.accuracy for h in scored) / len(scored),
+                    baseline=sum(h.baseline for h in scored) / len(scored),
+                    beaten=sum(h.margin.above() for h in scored),
                 )
             )
         st.dataframe(table, hide_index=True, width="stretch")

@@ -15,7 +15,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import charts, no_exceptions
-from transformer.analysis import atlas, atlas_groups, atlas_index, atlas_measures, syntax
+from transformer.analysis import atlas, atlas_groups, atlas_index, atlas_measures, atlas_scores, syntax
 from transformer.cli import atlas as atlas_cli
 from transformer.formats.checkpoint import load_checkpoint, write_json
 
@@ -67,6 +67,36 @@ def test_word_maps_average_a_words_rows_and_sum_its_columns():
     left_out = syntax.word_map(weights, [0, 1, -1], [0, 1, -1], 2)  # a piece owned by no word (</s>) is dropped
     assert left_out == pytest.approx(np.array([[0.5, 0.5], [0.2, 0.2]]))
     assert list(syntax.strongest_other(mapped)) == [1, 0]  # never the word itself
+
+
+def test_the_shipped_atlas_reads_as_typed_scores_in_the_order_a_reader_should_trust():
+    """Every score of the shipped model's atlas reads as a typed score; a head's relations come in the order of the
+    margin a reader should trust (held out where measured), and a relation's best head, where its record keeps that
+    relation, has the figures the summary holds."""
+    found = json.loads((Path(__file__).resolve().parent.parent / "checkpoints/en-de-small/atlas.json").read_text())
+    held_out = 0
+    for record in found["heads"]:
+        scores = atlas_scores.scores_of(record)
+        assert len(scores) == len(record["scores"]) > 0
+        if record["kind"] == "cross":
+            (score,) = scores
+            assert isinstance(score, atlas_scores.AlignmentScore) and score.difference.low <= score.difference.high
+            continue
+        assert all(isinstance(score, atlas_scores.RelationScore) for score in scores)
+        trusted = [score.trusted_margin.value for score in scores]
+        assert trusted == sorted(trusted, reverse=True)
+        assert trusted == [atlas_groups.trusted_margin(stored) for stored in record["scores"]]
+        held_out += sum(score.held_out is not None for score in scores)
+    assert held_out > 0
+    by_head = {(record["kind"], record["layer"], record["head"]): record for record in found["heads"]}
+    compared = 0
+    for kind in ("encoder", "decoder"):
+        for chosen in atlas_scores.choices_of(found, kind):
+            scores = atlas_scores.scores_of(by_head[kind, chosen.layer, chosen.head])  # a record keeps its best few
+            for own in (score for score in scores if score.relation == chosen.relation):
+                assert (own.accuracy, own.baseline, own.held_out) == (chosen.accuracy, chosen.baseline, chosen.held_out)
+                compared += 1
+    assert compared >= 10
 
 
 def random_trees(count: int, seed: int = 0) -> list[syntax.Tree]:
