@@ -242,6 +242,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.fast)
 
 
+SHIPPED = ckpt.REPOSITORY_CHECKPOINTS / ckpt.DEFAULT_CHECKPOINT_NAME
+
+
+def served_name(checkpoint: Path) -> str:
+    """The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a path."""
+    return ckpt.DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
+
+
+@pytest.fixture(scope="session")
+def served_checkpoint(request: pytest.FixtureRequest) -> Path:
+    """The model the browser tests' server opens: the shipped one when present; otherwise the tiny one (trained only
+    when those tests run)."""
+    if (SHIPPED / "config.json").is_file():
+        return SHIPPED
+    return request.getfixturevalue("trained_checkpoint")
+
+
+@pytest.fixture(scope="session")
+def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("streamlit") / "server.log"
+
+
+@pytest.fixture(scope="session")
+def server(served_checkpoint: Path, server_log: Path) -> Iterator[str]:
+    """The app on ``served_checkpoint``, one server for every browser test of this process: each test opens its own
+    browser context, and so its own session."""
+    from benchmarks.app_server import serving
+
+    with serving(served_name(served_checkpoint), server_log) as (origin, _):
+        yield origin
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     # Imported here: without playwright these tests are skipped, not failed at collection.

@@ -11,7 +11,6 @@ from benchmarks.accessibility import STREAMLIT_OWN, THEMES, Audit, audit, descri
 from benchmarks.robot_visitor import PAGES, settle
 from pages.explore import TABS as EXPLORE_TABS
 from tests.conftest import needs_browser
-from tests.test_browser import checkpoint, server, server_log  # noqa: F401  (the browser tests' app server)
 
 pytestmark = needs_browser
 
@@ -19,7 +18,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "accessibility.md"
 
 
 @pytest.fixture(scope="module")
-def audited(browser, server: str) -> Audit:  # noqa: F811
+def audited(browser, server: str) -> Audit:
     return audit(browser, server, sorted(set(PAGES.values())), THEMES)
 
 
@@ -36,7 +35,7 @@ def test_every_page_and_every_tab_was_audited_in_both_themes(audited: Audit):
         assert len(explore_tabs) == len(EXPLORE_TABS) - 1  # the first tab is audited as the page itself
 
 
-def test_the_audit_reports_what_a_screen_reader_or_a_weak_eye_would_miss(browser, server: str):  # noqa: F811
+def test_the_audit_reports_what_a_screen_reader_or_a_weak_eye_would_miss(browser, server: str):
     # An image without a text alternative and pale grey text, added to the app's own page: both must be reported as
     # the app's (so the audit above could fail), with where they were seen.
     page = browser.new_page()

@@ -26,10 +26,9 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 
 from benchmarks.app_server import REPOSITORY, serving
-from tests.conftest import needs_browser, smaller_model
+from tests.conftest import SHIPPED, needs_browser, served_name, smaller_model
 from tests.test_plots_bertviz import shown
 from transformer.analysis.attention import merge_tokens, word_groups
-from transformer.formats.checkpoint import DEFAULT_CHECKPOINT_NAME, REPOSITORY_CHECKPOINTS
 from transformer.paper.tokenizer import Tokenizer
 
 if TYPE_CHECKING:
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 
 pytestmark = needs_browser
 
-SHIPPED = REPOSITORY_CHECKPOINTS / DEFAULT_CHECKPOINT_NAME
 VIEWPORT = {"width": 1400, "height": 1000}
 HOSTILE = "</script><img src=x onerror=alert(1)>"
 # Schemes that never leave the browser: Streamlit's and plotly's inline images, the bertviz frame's srcdoc.
@@ -52,12 +50,11 @@ BERTVIZ_FRAME = 'iframe[title="st.iframe"]'
 
 
 # ------------------------------------------------------------------------------------------------ server
+# The app's server (``server``, ``server_log``) is conftest's: one per test process for every browser module.
 @pytest.fixture(scope="module")
-def checkpoint(request: pytest.FixtureRequest) -> Path:
-    """The shipped model when present; otherwise the tiny one (trained only when the browser tests run)."""
-    if (SHIPPED / "config.json").is_file():
-        return SHIPPED
-    return request.getfixturevalue("trained_checkpoint")
+def checkpoint(served_checkpoint: Path) -> Path:
+    """The model the app serves: the shipped one when present, otherwise the tiny one."""
+    return served_checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -72,23 +69,6 @@ def sentence(checkpoint: Path) -> str:
 def checkpoint_tokenizer(checkpoint: Path) -> Tokenizer:
     # Not named "tokenizer": that is conftest's tokenizer of the synthetic corpus, which trained_checkpoint uses.
     return Tokenizer.load(checkpoint / "spm.model")
-
-
-def served_name(checkpoint: Path) -> str:
-    """The shipped model by name, so that the sidebar (and the README's screenshot) shows its name, not a path."""
-    return DEFAULT_CHECKPOINT_NAME if checkpoint == SHIPPED else str(checkpoint)
-
-
-@pytest.fixture(scope="module")
-def server_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("streamlit") / "server.log"
-
-
-@pytest.fixture(scope="module")
-def server(checkpoint: Path, server_log: Path) -> Iterator[str]:
-    """The app, served for the module's tests."""
-    with serving(served_name(checkpoint), server_log) as (origin, _):
-        yield origin
 
 
 # ------------------------------------------------------------------------------------------------ browser
@@ -759,7 +739,7 @@ def test_alignment_and_attribution_choices_hold_across_tabs_and_pages(open_app: 
     go_to(page, "Positional encoding")
     go_to(page, "Translate and explore")
     open_tab(page, "Attribution")
-    assert controls(page)["attr_method"] == "input × gradient"
+    assert controls(page)["attr_method__en"] == "input × gradient"
     open_tab(page, "Alignment")
     assert {key: controls(page)[key] for key in aligned} == aligned
     in_url = parse_qs(urlsplit(page.url).query)
@@ -910,7 +890,7 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
 
     click_tile(3, 4)
     shown = controls(page)
-    assert (shown["grid_layer"], shown["grid_head"]) == ("3", "4")
+    assert (shown["grid_layer__en"], shown["grid_head__en"]) == ("3", "4")
     title = page.evaluate("() => document.querySelectorAll('.js-plotly-plot')[1].querySelector('.gtitle').textContent")
     assert "layer 3, head 4" in title
     outlines = page.evaluate(
@@ -923,7 +903,7 @@ def test_clicking_a_tile_of_the_layers_by_heads_grid_opens_that_head(open_app: C
     page.get_by_role("option", name="2", exact=True).click()
     robot.settle(page)
     click_tile(3, 4)
-    assert (controls(page)["grid_layer"], controls(page)["grid_head"]) == ("3", "4")
+    assert (controls(page)["grid_layer__en"], controls(page)["grid_head__en"]) == ("3", "4")
     visit.assert_quiet()
 
 

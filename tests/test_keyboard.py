@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tests.conftest import needs_browser
-from tests.test_browser import Visit, checkpoint, open_app, robot_visitor, server, server_log  # noqa: F401 (fixtures)
+from tests.test_browser import Visit, checkpoint, open_app, robot_visitor  # noqa: F401 (fixtures)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -45,7 +45,7 @@ def tab_to(page: Page, key: str) -> None:
     assert robot.focus_mark(page) is not None, f"nothing shows the keyboard's focus on {key}"
 
 
-def test_a_keyboard_only_visitor_meets_no_violation(browser: Browser, server: str, server_log: Path):  # noqa: F811
+def test_a_keyboard_only_visitor_meets_no_violation(browser: Browser, server: str, server_log: Path):
     """A seeded journey with keys only (benchmarks/robot_visitor.py --keyboard): every control it means to use is
     reached with Tab from the top of the page and shows its focus, its keys change it, and the mouse robot's checks
     hold (no error, no traceback, no lost choice, links reproduce the view)."""

@@ -25,7 +25,7 @@ import sentencepiece as spm
 from markdown_it import MarkdownIt
 
 from tests.conftest import needs_browser
-from tests.test_browser import checkpoint, open_app, robot_visitor, server, server_log  # noqa: F401 (fixtures)
+from tests.test_browser import checkpoint, open_app, robot_visitor  # noqa: F401 (fixtures)
 from transformer.analysis.figures import FIGURES
 from transformer.analysis.input_check import COMMON_WORDS, looks_like, not_source_reasons
 from transformer.features.i18n import LANGUAGES, catalogue

@@ -33,8 +33,8 @@ from transformer.features.lessons import (
 from transformer.formats.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-# The browser tests' fixtures: the shipped model (else the tiny one) served by the app, and the server's log.
-checkpoint, server, server_log = test_browser.checkpoint, test_browser.server, test_browser.server_log
+# The browser tests' model (the app's server and its log are conftest's fixtures).
+checkpoint = test_browser.checkpoint
 STEP = """
 [[steps]]
 page = "positional_encoding"
