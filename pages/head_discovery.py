@@ -92,8 +92,8 @@ with page("heads", FIELDS) as loaded:
         t(
             "heads.measured_over",
             sample=escaped(sample_label(tables.sample)),
-            words=tables.output_words,
-            partners=tables.dictionary_words,
+            words=int(tables.output_words),
+            partners=int(tables.dictionary_words),
             dictionary=escaped(DICTIONARY_FILE.name, code=True),
         )
     )

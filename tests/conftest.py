@@ -218,7 +218,7 @@ if TYPE_CHECKING:
 if importlib.util.find_spec("playwright") is None:
     BROWSER_MISSING = "needs the playwright package (pip install -e '.[dev]')"
 elif not CHROMIUM.exists():
-    BROWSER_MISSING = f"needs Chromium at {CHROMIUM} (apt-get install chromium)"
+    BROWSER_MISSING = f"needs Chromium at {CHROMIUM} (apt-get install chromium chromium-headless-shell)"
 else:
     BROWSER_MISSING = ""
 needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING or "Chromium and playwright found")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transformer.analysis import attention, heads, health
+from transformer.analysis import attention, health, score_tables
 from transformer.paper import model as model_module
 from transformer.paper.config import ATTENTION_KINDS, preset
 from transformer.paper.model import Transformer
@@ -28,5 +28,5 @@ def test_an_unknown_attention_kind_is_refused_by_name(kind):
 
 def test_every_module_names_the_same_attention_kinds():
     assert ATTENTION_KINDS == ("encoder", "decoder", "cross")
-    for kinds in (model_module.ATTENTION_KINDS, attention.KINDS, health.KINDS, heads.KINDS):
+    for kinds in (model_module.ATTENTION_KINDS, attention.KINDS, health.KINDS, score_tables.KINDS):
         assert kinds is ATTENTION_KINDS
