@@ -155,11 +155,15 @@ def test_the_files_tokenizer_is_the_projects_on_hostile_text(browser, explorer, 
     page.context.close()
 
 
+TRANSLATE_MS = 120_000  # the file translates on the page's own thread: a click returns once its search has run
+
+
 def _translate(page, text: str) -> None:
     page.fill("#sentence", text)
-    page.click("#translate")
+    page.click("#translate", timeout=TRANSLATE_MS)
     page.wait_for_function(
-        "document.querySelector('#timing').textContent.length > 0 && !document.querySelector('#translate').disabled"
+        "document.querySelector('#timing').textContent.length > 0 && !document.querySelector('#translate').disabled",
+        timeout=TRANSLATE_MS,
     )
 
 
