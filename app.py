@@ -42,7 +42,36 @@ st.html(
     " label:has(input:focus-visible), [data-testid='stSidebarNav'] a:focus-visible,"
     " [data-baseweb='select']:has(input:focus-visible), [data-baseweb='input']:has(input:focus-visible),"
     " [data-baseweb='textarea']:has(textarea:focus-visible)"
-    " { outline: 2px solid currentColor; outline-offset: 2px; border-radius: 4px; }</style>"
+    " { outline: 2px solid currentColor; outline-offset: 2px; border-radius: 4px; }"
+    # The tab strip's focus guard below draws nothing, so it takes no place either.
+    " [data-testid='stElementContainer']:has(> [data-testid='stHtml'] > script:only-child) { display: none; }</style>"
+)
+
+
+# Streamlit's tab strip can drop the keyboard's focus: when a run redraws the strip just after an arrow key opened a
+# tab, the open tab is drawn for a moment without its tabindex, and the browser moves the focus to the page's body
+# (about one arrow in ten on a 2-core machine). The visitor's next arrow then does nothing, and Tab starts again from
+# the top. This puts the focus back on that tab once it can take it again. Only that case: a tab that loses the
+# focus while it still has its tabindex (a click elsewhere, another window) is left alone.
+st.html(
+    """<script>
+if (!window.parent.tabFocusGuard) {
+  const root = window.parent.document;
+  window.parent.tabFocusGuard = true;
+  root.addEventListener("focusout", (event) => {
+    const tab = event.target;
+    if (event.relatedTarget !== null || !tab.matches?.('[role="tab"]') || tab.hasAttribute("tabindex")) return;
+    const started = performance.now();
+    const restore = () => {
+      if (root.activeElement !== root.body || !tab.isConnected) return;
+      if (tab.hasAttribute("tabindex")) tab.focus({ preventScroll: true });
+      else if (performance.now() - started < 2000) requestAnimationFrame(restore);
+    };
+    requestAnimationFrame(restore);
+  }, true);
+}
+</script>""",
+    unsafe_allow_javascript=True,
 )
 
 

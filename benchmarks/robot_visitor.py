@@ -169,6 +169,15 @@ RUNNING_JS = """() => {
         || app.getAttribute('data-test-connection-state') !== 'CONNECTED'
         || !!document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]');
 }"""
+# Where the keyboard's focus is, for a tab strip's report: "tab 'name' (open)" on a tab, else the focused element.
+FOCUSED_TAB_JS = """() => {
+    const focused = document.activeElement;
+    if (focused && focused.getAttribute('role') === 'tab') {
+        const open = focused.getAttribute('aria-selected') === 'true' ? ' (open)' : '';
+        return `tab '${focused.innerText.trim()}'${open}`;
+    }
+    return focused ? `${focused.tagName.toLowerCase()} ${focused.getAttribute('data-testid') || ''}`.trim() : 'none';
+}"""
 VALUE_KINDS = {
     "stSelectbox",
     "stRadio",
@@ -429,6 +438,7 @@ class Journey:
     violations: list[Violation] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
     focus_marks: dict[str, str] = field(default_factory=dict)  # "page: control" → what shows its keyboard focus
+    pressed_again: list[str] = field(default_factory=list)  # tab arrows pressed twice: the strip went back (step_tab)
     log_offset: int = 0
     count: int = 0
     # The sentence the robot last typed into a sentence box, while nothing else may have replaced it (a lesson, a
@@ -635,6 +645,24 @@ class Robot:
             and f.is_enabled()
             and (not keyed or f.evaluate("element => !!element.closest('[class*=\"st-key-\"]')"))
         ]
+
+    def step_tab(self, key: str, arrow: str) -> None:
+        """One arrow along the tab list ``key``: the tab it lands on opens and runs the page; the robot waits for
+        that run to name the tab in the URL, as a visitor reads each tab before the next. A run that a quicker key
+        press overtook can send the strip back to the tab before (Streamlit's tabs take their value from the run):
+        then the focus is still on the strip, and the robot presses the arrow again, as a visitor would, and records
+        it in ``journey.pressed_again``."""
+        before = self.value_of(key)
+        for attempt in range(2):
+            address = self.page.url
+            self.press(arrow)
+            with suppress(Exception):  # a tab list that the URL does not follow: its run has ended
+                self.page.wait_for_function("address => location.href !== address", arg=address, timeout=10_000)
+            settle(self.page)
+            if self.value_of(key) != before or not self.page.evaluate(FOCUSED_TAB_JS).startswith("tab"):
+                return
+            if attempt == 0:
+                self.journey.pressed_again.append(f"{self.journey.count}: {key} on {page_of(self.page.url)}")
 
     def do_translate(self) -> None:
         page = self.page
@@ -925,14 +953,14 @@ class KeyboardRobot(Robot):
         if not self.reach(key=key, label=f"{key} (tabs)"):
             return None
         for _ in range(steps):
-            self.press(arrow)
-            address = self.page.url
-            with suppress(Exception):  # a tab list that the URL does not follow: its run has ended
-                self.page.wait_for_function("address => location.href !== address", arg=address, timeout=5_000)
-            settle(self.page)
+            self.step_tab(key, arrow)
         shown = self.value_of(key)
         if shown != wanted:
-            self.violation("keyboard could not change", f"{key} on {page_of(self.page.url)}: {shown!r}, not {wanted!r}")
+            where = self.page.evaluate(FOCUSED_TAB_JS)
+            self.violation(
+                "keyboard could not change",
+                f"{key} on {page_of(self.page.url)}: {shown!r}, not {wanted!r} (the focus: {where})",
+            )
         self.check(returning=True, changed={key})
 
     def do_translate(self) -> None:
@@ -1206,6 +1234,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{journey.count} actions{mode}, seed {arguments.seed}, {len(journey.violations)} violations, {seconds:.0f} s"
     )
+    if journey.pressed_again:
+        print("Tab arrows pressed again (the strip went back to the tab before):", "; ".join(journey.pressed_again))
     if arguments.keyboard and arguments.verbose:
         print("What showed the keyboard's focus:")
         for where, mark in sorted(journey.focus_marks.items()):

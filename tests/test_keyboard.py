@@ -136,3 +136,33 @@ def test_the_checks_catch_a_control_out_of_the_tab_order_and_a_focus_that_does_n
     )
     assert robot.tab_to(page, key="beam").stop is not None
     assert robot.focus_mark(page) is None
+
+
+def test_a_tab_that_a_redraw_takes_the_focus_from_gets_it_back(open_app: Callable[..., Visit]):  # noqa: F811
+    """Streamlit's strip can redraw the open tab for a moment without its tabindex, and the browser then drops the
+    focus to the page's body (app.py's focus guard). The tab gets the focus back once it can take it, while a tab left
+    in the ordinary way (its tabindex kept: a click elsewhere) keeps the focus where the visitor put it."""
+    visit = open_app()
+    page = visit.page
+    robot = robot_visitor()
+    robot.settle(page)
+    tab_to(page, "view_tab__en")
+    focused_tab = "() => document.activeElement.getAttribute('role') === 'tab'"
+    assert page.evaluate(focused_tab)
+
+    dropped = page.evaluate(
+        """() => new Promise(done => {
+            const tab = document.activeElement;
+            const index = tab.getAttribute('tabindex');
+            tab.removeAttribute('tabindex');  // what the redraw does: the browser moves the focus to the body
+            const lost = document.activeElement === document.body;
+            requestAnimationFrame(() => { tab.setAttribute('tabindex', index); done(lost); });
+        })"""
+    )
+    assert dropped  # the drop happened, as in Streamlit's redraw
+    page.wait_for_function(focused_tab, timeout=5_000)
+
+    page.evaluate("() => document.activeElement.blur()")  # left with its tabindex: no guard
+    page.wait_for_timeout(300)
+    assert page.evaluate("() => document.activeElement === document.body")
+    visit.assert_quiet()
