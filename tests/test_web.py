@@ -8,9 +8,11 @@ import json
 import re
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 import torch
@@ -18,12 +20,12 @@ import torch
 from benchmarks.web_explorer import measure, open_explorer, page_ids, sentences, token_sentences
 from tests.conftest import needs_browser
 from transformer.cli.export import main
+from transformer.features import web
 from transformer.features.web import (
     MAX_CHARACTERS,
     WEIGHTS_FILE,
     WebExportError,
     onnx_graphs,
-    share_weights,
     write_graphs,
 )
 from transformer.formats.checkpoint import load_checkpoint
@@ -49,7 +51,7 @@ def test_the_graphs_compute_what_the_model_computes(tmp_path):
 
     loaded = Loaded()
     loaded.model = model
-    folder = write_graphs(loaded, tmp_path)
+    folder = write_graphs(loaded, tmp_path / "graphs", cache=tmp_path / "cache")  # an empty cache: exported here
     encoder = onnxruntime.InferenceSession(str(folder / "encoder.onnx"))
     decoder = onnxruntime.InferenceSession(str(folder / "decoder.onnx"))
     for source_ids, target_ids in (([9, 10, 11, 12, 13, 14, 15, EOS_ID], [BOS_ID, 20, 21]), ([7, EOS_ID], [BOS_ID])):
@@ -71,13 +73,17 @@ def test_the_graphs_compute_what_the_model_computes(tmp_path):
         np.testing.assert_allclose(cross_attention, out.cross_attention.transpose(0, 1).numpy(), atol=1e-5)
 
 
-def test_the_weights_are_the_checkpoints_stored_once(shipped):
+def test_the_weights_are_the_checkpoints_stored_once(shipped, tmp_path):
     """Every float16 tensor in the block is a checkpoint tensor bit for bit; the embedding both graphs use is there
-    once; the block is about the checkpoint's size in float16."""
-    graphs = onnx_graphs(shipped.model)
-    block = share_weights(graphs)
+    once; the block is about the checkpoint's size in float16 (the files as the explorer file holds them)."""
+    folder = write_graphs(shipped, tmp_path)
+    graphs = [
+        onnx.load_model(str(folder / name), load_external_data=False) for name in ("encoder.onnx", "decoder.onnx")
+    ]
+    block = (folder / WEIGHTS_FILE).read_bytes()
     parameters = {name: tensor.detach().numpy() for name, tensor in shipped.model.state_dict().items()}
     embedding_offsets = set()
+    compared = 0
     for graph in graphs:
         for initializer in graph.graph.initializer:
             if not initializer.external_data:
@@ -90,11 +96,44 @@ def test_the_weights_are_the_checkpoints_stored_once(shipped):
             name = initializer.name.removeprefix("model.").removesuffix(".float16")
             if name in parameters:
                 assert np.array_equal(values.astype(np.float32), parameters[name]), name
+                compared += 1
             if name == "embedding.weight":
                 embedding_offsets.add(start)
+    assert compared  # some weights keep the checkpoint's names, and those were compared
     assert len(embedding_offsets) == 1
     parameter_bytes = 2 * shipped.model.num_parameters()
     assert parameter_bytes <= len(block) < parameter_bytes + 1.2e6  # + the float32 positional table
+
+
+def test_a_model_is_exported_once_and_its_files_copied_after(tmp_path, monkeypatch):
+    """The second export of the same model copies the cached files (no tracing); a model whose weights differ in one
+    number, or whose configuration differs, has another key and is exported again."""
+    torch.manual_seed(6)
+    model = Transformer(preset("tiny")).eval()
+
+    class Loaded:
+        pass
+
+    loaded = Loaded()
+    loaded.model = model
+    cache = tmp_path / "cache"
+    first = write_graphs(loaded, tmp_path / "first", cache)
+    monkeypatch.setattr(web, "onnx_graphs", lambda model: pytest.fail("exported again"))
+    second = write_graphs(loaded, tmp_path / "second", cache)
+    for name in ("encoder.onnx", "decoder.onnx", WEIGHTS_FILE):
+        assert (first / name).read_bytes() == (second / name).read_bytes()
+    assert [folder.name for folder in (cache / "graphs").iterdir()] == [web.graphs_key(model)]  # nothing half-written
+
+    key = web.graphs_key(model)
+    with torch.no_grad():
+        model.embedding.weight[3, 1] += 1.0
+    assert web.graphs_key(model) != key
+    with pytest.raises(pytest.fail.Exception, match="exported again"):
+        write_graphs(loaded, tmp_path / "third", cache)
+    assert web.graphs_key(Transformer(preset("tiny")).eval()) != web.graphs_key(model)  # other weights
+    other = Transformer(replace(preset("tiny"), dropout=0.0)).eval()
+    other.load_state_dict(model.state_dict())
+    assert web.graphs_key(other) != web.graphs_key(model)  # the same weights, another configuration
 
 
 def test_export_refuses_to_overwrite_and_names_what_it_cannot_export(tmp_path, capsys):

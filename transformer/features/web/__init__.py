@@ -30,6 +30,7 @@ import logging
 import os
 import shutil
 import subprocess
+import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,6 +49,7 @@ MAX_CHARACTERS = 2000  # as the app's sentence boxes
 MAX_SOURCE_TOKENS = 96  # as the app's maps (pages/common.py): beyond this a map stops being readable
 SMALL_TENSOR = 1024
 WEIGHTS_FILE = "weights.bin"  # the name both graphs give their external weights
+GRAPH_FILES = ("encoder.onnx", "decoder.onnx", WEIGHTS_FILE)
 FALLBACK_ALIGNMENT = "mean-both"  # as transformer.analysis.word_alignment for a checkpoint with no measured choice
 EXAMPLE = "The law will never be perfect, but its application should be just."
 
@@ -104,12 +106,16 @@ def require_exporter() -> None:
         ) from None
 
 
+def _refuse_switched_off_heads(model: Transformer) -> None:
+    if any(module.head_gate is not None for module in model.modules() if isinstance(module, MultiHeadAttention)):
+        raise WebExportError("heads are switched off on this model; export it with every head on")
+
+
 def onnx_graphs(model: Transformer) -> tuple:
     """The encoder and decoder of ``model`` as ONNX models (``onnx.ModelProto``) with their weights inside, for any
     batch, source and target length within the model's positions."""
     require_exporter()
-    if any(module.head_gate is not None for module in model.modules() if isinstance(module, MultiHeadAttention)):
-        raise WebExportError("heads are switched off on this model; export it with every head on")
+    _refuse_switched_off_heads(model)
     model = model.float().eval()
     positions = model.config.max_positions
     batch = torch.export.Dim("batch", min=1, max=64)
@@ -198,18 +204,66 @@ def share_weights(graphs: tuple) -> bytes:
     return bytes(block)
 
 
-def write_graphs(loaded: LoadedCheckpoint, folder: str | Path) -> Path:
+def write_graphs(loaded: LoadedCheckpoint, folder: str | Path, cache: Path | None = None) -> Path:
     """``encoder.onnx``, ``decoder.onnx`` and their shared ``weights.bin`` for ``loaded`` in ``folder`` (what the
-    explorer file holds; onnxruntime opens the graphs from there)."""
-    import onnx
+    explorer file holds; onnxruntime opens the graphs from there).
 
+    Tracing and exporting take most of an export (about 15 s for the shipped model on 2 cores), so the files are kept
+    in the cache folder (``cache``, by default :func:`web_cache`) under :func:`graphs_key`: a model with the same
+    weights, configuration and code is exported once, and every later export copies the files."""
+    _refuse_switched_off_heads(loaded.model)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    graphs = onnx_graphs(loaded.model)
-    (folder / WEIGHTS_FILE).write_bytes(share_weights(graphs))
-    for name, graph in zip(("encoder", "decoder"), graphs, strict=True):
-        onnx.save_model(graph, folder / f"{name}.onnx")
+    kept = (cache or web_cache()) / "graphs" / graphs_key(loaded.model)
+    if not _whole(kept):
+        _export_graphs(loaded.model, kept)
+    for name in GRAPH_FILES:
+        shutil.copyfile(kept / name, folder / name)
     return folder
+
+
+def graphs_key(model: Transformer) -> str:
+    """What the exported graphs of ``model`` depend on, as a hash: its configuration, every weight as the export
+    reads it (float32), the source of the modules it is made of and of this exporter, and the versions of torch and
+    onnxscript."""
+    import onnxscript
+
+    digest = hashlib.sha256(f"torch {torch.__version__} onnxscript {onnxscript.__version__}".encode())
+    digest.update(repr(model.config).encode())
+    sources = {sys.modules[type(module).__module__].__file__ for module in model.modules()} | {__file__}
+    for source in sorted(str(path) for path in sources if path):
+        digest.update(Path(source).read_bytes())
+    for name, tensor in model.state_dict().items():
+        tensor = tensor.detach().float().contiguous().reshape(-1)
+        digest.update(f"{name} {tuple(tensor.shape)}".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()[:32]
+
+
+def _whole(kept: Path) -> bool:
+    return all((kept / name).is_file() for name in GRAPH_FILES)
+
+
+def _export_graphs(model: Transformer, kept: Path) -> None:
+    """Export ``model``'s graphs into the cache folder ``kept``: written beside it and renamed into place, so that a
+    folder under that name is always whole, whichever of two exports at once finishes first."""
+    import tempfile
+
+    import onnx
+
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{kept.name}.", dir=kept.parent))
+    try:
+        graphs = onnx_graphs(model)
+        (scratch / WEIGHTS_FILE).write_bytes(share_weights(graphs))
+        for name, graph in zip(("encoder", "decoder"), graphs, strict=True):
+            onnx.save_model(graph, scratch / f"{name}.onnx")
+        if kept.exists() and not _whole(kept):  # left by an older version that wrote in place
+            shutil.rmtree(kept, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another export of the same model finished first: its files are the same
+            scratch.rename(kept)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def web_cache() -> Path:
@@ -305,7 +359,7 @@ def explorer_html(
     script = javascript(cache)
     config = loaded.config
     with tempfile.TemporaryDirectory() as scratch:
-        folder = write_graphs(loaded, scratch)
+        folder = write_graphs(loaded, scratch, cache)
         encoder = (folder / "encoder.onnx").read_bytes()
         decoder = (folder / "decoder.onnx").read_bytes()
         weights = (folder / WEIGHTS_FILE).read_bytes()
