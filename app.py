@@ -50,20 +50,19 @@ st.html(
 
 # Streamlit's tab strip can drop the keyboard's focus: when a run redraws the strip just after an arrow key opened a
 # tab, the open tab is drawn for a moment without its tabindex, and the browser moves the focus to the page's body
-# (about one arrow in ten on a 2-core machine). The visitor's next arrow then does nothing, and Tab starts again from
+# (about one arrow in twenty on a 2-core machine). The visitor's next arrow then does nothing, and Tab starts again from
 # the top. This puts the focus back on that tab once it can take it again. Only that case: a tab that loses the
 # focus while it still has its tabindex (a click elsewhere, another window) is left alone.
 st.html(
     """<script>
-if (!window.parent.tabFocusGuard) {
-  const root = window.parent.document;
-  window.parent.tabFocusGuard = true;
-  root.addEventListener("focusout", (event) => {
+if (!window.tabFocusGuard) {
+  window.tabFocusGuard = true;
+  document.addEventListener("focusout", (event) => {
     const tab = event.target;
     if (event.relatedTarget !== null || !tab.matches?.('[role="tab"]') || tab.hasAttribute("tabindex")) return;
     const started = performance.now();
     const restore = () => {
-      if (root.activeElement !== root.body || !tab.isConnected) return;
+      if (document.activeElement !== document.body || !tab.isConnected) return;
       if (tab.hasAttribute("tabindex")) tab.focus({ preventScroll: true });
       else if (performance.now() - started < 2000) requestAnimationFrame(restore);
     };

@@ -438,7 +438,6 @@ class Journey:
     violations: list[Violation] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)
     focus_marks: dict[str, str] = field(default_factory=dict)  # "page: control" → what shows its keyboard focus
-    pressed_again: list[str] = field(default_factory=list)  # tab arrows pressed twice: the strip went back (step_tab)
     log_offset: int = 0
     count: int = 0
     # The sentence the robot last typed into a sentence box, while nothing else may have replaced it (a lesson, a
@@ -645,24 +644,6 @@ class Robot:
             and f.is_enabled()
             and (not keyed or f.evaluate("element => !!element.closest('[class*=\"st-key-\"]')"))
         ]
-
-    def step_tab(self, key: str, arrow: str) -> None:
-        """One arrow along the tab list ``key``: the tab it lands on opens and runs the page; the robot waits for
-        that run to name the tab in the URL, as a visitor reads each tab before the next. A run that a quicker key
-        press overtook can send the strip back to the tab before (Streamlit's tabs take their value from the run):
-        then the focus is still on the strip, and the robot presses the arrow again, as a visitor would, and records
-        it in ``journey.pressed_again``."""
-        before = self.value_of(key)
-        for attempt in range(2):
-            address = self.page.url
-            self.press(arrow)
-            with suppress(Exception):  # a tab list that the URL does not follow: its run has ended
-                self.page.wait_for_function("address => location.href !== address", arg=address, timeout=10_000)
-            settle(self.page)
-            if self.value_of(key) != before or not self.page.evaluate(FOCUSED_TAB_JS).startswith("tab"):
-                return
-            if attempt == 0:
-                self.journey.pressed_again.append(f"{self.journey.count}: {key} on {page_of(self.page.url)}")
 
     def do_translate(self) -> None:
         page = self.page
@@ -953,7 +934,11 @@ class KeyboardRobot(Robot):
         if not self.reach(key=key, label=f"{key} (tabs)"):
             return None
         for _ in range(steps):
-            self.step_tab(key, arrow)
+            address = self.page.url  # before the press: a quick run can change it before the robot reads it
+            self.press(arrow)
+            with suppress(Exception):  # a tab list that the URL does not follow: its run has ended
+                self.page.wait_for_function("address => location.href !== address", arg=address, timeout=5_000)
+            settle(self.page)
         shown = self.value_of(key)
         if shown != wanted:
             where = self.page.evaluate(FOCUSED_TAB_JS)
@@ -1234,8 +1219,6 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{journey.count} actions{mode}, seed {arguments.seed}, {len(journey.violations)} violations, {seconds:.0f} s"
     )
-    if journey.pressed_again:
-        print("Tab arrows pressed again (the strip went back to the tab before):", "; ".join(journey.pressed_again))
     if arguments.keyboard and arguments.verbose:
         print("What showed the keyboard's focus:")
         for where, mark in sorted(journey.focus_marks.items()):

@@ -10,6 +10,7 @@ import shutil
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -45,12 +46,7 @@ def test_the_graphs_compute_what_the_model_computes(tmp_path):
     """Encoder and decoder graphs in onnxruntime against the torch model, for lengths other than the ones traced."""
     torch.manual_seed(5)
     model = Transformer(preset("tiny")).eval()
-
-    class Loaded:  # what write_graphs reads of a checkpoint
-        pass
-
-    loaded = Loaded()
-    loaded.model = model
+    loaded = SimpleNamespace(model=model)  # what write_graphs reads of a checkpoint
     folder = write_graphs(loaded, tmp_path / "graphs", cache=tmp_path / "cache")  # an empty cache: exported here
     encoder = onnxruntime.InferenceSession(str(folder / "encoder.onnx"))
     decoder = onnxruntime.InferenceSession(str(folder / "decoder.onnx"))
@@ -110,12 +106,7 @@ def test_a_model_is_exported_once_and_its_files_copied_after(tmp_path, monkeypat
     number, or whose configuration differs, has another key and is exported again."""
     torch.manual_seed(6)
     model = Transformer(preset("tiny")).eval()
-
-    class Loaded:
-        pass
-
-    loaded = Loaded()
-    loaded.model = model
+    loaded = SimpleNamespace(model=model)
     cache = tmp_path / "cache"
     first = write_graphs(loaded, tmp_path / "first", cache)
     monkeypatch.setattr(web, "onnx_graphs", lambda model: pytest.fail("exported again"))

@@ -258,7 +258,7 @@ def _export_graphs(model: Transformer, kept: Path) -> None:
         (scratch / WEIGHTS_FILE).write_bytes(share_weights(graphs))
         for name, graph in zip(("encoder", "decoder"), graphs, strict=True):
             onnx.save_model(graph, scratch / f"{name}.onnx")
-        if kept.exists() and not _whole(kept):  # left by an older version that wrote in place
+        if kept.exists() and not _whole(kept):  # a cached folder whose files were partly removed
             shutil.rmtree(kept, ignore_errors=True)
         with contextlib.suppress(OSError):  # another export of the same model finished first: its files are the same
             scratch.rename(kept)
