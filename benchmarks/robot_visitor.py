@@ -443,6 +443,31 @@ class Journey:
     # The sentence the robot last typed into a sentence box, while nothing else may have replaced it (a lesson, a
     # reload, the browser's history): every sentence page it opens from the sidebar must show it.
     sentence: str | None = None
+    # Before each action taken outside a lesson: what the robot remembered of every page and the sentence it
+    # expected. The action that starts a lesson makes them ``before_lesson``, which leaving the lesson gives back to
+    # every page but the one left on (pages.lesson_bar.give_back).
+    outside: tuple[dict[str, dict[str, object]], str | None] = ({}, None)
+    before_lesson: tuple[dict[str, dict[str, object]], str | None] | None = None
+    # A sentence page a lesson was left on keeps the lesson's sentence while the robot stays on it (Held).
+    held: Held | None = None
+    moved_in_history: bool = False  # this action went back, forward or reloaded
+
+
+@dataclass
+class Held:
+    """The sentence page a lesson was left on: what the robot remembered of it before the lesson, the sentence it
+    expected then, and whether it has changed one of the page's choices since. Once the robot goes, the page shows
+    the visitor's sentence with the choices they had for it, or (changed) the lesson's sentence is theirs."""
+
+    page: str
+    before: dict[str, object] | None
+    sentence: str | None
+    changed: bool = False
+
+
+def app_wide(key: str) -> bool:
+    """Whether control ``key`` is one of the sidebar's, the same on every page (no page's own choice)."""
+    return key.split("__")[0] in (*APP_WIDE, "lang", "checkpoint", "present")
 
 
 def page_of(url: str) -> str:
@@ -522,7 +547,14 @@ class Robot:
         shown = values(page.evaluate(CONTROLS_JS))
         if forget_others:  # a new session (reload): only what the URL carries can be kept
             self.journey.remembered = {name: self.journey.remembered.get(name, {})}
+            self.journey.before_lesson = self.journey.held = None
+        self.follow_lesson(name)
         remembered = self.journey.remembered.setdefault(name, {})
+        held = self.journey.held
+        if held is not None and held.page == name:
+            held.changed |= any(
+                remembered.get(key) != value for key, value in shown.items() if not app_wide(key) and key in remembered
+            )
         if returning:
             lost = {
                 key: (remembered[key], value)
@@ -534,6 +566,46 @@ class Robot:
         remembered.update(shown)
         return shown
 
+    def forget_labels(self) -> None:
+        """Another language or model: every label and option text the robot remembered is of the one before."""
+        journey = self.journey
+        journey.remembered.clear()
+        if journey.before_lesson is not None:
+            journey.before_lesson = ({}, journey.before_lesson[1])
+        if journey.held is not None:
+            journey.held.before = None
+
+    def follow_lesson(self, name: str) -> None:
+        """Before the robot compares what page ``name`` shows: a lesson started, left, or a page it was left on
+        left (:class:`Held`), each with what the app gives back then."""
+        journey = self.journey
+        in_lesson = "lesson=" in self.page.url
+        if in_lesson and journey.before_lesson is None:
+            journey.before_lesson = journey.outside
+        elif not in_lesson and journey.before_lesson is not None:  # the lesson was left, here
+            remembered, sentence = journey.before_lesson
+            journey.before_lesson = None
+            journey.remembered = {
+                page: {key: value for key, value in values.items() if not app_wide(key)}
+                for page, values in remembered.items()
+                if page != name
+            } | {name: journey.remembered.get(name, {})}
+            if name in SENTENCE_BOXES:
+                journey.held = Held(name, remembered.get(name), sentence)
+        held = journey.held
+        if held is None or held.page == name:
+            return
+        journey.held = None
+        lessons = journey.remembered.get(held.page, {}).get(SENTENCE_BOXES[held.page])
+        if held.changed:
+            self.new_sentence()
+        elif held.before is not None:
+            journey.remembered[held.page] = held.before
+        else:
+            journey.remembered.pop(held.page, None)
+        if not journey.moved_in_history:  # (the history may open a page's own sentence: do_back)
+            journey.sentence = lessons if held.changed else held.sentence
+
     # ----------------------------------------------------------------------------------------- actions
     def open(self, url: str) -> None:
         self.page.goto(url)
@@ -542,6 +614,9 @@ class Robot:
     def act(self) -> None:
         journey = self.journey
         journey.count += 1
+        journey.moved_in_history = False
+        if "lesson=" not in self.page.url:
+            journey.outside = ({page: dict(values) for page, values in journey.remembered.items()}, journey.sentence)
         action = self.random.choices(list(NAVIGATION_WEIGHTS), weights=list(NAVIGATION_WEIGHTS.values()))[0]
         getattr(self, f"do_{action}")()
 
@@ -588,6 +663,7 @@ class Robot:
 
     def do_back(self) -> None:
         self.journey.sentence = None  # the history or a new session may show another page's own sentence
+        self.journey.moved_in_history = True
         self.note("back")
         self.page.go_back()
         settle(self.page)
@@ -595,6 +671,7 @@ class Robot:
 
     def do_forward(self) -> None:
         self.journey.sentence = None  # the history or a new session may show another page's own sentence
+        self.journey.moved_in_history = True
         self.note("forward")
         self.page.go_forward()
         settle(self.page)
@@ -602,6 +679,7 @@ class Robot:
 
     def do_reload(self) -> None:
         self.journey.sentence = None  # the history or a new session may show another page's own sentence
+        self.journey.moved_in_history = True
         self.note(f"reload {page_of(self.page.url)}")
         self.page.reload()
         settle(self.page)
@@ -675,13 +753,18 @@ class Robot:
     def typed_sentence(self, key: str | None, shown: dict[str, object]) -> None:
         """After typing into ``key``: when it is this page's sentence box, what it shows is the sentence every
         sentence page must show from now on (:meth:`check_sentence`)."""
+        held = self.journey.held
+        if held is not None and held.page == page_of(self.page.url):  # typed on the page a lesson was left on:
+            held.changed = True  # its choices are the visitor's now,
+            if SENTENCE_BOXES[held.page] == key:  # and so is the sentence typed in its box
+                self.journey.held = None
         if key is not None and SENTENCE_BOXES.get(page_of(self.page.url)) == key and "lesson=" not in self.page.url:
             self.journey.sentence = shown.get(key)
 
     def check_sentence(self, shown: dict[str, object]) -> None:
         """After opening a page from the sidebar: its sentence box shows the sentence last typed on any page."""
         journey, name = self.journey, page_of(self.page.url)
-        if "lesson=" in self.page.url or name == "lessons":
+        if "lesson=" in self.page.url:
             journey.sentence = None  # a lesson's steps bring sentences of their own (and say so)
             return
         key = SENTENCE_BOXES.get(name)
@@ -709,7 +792,7 @@ class Robot:
             return
         settle(page)
         if key in ("lang", "checkpoint"):  # every label and option text changes with the language
-            self.journey.remembered.clear()
+            self.forget_labels()
         elif key.split("__")[0] in APP_WIDE:  # palette__en (pages.choices): set here, it is set on every page, so
             # what other pages showed before is no longer due
             for remembered in self.journey.remembered.values():

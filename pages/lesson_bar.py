@@ -83,25 +83,63 @@ def remember_before() -> None:
         st.session_state[BEFORE] = {**url_state.kept(), VISITOR_SENTENCE: st.session_state.get(VISITOR_SENTENCE)}
 
 
-def give_back(declared: dict) -> None:
+def give_back(declared: dict, here: str) -> None:
     """After the first run past a lesson's end: every control but the page's own (``declared``, which stays as the
     lesson left it) takes back the value the visitor had before the lesson, or its default, so that the other
-    pages open as the visitor left them (a step page no longer opens on the lesson's last tab and sentence)."""
+    pages open as the visitor left them (a step page no longer opens on the lesson's last tab and sentence).
+
+    The visitor's own sentence comes back on every other page. The page left on (``here``) keeps the lesson's
+    sentence while the visitor stays on it, and its choices come back with the visitor's sentence when they go
+    (:func:`let_go`)."""
     before = st.session_state.pop(LEFT, None)
     if before is None:
         return
-    from pages.sentence import VISITOR_SENTENCE
+    from pages.common import COMMON_FIELDS
+    from pages.sentence import BOX, HELD, VISITOR_SENTENCE
 
     sentence = before.pop(VISITOR_SENTENCE, None)
+    kept = url_state.kept()
+    box = st.session_state.get(BOX)
+    if sentence and box in declared and kept.get(box) not in (None, sentence):
+        own = [key for key in declared if key not in COMMON_FIELDS]
+        st.session_state[HELD] = {
+            "page": here,
+            "key": box,
+            "sentence": kept[box],
+            "shown": {key: kept.get(key) for key in own},
+            "before": {key: before[key] for key in own if key in before},
+        }
     if sentence:  # the visitor's own sentence, on every page again
         st.session_state[VISITOR_SENTENCE] = sentence
-    kept = url_state.kept()
     for key in set(kept) | set(before):
         if key in declared:
             continue
         st.session_state.pop(key, None)
         if key in before:
             kept[key] = before[key]
+        else:
+            kept.pop(key, None)
+
+
+def let_go(here: str) -> None:
+    """Before a run of page ``here``: once the visitor has gone from the page a lesson was left on (which kept the
+    lesson's sentence, :func:`give_back`), that page is theirs again. Left as the lesson left it, its own controls
+    take back the values they had with the visitor's sentence; worked on (any of its choices changed), the lesson's
+    sentence becomes the visitor's, on every page, with the choices they made for it."""
+    from pages.sentence import HELD, VISITOR_SENTENCE
+
+    held = st.session_state.get(HELD)
+    if held is None or held["page"] == here:
+        return
+    del st.session_state[HELD]
+    kept = url_state.kept()
+    if any(kept.get(key) != value for key, value in held["shown"].items()):
+        st.session_state[VISITOR_SENTENCE] = held["sentence"]
+        return
+    for key in held["shown"]:
+        st.session_state.pop(key, None)
+        if key in held["before"]:
+            kept[key] = held["before"][key]
         else:
             kept.pop(key, None)
 
@@ -118,7 +156,11 @@ def stop() -> None:
 
 def play(page) -> None:
     """Run ``page`` (the navigation's chosen page) under the lesson bar when a lesson is on."""
+    from pages.sentence import BOX
+
     st.session_state[url_state.DECLARED] = {}
+    st.session_state.pop(BOX, None)
+    let_go(page_name(page))
     linked = from_url()
     if linked is not None and linked != st.session_state.get(PLAYING):
         # A link to a step (a fresh browser, or a step's link clicked): start there.
@@ -141,7 +183,7 @@ def play(page) -> None:
     playing = st.session_state.get(PLAYING)
     if playing is None:
         page.run()
-        give_back(st.session_state.get(url_state.DECLARED, {}))
+        give_back(st.session_state.get(url_state.DECLARED, {}), page_name(page))
         return
     name, number = playing
     lesson = load_or_say(name)

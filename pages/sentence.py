@@ -11,6 +11,10 @@ from pages.i18n import escaped, t
 from transformer.features.lessons import DEFAULT_SENTENCE
 
 VISITOR_SENTENCE = "_visitor_sentence"  # the sentence the visitor last typed or opened, on any page
+BOX = "_sentence_box"  # the key of the sentence box the page of this run follows with (the lesson bar reads it)
+# The page a lesson was left on keeps the lesson's sentence while the visitor stays there (pages.lesson_bar):
+# {"page", "key", "sentence", "shown": its own controls as left, "before": their values before the lesson}.
+HELD = "_sentence_held"
 
 
 def follow_sentence(key: str) -> None:
@@ -20,6 +24,13 @@ def follow_sentence(key: str) -> None:
     link's sentence replaces the visitor's, the page says so and offers theirs back (:func:`linked_sentence_note`)."""
     shown = f"_sentence_shown_{key}"
     current = st.session_state.get(key)
+    st.session_state[BOX] = key
+    held = st.session_state.get(HELD)
+    if held is not None and held["key"] == key:
+        if current == held["sentence"]:  # a lesson was left here: its sentence stays while the visitor does
+            st.session_state[shown] = current
+            return
+        del st.session_state[HELD]  # typed over (or linked): the sentence in the box is theirs, as ever
     latest = st.session_state.get(VISITOR_SENTENCE)
     typed = shown in st.session_state and current is not None and current != st.session_state[shown]
     if url_state.linked(key) and current is not None:

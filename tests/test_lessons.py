@@ -33,6 +33,7 @@ from transformer.features.lessons import (
 from transformer.formats.checkpoint import load_checkpoint
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
+WHY_TOKENS = ("why_first", "why_second")  # the two tokens Why self-attention draws the path between
 # The browser tests' model (the app's server and its log are conftest's fixtures).
 checkpoint = test_browser.checkpoint
 STEP = """
@@ -268,6 +269,88 @@ def test_a_step_that_shows_its_own_sentence_says_so_and_gives_the_visitors_back(
     assert page.locator(".st-key-wi_text input").input_value() == mine
     assert blocked == []
     context.close()
+
+
+@needs_browser
+def test_the_page_a_lesson_is_left_on_keeps_its_sentence_and_tokens_until_the_visitor_goes(browser, server: str):
+    """The visitor types their sentence on *Why self-attention*, starts the tour there and leaves it on its first
+    step: the page keeps the lesson's sentence with the lesson's tokens through its next runs; the other pages show
+    the visitor's sentence; back on the page it shows theirs with the tokens they had for it."""
+    blocked: list[str] = []
+    context = offline_context(browser, server, blocked)
+    page = context.new_page()
+    page.goto(f"{server}/why_self_attention")
+    settle(page, FIRST_RENDER_MS)
+    mine = "My sister reads a book in the garden."
+    page.locator(".st-key-why_text input").fill(mine)
+    page.locator(".st-key-why_text input").press("Enter")
+    settle(page, FIRST_RENDER_MS)
+
+    def view() -> tuple[str, str, str]:
+        first, second = (page.locator(f".st-key-{key} input").input_value() for key in WHY_TOKENS)  # "7: ."
+        return page.locator(".st-key-why_text input").input_value(), first, second
+
+    own = view()
+    page.locator('[data-testid="stSidebarNav"] a[href$="lessons"]').click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lessons_start_paper_tour button").click()
+    settle(page, FIRST_RENDER_MS)
+    page.locator(".st-key-lesson_reveal button").click()
+    settle(page, FIRST_RENDER_MS)
+    lessons = view()
+    assert lessons[0] != mine and lessons[2] != own[2]
+    page.locator(".st-key-lesson_leave button").click()
+    settle(page, FIRST_RENDER_MS)
+    assert view() == lessons
+    page.locator("[data-testid='stMain'] h1").first.click()  # the focus off the sentence box: R reruns the page
+    page.keyboard.press("r")
+    settle(page, FIRST_RENDER_MS)
+    assert view() == lessons and "lesson" not in parse_qs(urlsplit(page.url).query)
+    page.locator('[data-testid="stSidebarNav"] a[href$="what_if"]').click()
+    settle(page, FIRST_RENDER_MS)
+    assert page.locator(".st-key-wi_text input").input_value() == mine
+    page.locator('[data-testid="stSidebarNav"] a[href$="why_self_attention"]').click()
+    settle(page, FIRST_RENDER_MS)
+    assert view() == own
+    assert blocked == []
+    context.close()
+
+
+@pytest.mark.parametrize("worked_on", [False, True])
+def test_the_page_a_lesson_was_left_on_is_the_visitors_again_once_they_go(monkeypatch, worked_on: bool):
+    """The state behind the browser test above, with the case it leaves out: left as the lesson left it, the page
+    takes back the visitor's sentence and their choices for it; worked on, the lesson's sentence becomes theirs, on
+    every page, with the choices they made."""
+    import streamlit as st
+
+    from pages import lesson_bar, url_state
+    from pages.sentence import BOX, HELD, VISITOR_SENTENCE, follow_sentence
+
+    mine, lessons = "My sister reads a book.", "It is in this spirit that a majority of American governments"
+    session = {
+        url_state.KEPT: {"why_text": lessons, "why_first": 0, "why_second": 11, "lang": "ko"},
+        "why_text": lessons,
+        VISITOR_SENTENCE: lessons,
+        BOX: "why_text",
+        lesson_bar.LEFT: {VISITOR_SENTENCE: mine, "why_text": mine, "why_first": 2, "lang": "en"},
+    }
+    monkeypatch.setattr(st, "session_state", session)
+    declared = dict.fromkeys(["why_text", "why_first", "why_second", "lang"])
+    lesson_bar.give_back(declared, "why_self_attention")
+    assert session[VISITOR_SENTENCE] == mine  # every other page: the visitor's sentence
+    follow_sentence("why_text")  # this page's next run
+    assert session["why_text"] == lessons and session[VISITOR_SENTENCE] == mine
+    if worked_on:
+        url_state.kept()["why_first"] = 3
+    url_state.kept()["lang"] = "en"  # the interface language is no choice of the page's
+    lesson_bar.let_go("what_if")
+    kept = url_state.kept()
+    assert HELD not in session and kept["lang"] == "en"
+    if worked_on:
+        assert session[VISITOR_SENTENCE] == lessons and (kept["why_text"], kept["why_first"]) == (lessons, 3)
+    else:
+        assert session[VISITOR_SENTENCE] == mine and (kept["why_text"], kept["why_first"]) == (mine, 2)
+        assert "why_second" not in kept and "why_text" not in session  # the default, for their sentence
 
 
 def file_only_context(browser, refused: list[str]):
