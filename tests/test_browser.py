@@ -638,6 +638,8 @@ def test_positional_encoding_formulas_render_without_katex_errors(open_app: Call
     page.get_by_role("link", name="Positional encoding").click()
     page.wait_for_selector(".katex", state="attached", timeout=FIRST_RENDER_MS)
     page.wait_for_selector("text=The encoding table", timeout=FIRST_RENDER_MS)
+    # Each formula is typeset as it is drawn: the second may come a moment after the first.
+    page.wait_for_function("() => document.querySelectorAll('.katex').length >= 2", timeout=FIRST_RENDER_MS)
     assert page.locator(".katex").count() >= 2
     # KaTeX draws what it cannot parse (an undefined command such as "\\qquadPE") in its error colour.
     errors = page.locator('.katex-error, .katex [mathcolor="#cc0000"], .katex [style*="#cc0000"]')
