@@ -41,7 +41,8 @@ from transformer.paper.data import (
     encode_pairs,
     read_corpus,
 )
-from transformer.paper.model import Dropout, MultiHeadAttention, Transformer
+from transformer.paper.dropout import Dropout
+from transformer.paper.model import MultiHeadAttention, Transformer
 from transformer.paper.positional import sinusoidal_positional_encoding
 from transformer.paper.tokenizer import Tokenizer
 

@@ -42,7 +42,9 @@ with page("positional", FIELDS) as loaded:
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{\text{model}}}}\right)"
     )
 
-    if config.positional != "paper" or config.position_offset:
+    if config.positional == "learned":
+        st.info(t("pe.learned"))
+    elif config.positional != "paper" or config.position_offset:
         st.info(t("pe.other_table", offset=config.position_offset))
     even_widths = sorted({16, 32, 64, 128, 256, 512, 1024, config.d_model})
     max_positions = min(512, config.max_positions)
@@ -58,6 +60,11 @@ with page("positional", FIELDS) as loaded:
         help=t("pe.d_model_help", d_model=config.d_model),
     )
     pe = sinusoidal_positional_encoding(num_positions, d_model).numpy()
+    if config.positional == "learned":
+        st.header(t("pe.learned_table"))
+        st.caption(t("pe.learned_caption"))
+        learned = loaded.model.positions("encoder")[:num_positions].detach().float().cpu().numpy()
+        show_figure(plot_positional.positional_encoding_heatmap(learned, language(), learned=True), key="pe_learned")
 
     st.header(t("pe.table"))
     st.caption(t("pe.table_caption"))

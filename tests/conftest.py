@@ -230,20 +230,31 @@ needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING
 HEAVY = ("browser", "server", "training", "slow")
 
 
-# The modules whose tests take longest, run first (longest first): the two workers (pytest-xdist's worksteal) then
-# end on short tests, instead of one of them waiting while the other runs a long one alone (about a minute and a
-# half at half the machine's cores, with the modules in alphabetical order). A module's tests stay together, so its
-# module-scoped fixtures are set up once.
+# Each module runs whole on one worker (pytest-xdist's `--dist loadscope`, pyproject.toml: its module-scoped
+# fixtures are made once), and a worker that is done takes the next module of this order: the longest first (their
+# total times on the 2-core machine, docs/testing.md), so that the two workers end on short modules together rather
+# than one waiting while the other runs a long test alone. The rest follow in alphabetical order.
 LONGEST_FIRST = (
-    "test_accessibility.py",
-    "test_load.py",
     "test_browser.py",
-    "test_korean.py",
+    "test_load.py",
     "test_lessons.py",
-    "test_hub.py",
+    "test_accessibility.py",
+    "test_korean.py",
     "test_web.py",
     "test_keyboard.py",
+    "test_hub.py",
+    "test_what_if_page.py",
     "test_toy.py",
+    "test_bounds.py",
+    "test_app.py",
+    "test_translation_process.py",
+    "test_decode.py",
+    "test_train.py",
+    "test_ablation.py",
+    "test_jobs.py",
+    "test_fuzz.py",
+    "test_faults.py",
+    "test_health.py",
 )
 
 

@@ -32,7 +32,7 @@ def _randomise(model: torch.nn.Module, seed: int) -> None:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if "layer_norm" in name and name.endswith("weight"):
+            if ("layer_norm" in name or "layernorm" in name) and name.endswith("weight"):
                 parameter.copy_(1.0 + 0.2 * torch.randn(parameter.shape, generator=generator))
             else:
                 parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
@@ -155,9 +155,71 @@ def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, see
     return out
 
 
+def byte_level_vocabulary(words: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """GPT-2's byte-level BPE over every byte, with merges that make whole pieces of ``words`` (each with its
+    leading space, "Ġ"): BART's tokenizer files, small."""
+    from transformer.formats.hub.tokenizer import BYTE_OF
+
+    character_of = {byte: character for character, byte in BYTE_OF.items()}
+    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+    for byte in range(256):
+        vocab.setdefault(character_of[byte], len(vocab))
+    merges = []
+    for word in words:
+        piece = "".join(character_of[byte] for byte in f" {word}".encode())
+        for end in range(2, len(piece) + 1):  # Ġt + h, Ġth + e, …
+            pair = (piece[: end - 1], piece[end - 1])
+            if piece[:end] not in vocab:
+                merges.append(pair)
+                vocab[piece[:end]] = len(vocab)
+    vocab["<mask>"] = len(vocab)
+    return vocab, merges
+
+
+BART_WORDS = ["the", "children", "are", "playing", "in", "park", "Law", "will", "never", "be", "perfect"]
+
+
+def make_bart(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 3) -> Path:
+    """A BART model: learned positions per stack from row 2, a LayerNorm of the embedded input, post-norm GELU
+    layers, no √d_model, an output bias; byte-level BPE with <s> before the sentence, decoding from </s> with <s>
+    forced first (as facebook/bart-large)."""
+    import transformers
+
+    vocab, merges = byte_level_vocabulary(BART_WORDS)
+    tokenizer = transformers.BartTokenizer(vocab=vocab, merges=merges)
+    config = transformers.BartConfig(
+        vocab_size=len(vocab),
+        d_model=d_model,
+        encoder_layers=layers,
+        decoder_layers=layers,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=2 * d_model,
+        decoder_ffn_dim=2 * d_model,
+        activation_function="gelu",
+        max_position_embeddings=128,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        scale_embedding=False,
+    )
+    torch.manual_seed(seed)
+    model = transformers.BartForConditionalGeneration(config).eval()
+    _randomise(model, seed)
+    with torch.no_grad():
+        model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape))
+    model.generation_config.forced_bos_token_id = 0
+    shutil.rmtree(out, ignore_errors=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    return out
+
+
 if __name__ == "__main__":
     root = Path(sys.argv[1])
     shipped = Path(__file__).resolve().parent.parent / "checkpoints" / "en-de-small" / "spm.model"
     print(make_marian(shipped, root / "marian"))
     print(make_m2m100(shipped, root / "m2m100"))
     print(make_nllb(root / "nllb"))
+    print(make_bart(root / "bart"))

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from tests.conftest import needs_browser
-from tests.hub_models import make_m2m100, make_marian, make_nllb
+from tests.hub_models import make_bart, make_m2m100, make_marian, make_nllb
 from transformer.formats import checkpoint_files
 from transformer.formats.checkpoint import REPOSITORY_CHECKPOINTS, CheckpointError, load_checkpoint
 from transformer.formats.hub.export import export_marian
@@ -58,6 +58,7 @@ def tiny_folders(tmp_path_factory) -> dict[str, Path]:
         "marian": make_marian(spm, root / "opus-mt-en-de"),
         "m2m_100": make_m2m100(spm, root / "m2m100"),
         "nllb": make_nllb(root / "nllb"),
+        "bart": make_bart(root / "bart"),
     }
 
 
@@ -179,12 +180,13 @@ def test_export_refuses_to_overwrite_and_the_command_writes_a_folder(exported, t
 
 
 # ------------------------------------------------------------------------------------------------ opening models
-@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb", "bart"])
 def test_a_hugging_face_model_opens_as_the_same_function(family, tiny_folders):
     folder = tiny_folders[family]
     loaded = load_checkpoint(folder)
     assert loaded.hub["family"] == family_of(family) and loaded.config.languages == ("en", "de")
-    assert loaded.config.norm_first == (family != "marian")
+    assert loaded.config.norm_first == (family in ("m2m_100", "nllb"))
+    assert (loaded.config.positional == "learned") == loaded.config.embedding_norm == (family == "bart")
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     if family == "m2m_100":
         tokenizer.src_lang = "en"
@@ -196,7 +198,7 @@ def test_a_hugging_face_model_opens_as_the_same_function(family, tiny_folders):
     assert logits < 1e-4 and log_probabilities < 1e-4 and attention < 1e-5
 
 
-@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb", "bart"])
 def test_a_hugging_face_model_searches_as_transformers_does(family, tiny_folders):
     folder = tiny_folders[family]
     loaded = load_checkpoint(folder)
@@ -211,13 +213,14 @@ def test_a_hugging_face_model_searches_as_transformers_does(family, tiny_folders
             ours = greedy_decode(loaded.model, source, max_extra_tokens=12)[0]
             theirs = hf.generate(order[source], num_beams=1, do_sample=False, max_new_tokens=len(ours) + 1, **forced)
         assert theirs[0].tolist()[1 : len(ours) + 1] == order[ours].tolist()
-    if family != "marian":  # the target language comes first, as transformers forces it
+    if family != "marian":  # the target language (BART: <s>) comes first, as transformers forces it
         assert ours[0] == loaded.config.forced_first_id
-        assert loaded.tokenizer.pieces([ours[0]]) == [{"m2m_100": "__de__", "nllb": "deu_Latn"}[family]]
+        assert loaded.tokenizer.pieces([ours[0]]) == [{"m2m_100": "__de__", "nllb": "deu_Latn", "bart": "<s>"}[family]]
 
 
-def test_switching_a_head_off_is_zeroing_its_slice_before_the_output_projection(tiny_folders):
-    folder = tiny_folders["m2m_100"]
+@pytest.mark.parametrize("family", ["m2m_100", "bart"])
+def test_switching_a_head_off_is_zeroing_its_slice_before_the_output_projection(family, tiny_folders):
+    folder = tiny_folders[family]
     loaded = load_checkpoint(folder)
     hf = hf_model(folder)
     order = torch.tensor(loaded.tokenizer.vocabulary.order)
@@ -339,7 +342,7 @@ def test_a_model_too_large_for_memory_is_refused_before_reading(tiny_folders, mo
         load_checkpoint(tiny_folders["marian"])
 
 
-@pytest.mark.parametrize("family", ["marian", "m2m_100"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "bart"])
 def test_commands_take_a_hugging_face_folder(family, tiny_folders):
     folder = tiny_folders[family]
     done = subprocess.run(
@@ -386,7 +389,7 @@ PAGE_FILES = sorted(
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb"])
+@pytest.mark.parametrize("family", ["marian", "m2m_100", "nllb", "bart"])
 def test_every_page_opens_on_a_hugging_face_model(family, tiny_folders, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -9,8 +9,9 @@ import torch
 from torch import nn
 
 from transformer.paper.config import ModelConfig, preset
+from transformer.paper.dropout import Dropout
 from transformer.paper.loss import label_smoothed_losses, projected_label_smoothed_loss
-from transformer.paper.model import Dropout, MultiHeadAttention, Transformer
+from transformer.paper.model import MultiHeadAttention, Transformer
 from transformer.paper.positional import sinusoidal_positional_encoding
 
 PAD = 0

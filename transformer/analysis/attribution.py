@@ -110,7 +110,8 @@ def attribute(
         chosen = log_p[:, token]
         return chosen if alternative is None else chosen - log_p[:, alternative]
 
-    inputs = (model.embed(source).detach().requires_grad_(), model.embed(prefix).detach().requires_grad_())
+    stacks = ((source, "encoder"), (prefix, "decoder"))
+    inputs = tuple(model.embed(ids, stack).detach().requires_grad_() for ids, stack in stacks)
     delta = None
     if method == "saliency":
         gradients = attr.Saliency(score).attribute(inputs, abs=False)
@@ -118,7 +119,10 @@ def attribute(
     elif method == "input_x_gradient":
         per_token = [a[0].sum(dim=-1) for a in attr.InputXGradient(score).attribute(inputs)]
     else:
-        baselines = tuple(model.positional_encoding[: x.shape[1]].to(x.dtype).expand_as(x) for x in inputs)
+        # every token embedding zero: what each stack's positions alone give it
+        baselines = tuple(
+            model.embedded(torch.zeros_like(x), stack).detach() for x, (_, stack) in zip(inputs, stacks, strict=True)
+        )
         integrated = attr.IntegratedGradients(score)
         while True:  # more steps until the attributions add up to the score's change within 2% (or 4× the steps)
             found, error = integrated.attribute(

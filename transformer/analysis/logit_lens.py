@@ -54,7 +54,7 @@ def logit_lens(loaded: LoadedCheckpoint, source_ids: Sequence[int], output_ids: 
     written = torch.tensor([*output_ids, EOS_ID], dtype=torch.long, device=device)
     memory, _ = model.encode(source)
     source_mask, self_mask = model.source_mask(source), model.target_mask(target)
-    x = model.embed(target)
+    x = model.embed(target, "decoder")
     states = []
     for layer in model.decoder_layers:
         x, _, _ = layer(x, memory, self_mask, source_mask)

@@ -158,7 +158,7 @@ def head_steps(
     embedding = positional = None
     if layer == 0 and kind != "cross" and not norm_first:
         embedding = model.embedding.weight[ids].float() * model.embedding_scale
-        positional = model.positional_encoding[: len(ids)].float()
+        positional = model.positions("encoder" if kind == "encoder" else "decoder")[: len(ids)].detach().float()
     # Labels as a reader sees them (no SentencePiece ▁; · before a piece that continues a word).
     source_tokens = readable_pieces(tokenizer.pieces(source_ids))
     target_tokens = readable_pieces(tokenizer.pieces([BOS_ID, *output_ids]))

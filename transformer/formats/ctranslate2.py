@@ -22,8 +22,10 @@ import numpy as np
 import torch
 
 from transformer.formats.checkpoint import LoadedCheckpoint
+from transformer.paper.config import ARCHITECTURE_FIELDS, ModelConfig
 from transformer.paper.model import MultiHeadAttention, PositionwiseFeedForward, Transformer
 
+PAPER = ModelConfig()  # the paper's architecture, which the spec below writes
 LAYER_NORM_EPSILON = 1e-5  # nn.LayerNorm's default, which every LayerNorm of the model uses
 
 
@@ -78,6 +80,12 @@ def ctranslate2_spec(model: Transformer, pieces: list[str]):
     config = model.config
     if any(module.head_gate is not None for module in model.modules() if isinstance(module, MultiHeadAttention)):
         raise ExportError("heads are switched off on this model; export it with every head on")
+    departs = [name for name in ARCHITECTURE_FIELDS if getattr(config, name) != getattr(PAPER, name)]
+    if departs:
+        raise ExportError(
+            f"only the paper's architecture exports to CTranslate2; this model departs in {', '.join(departs)}"
+        )
+    positions = _array(model.positions("encoder"))
     spec = transformer_spec.TransformerSpec.from_config(
         (config.encoder_layers, config.decoder_layers),
         config.num_heads,
@@ -85,7 +93,6 @@ def ctranslate2_spec(model: Transformer, pieces: list[str]):
         activation=common_spec.Activation.RELU,
     )
     embedding = _array(model.embedding.weight)
-    positions = _array(model.positional_encoding)
     for part in (spec.encoder, spec.decoder):
         embeddings = part.embeddings[0] if isinstance(part.embeddings, list) else part.embeddings
         embeddings.weight = embedding

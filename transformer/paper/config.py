@@ -15,13 +15,14 @@ from typing import Any
 ACTIVATIONS = ("relu", "silu", "gelu")
 # The attention kinds: encoder self-attention, decoder masked self-attention, encoder–decoder (cross) attention.
 ATTENTION_KINDS = ("encoder", "decoder", "cross")
-POSITIONAL_TABLES = ("paper", "tensor2tensor")
+POSITIONAL_TABLES = ("paper", "tensor2tensor", "learned")
 ARCHITECTURE_FIELDS = (
     "activation",
     "norm_first",
     "positional",
     "position_offset",
     "scale_embedding",
+    "embedding_norm",
     "output_bias",
     "forced_first_id",
 )
@@ -66,9 +67,12 @@ class ModelConfig:
     # (transformer.formats.hub).
     activation: str = "relu"  # the FFN's non-linearity (Eq. 2 uses ReLU; OPUS-MT "silu", i.e. swish)
     norm_first: bool = False  # True: x + Sublayer(LayerNorm(x)) and a final LayerNorm per stack (pre-norm)
-    positional: str = "paper"  # "paper": §3.5's frequencies; "tensor2tensor": 10000^(-i/(D/2-1)), as fairseq
+    # "paper": §3.5's frequencies; "tensor2tensor": 10000^(-i/(D/2-1)), as fairseq; "learned": a table of
+    # weights per stack instead of sinusoids (BART, mBART; the paper's §3.5 found the two to perform alike)
+    positional: str = "paper"
     position_offset: int = 0  # the table's first row is position ``position_offset`` (M2M100: 2)
     scale_embedding: bool = True  # Embedding·√d_model (§3.4)
+    embedding_norm: bool = False  # a LayerNorm of each stack's embedded input, before dropout (BART, mBART)
     output_bias: bool = False  # a bias on the pre-softmax projection (Marian's final_logits_bias)
     forced_first_id: int = -1  # a token every translation starts with (M2M100/NLLB: the target language); -1 none
 

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer.paper.config import ATTENTION_KINDS, ModelConfig
+from transformer.paper.dropout import Dropout
 from transformer.paper.loss import label_smoothed_losses, projected_label_smoothed_loss
 from transformer.paper.positional import positional_table
 
@@ -49,28 +50,6 @@ def target_mask(target: Tensor, pad_id: int) -> Tensor:
     keep = target != pad_id
     keep[:, 0] = True
     return causal[None, None] & keep[:, None, None, :]
-
-
-class Dropout(nn.Dropout):
-    """nn.Dropout (§5.4, P_drop) that draws its mask from fewer random bits on the CPU.
-
-    PyTorch's CPU dropout draws one Bernoulli sample per element from its Mersenne Twister, the costliest part of a
-    dropout layer; here one 64-bit draw gives the mask of four elements (15 random bits each), so an element is
-    dropped with probability round(p·2¹⁵)/2¹⁵ (0.100006 for p = 0.1). Same generator (``torch.manual_seed`` and the
-    trainer's saved random state apply), same scaling by 1/(1-p), and nn.Dropout itself on other devices, at p = 0 or
-    1 and when ``cheap_mask`` is False.
-    """
-
-    cheap_mask = True  # class-wide switch (False: nn.Dropout's per-element Bernoulli sampling)
-
-    def forward(self, x: Tensor) -> Tensor:
-        if not (self.training and self.cheap_mask and 0.0 < self.p < 1.0 and x.device.type == "cpu"):
-            return super().forward(x)
-        count = x.numel()
-        bits = torch.empty((count + 3) // 4, dtype=torch.int64).random_().view(torch.int16)[:count].view(x.shape)
-        # 1 where kept, 0 where dropped, made in x's dtype directly (a boolean mask would be converted at every use)
-        mask = torch.ge(bits.bitwise_and_(0x7FFF), round(self.p * 2**15), out=torch.empty_like(x))
-        return x * mask.mul_(1.0 / (1.0 - self.p))  # autograd keeps the mask for the backward pass
 
 
 class MultiHeadAttention(nn.Module):
@@ -257,7 +236,14 @@ class Transformer(nn.Module):
         super().__init__()
         self.config = config
         self.embedding = nn.Embedding(config.vocab_size, config.d_model, padding_idx=config.pad_id)
-        self.register_buffer("positional_encoding", positional_table(config), persistent=False)
+        if config.positional == "learned":  # a table of weights per stack, row p for position p (BART, mBART)
+            self.encoder_positions = nn.Parameter(torch.zeros(config.max_positions, config.d_model))
+            self.decoder_positions = nn.Parameter(torch.zeros(config.max_positions, config.d_model))
+        else:  # §3.5's sinusoids, one table for both stacks
+            self.register_buffer("positional_encoding", positional_table(config), persistent=False)
+        # A LayerNorm of each stack's embedded input (BART's layernorm_embedding), where the config asks for one.
+        self.encoder_embedding_norm = nn.LayerNorm(config.d_model) if config.embedding_norm else None
+        self.decoder_embedding_norm = nn.LayerNorm(config.d_model) if config.embedding_norm else None
         self.embedding_dropout = Dropout(config.dropout)
         self.encoder_layers = nn.ModuleList(EncoderLayer(config) for _ in range(config.encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.decoder_layers))
@@ -293,17 +279,39 @@ class Transformer(nn.Module):
         # With the √d_model scale (§3.4) an embedding std of d_model^-0.5 gives unit-variance inputs, and the same
         # matrix used as the output projection starts with logits of unit scale.
         nn.init.normal_(self.embedding.weight, mean=0.0, std=self.config.d_model**-0.5)
+        if self.config.positional == "learned":
+            for table in (self.encoder_positions, self.decoder_positions):
+                nn.init.normal_(table, mean=0.0, std=self.config.d_model**-0.5)
         with torch.no_grad():
             self.embedding.weight[self.config.pad_id].zero_()
 
-    def embed(self, ids: Tensor) -> Tensor:
-        """§3.4–3.5: Embedding(ids)·√d_model + PE, then dropout (§5.4). ids (B, T) → (B, T, D)."""
-        length = ids.size(1)
+    def embed(self, ids: Tensor, stack: str = "encoder") -> Tensor:
+        """§3.4–3.5: Embedding(ids)·√d_model + PE, then dropout (§5.4). ids (B, T) → (B, T, D), as the input of the
+        ``stack`` ("encoder" or "decoder")."""
+        return self.embedded(self.embedding(ids) * self.embedding_scale, stack)
+
+    def embedded(self, tokens: Tensor, stack: str) -> Tensor:
+        """The input of ``stack`` from its token embeddings (B, T, D), already scaled: + PE, the stack's embedding
+        LayerNorm where the model has one, and dropout. (Zero ``tokens``: what the positions alone give.)"""
+        length = tokens.size(1)
         if length > self.config.max_positions:
             raise ValueError(f"sequence of {length} tokens exceeds the model's {self.config.max_positions} positions")
-        x = self.embedding(ids) * self.embedding_scale
-        x = x + self.positional_encoding[:length].to(x.dtype)
-        return self.embedding_dropout(x)
+        x = tokens + self.positions(stack)[:length].to(tokens.dtype)
+        norm = self.embedding_norm(stack)
+        return self.embedding_dropout(x if norm is None else norm(x))
+
+    def positions(self, stack: str) -> Tensor:
+        """The positional table (max_positions, D) that ``stack`` ("encoder" or "decoder") adds to its embeddings:
+        §3.5's sinusoids, the same for both, or a model's learned table of that stack."""
+        if stack not in ("encoder", "decoder"):
+            raise ValueError(f"unknown stack {stack!r}; choose encoder or decoder")
+        if self.config.positional == "learned":
+            return self.encoder_positions if stack == "encoder" else self.decoder_positions
+        return self.positional_encoding
+
+    def embedding_norm(self, stack: str) -> nn.LayerNorm | None:
+        """The LayerNorm of ``stack``'s embedded input, or None (the paper has none)."""
+        return self.encoder_embedding_norm if stack == "encoder" else self.decoder_embedding_norm
 
     @property
     def embedding_scale(self) -> float:
@@ -345,7 +353,7 @@ class Transformer(nn.Module):
         decoder self-attention (B, L, H, T, T) and cross-attention (B, L, H, T, S). ``embedded``: as for
         :meth:`encode`."""
         self_mask = self.target_mask(target)
-        x = self.embed(target) if embedded is None else embedded
+        x = self.embed(target, "decoder") if embedded is None else embedded
         self_weights, cross_weights = [], []
         for layer in self.decoder_layers:
             x, layer_self, layer_cross = layer(x, memory, self_mask, source_mask, need_weights)

@@ -17,25 +17,27 @@ from transformer.plots.palettes import colour
 from transformer.plots.style import lay_out
 
 
-def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE) -> go.Figure:
-    """The §3.5 sinusoid table itself: one row per position, one column per dimension."""
+def positional_encoding_heatmap(pe: np.ndarray, language: str = DEFAULT_LANGUAGE, learned: bool = False) -> go.Figure:
+    """The §3.5 sinusoid table itself: one row per position, one column per dimension (``learned``: a model's learned
+    table instead, its colours spanning its own largest weight)."""
     text = words(language, "plot_pe")
     pe = np.asarray(pe)
     num_positions, d_model = pe.shape
+    limit = max(1.0, float(np.abs(pe).max())) if learned and pe.size else 1.0
     fig = go.Figure(
         go.Heatmap(
             z=pe,
             colorscale="RdBu",
             zmid=0.0,
-            zmin=-1.0,
-            zmax=1.0,
+            zmin=-limit,
+            zmax=limit,
             colorbar={"title": {"text": "PE"}, "thickness": 14},
             hovertemplate=f"{text['position']} %{{y}}<br>{text['dimension']} %{{x}}<br>PE %{{z:.3f}}<extra></extra>",
         )
     )
     fig.update_xaxes(title_text=text["dimension_axis"])
     fig.update_yaxes(title_text=text["position"], autorange="reversed")
-    title = text["table_title"].format(positions=num_positions, d_model=d_model)
+    title = text["learned_title" if learned else "table_title"].format(positions=num_positions, d_model=d_model)
     return lay_out(fig, title, int(min(900, max(380, 3 * num_positions + 160))))
 
 
@@ -154,11 +156,10 @@ def embedding_norms(model: Transformer, language: str = DEFAULT_LANGUAGE) -> go.
     """How large the two summands of the encoder/decoder input are (§3.4–3.5): ‖embedding · √d_model‖ of every
     token against ‖PE(pos)‖ of every position, which is √(d_model / 2) for all of them."""
     text = words(language, "plot_pe")
-    d_model = model.config.d_model
     embedding = model.embedding.weight.detach().float().cpu().numpy()  # (V, D)
     keep = np.arange(len(embedding)) != model.config.pad_id  # the padding row is all zeros by construction
-    token_norms = np.linalg.norm(embedding[keep], axis=1) * math.sqrt(d_model)
-    position_norms = np.linalg.norm(model.positional_encoding.float().cpu().numpy(), axis=1)
+    token_norms = np.linalg.norm(embedding[keep], axis=1) * model.embedding_scale
+    position_norms = np.linalg.norm(model.positions("encoder").detach().float().cpu().numpy(), axis=1)
     low, median, high = np.percentile(token_norms, [5, 50, 95])
     fig = make_subplots(
         rows=1,

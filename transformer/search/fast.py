@@ -128,13 +128,15 @@ def _cross_attention(
 
 
 def _embed(packed: PackedModel, ids: Tensor) -> Tensor:
-    """§3.4–3.5 without dropout: ids (B, T) → Embedding·√d_model + PE, flattened to (B·T, D)."""
+    """§3.4–3.5 without dropout: source ids (B, T) → Embedding·√d_model + PE (and the encoder's embedding
+    LayerNorm where the model has one), flattened to (B·T, D)."""
     batch, length = ids.shape
     if length > packed.positions.size(0):
         raise ValueError(f"sequence of {length} tokens exceeds the model's {packed.positions.size(0)} positions")
     d_model = packed.embedding.size(1)
     x = F.embedding(ids, packed.embedding).mul_(packed.embedding_scale)
-    return x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    x = x.add_(packed.positions[:length].to(x.dtype)).view(batch * length, d_model)
+    return packed.final(x, packed.encoder_embedding_norm)
 
 
 def _encode(model: Transformer, source: Tensor, record: list[Tensor] | None) -> Tensor:
@@ -257,10 +259,10 @@ class StepDecoder:
     def step(self, tokens: Tensor) -> Tensor:
         """The newest tokens (A,) of the live hypotheses → the decoder's output at that position (A, D)."""
         packed, position = self.packed, self.length
-        if position >= packed.positions.size(0):
-            raise ValueError(f"sequence exceeds the model's {packed.positions.size(0)} positions")
+        if position >= packed.decoder_positions.size(0):
+            raise ValueError(f"sequence exceeds the model's {packed.decoder_positions.size(0)} positions")
         x = F.embedding(tokens, packed.embedding).mul_(self.embedding_scale)  # (A, D)
-        x = x.add_(packed.positions[position].to(x.dtype))
+        x = packed.final(x.add_(packed.decoder_positions[position].to(x.dtype)), packed.decoder_embedding_norm)
         self._grow(tokens.size(0), x)
         assert self.buffer is not None
         slot = self.buffer.select(4, position)  # (L, 2, A, H, K): where this step's keys and values go

@@ -112,12 +112,15 @@ class PackedModel:
     layers: tuple[PackedLayer, ...]  # the decoder's
     embedding: Tensor  # (V, D), the shared matrix (§3.4)
     projection: PackedLinear  # the same matrix as the pre-softmax projection
-    positions: Tensor  # (P, D)
+    positions: Tensor  # (P, D), the encoder's
+    decoder_positions: Tensor  # (P, D): the same table but in a model with learned positions per stack
     embedding_scale: float  # √d_model (§3.4)
     activation: str  # the FFN's non-linearity
     norm_first: bool  # pre-norm sub-layers, and a final LayerNorm per stack
     encoder_norm: Norm | None = None  # pre-norm only
     decoder_norm: Norm | None = None
+    encoder_embedding_norm: Norm | None = None  # the LayerNorm of a stack's embedded input (BART, mBART)
+    decoder_embedding_norm: Norm | None = None
 
     def residual(self, x: Tensor, norm: Norm, sublayer: SubLayer) -> Tensor:
         """§3.1 as :func:`transformer.paper.model.residual` (without dropout): LayerNorm(x + Sublayer(x)) in a post-norm
@@ -209,12 +212,15 @@ def packed_weights(model: Transformer) -> PackedModel:
             layers=tuple(_pack_layer(layer) for layer in model.decoder_layers),
             embedding=model.embedding.weight.detach(),
             projection=PackedLinear(model.embedding.weight, model.output_bias),
-            positions=model.positional_encoding,
+            positions=model.positions("encoder").detach(),
+            decoder_positions=model.positions("decoder").detach(),
             embedding_scale=model.embedding_scale,
             activation=model.config.activation,
             norm_first=model.config.norm_first,
             encoder_norm=_final_norm(model.encoder_norm),
             decoder_norm=_final_norm(model.decoder_norm),
+            encoder_embedding_norm=_final_norm(model.encoder_embedding_norm),
+            decoder_embedding_norm=_final_norm(model.decoder_embedding_norm),
         )
         _PACKED[model] = cached = (versions, packed)
     return cached[1]

@@ -48,9 +48,23 @@ from transformer.formats.checkpoint_files import (
     shards_of,
     tensor_shapes,
 )
-from transformer.formats.hub.families import FAMILIES, HIDDEN_LOGIT, HubError
+from transformer.formats.hub.families import (
+    FAMILIES,
+    HIDDEN_LOGIT,
+    LEARNED_OFFSET,
+    LEARNED_POSITIONS,
+    PRE_NORM,
+    HubError,
+)
 from transformer.formats.hub.tokenizer import HubTokenizer, language_code, language_token_id, open_hub_tokenizer, our_id
-from transformer.formats.hub.weights import Vocabulary, embedding_of, interleaving, permute_width, weight_names
+from transformer.formats.hub.weights import (
+    Vocabulary,
+    embedding_of,
+    interleaving,
+    permute_width,
+    position_names,
+    weight_names,
+)
 from transformer.paper.config import ModelConfig
 from transformer.paper.model import Transformer
 
@@ -81,8 +95,8 @@ def _read_hub_config(folder: Path) -> dict[str, Any]:
         encoder_decoder = bool(config.get("is_encoder_decoder"))
         what = "an encoder–decoder of another family" if encoder_decoder else "not an encoder–decoder"
         raise HubError(
-            f"{folder}: a {model_type!r} model is {what}; the app opens Marian (OPUS-MT) and M2M100/NLLB translation "
-            "models"
+            f"{folder}: a {model_type!r} model is {what}; the app opens "
+            f"{', '.join(FAMILIES.values())} translation models"
         )
     return config
 
@@ -132,13 +146,16 @@ def _check_shapes(folder: Path, shapes: Mapping[str, tuple[int, ...]], model_con
             f"{folder}: {embedding} has shape {tuple(shapes[embedding])} but config.json implies (…, "
             f"{model_config.d_model})"
         )
-    for ours, (theirs, _how) in weight_names(model_config).items():
+    implied = {theirs: tuple(expected[ours].shape) for ours, (theirs, _how) in weight_names(model_config).items()}
+    for ours, theirs in position_names(model_config).items():  # stored from row LEARNED_OFFSET
+        rows, width = expected[ours].shape
+        implied[theirs] = (rows + LEARNED_OFFSET, width)
+    for theirs, shape in implied.items():
         if theirs not in shapes:
             raise HubError(f"{folder}: the weights lack {theirs}")
-        if tuple(shapes[theirs]) != tuple(expected[ours].shape):
+        if tuple(shapes[theirs]) != shape:
             raise HubError(
-                f"{folder}: tensor {theirs} has shape {tuple(shapes[theirs])} but config.json implies "
-                f"{tuple(expected[ours].shape)}"
+                f"{folder}: tensor {theirs} has shape {tuple(shapes[theirs])} but config.json implies {shape}"
             )
 
 
@@ -178,15 +195,40 @@ def hub_model_config(
             source_language=languages[0],
             target_language=languages[1],
             activation=activation,
-            norm_first=family == "m2m_100",
-            positional="paper" if family == "marian" else "tensor2tensor",
-            position_offset=0 if family == "marian" else int(config["pad_token_id"]) + 1,
+            norm_first=family in PRE_NORM,
+            positional={"marian": "paper", "m2m_100": "tensor2tensor"}.get(family, "learned"),
+            position_offset=int(config["pad_token_id"]) + 1 if family == "m2m_100" else 0,
             scale_embedding=bool(config.get("scale_embedding", family == "marian")),
+            embedding_norm=family in LEARNED_POSITIONS,
             output_bias=output_bias,
             forced_first_id=forced,
         )
     except (KeyError, TypeError, ValueError) as error:
         raise HubError(f"{folder / 'config.json'}: {error}") from None
+
+
+def _source_prefix(folder: Path, tokenizer, eos: int) -> list[int]:
+    """The special tokens the model's tokenizer puts before a sentence (BART's <s>): what it makes of no text, up to
+    the closing </s> that this project's search adds itself."""
+    around = [int(token) for token in tokenizer("", add_special_tokens=True)["input_ids"]]
+    if not around or around[-1] != eos:
+        raise HubError(f"{folder}: its tokenizer does not end a sentence with </s> ({around}); not supported")
+    return around[:-1]
+
+
+def _generation_setting(folder: Path, config: Mapping[str, Any], name: str) -> int | None:
+    """A token id the folder's generation_config.json (else its config.json) sets, such as BART's forced first token;
+    None where neither does."""
+    found = None
+    if (folder / "generation_config.json").is_file():
+        generation = read_json(folder / "generation_config.json")
+        found = generation.get(name) if isinstance(generation, dict) else None
+    found = config.get(name) if found is None else found
+    if found is None:
+        return None
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise HubError(f"{folder}: {name} is {found!r}, not a token id")
+    return found
 
 
 def _weights_file(folder: Path) -> Path:
@@ -239,10 +281,14 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     unk = hub_tokenizer.unk_token_id
     vocabulary = Vocabulary.of(shapes[embedding][0], pad, unk, start, eos)
     forced, source_prefix = -1, []
+    ours = vocabulary.to_ours()
     if family == "m2m_100":
-        ours = vocabulary.to_ours()
         forced = our_id(ours, language_token_id(hub_tokenizer, language_code(hub_tokenizer, languages[1])))
         source_prefix = [our_id(ours, language_token_id(hub_tokenizer, language_code(hub_tokenizer, languages[0])))]
+    elif family == "bart":
+        source_prefix = [our_id(ours, token) for token in _source_prefix(folder, hub_tokenizer, eos)]
+        first = _generation_setting(folder, config, "forced_bos_token_id")
+        forced = -1 if first is None else our_id(ours, first)
     # Checked before anything is read or built: the shapes the configuration implies, and the memory it needs.
     model_config = hub_model_config(folder, config, vocabulary, languages, forced, vocabulary.added is not None)
     _check_shapes(folder, shapes, model_config, embedding)
@@ -256,12 +302,16 @@ def open_hub_folder(folder: str | Path, dtype: torch.dtype = torch.float32) -> L
     model_config = dataclasses.replace(model_config, output_bias=vocabulary.added is not None or bool(bias.any()))
     model = Transformer(model_config)
     order = torch.tensor(vocabulary.order)
-    width = interleaving(model_config.d_model)
+    # Sinusoids stored as two halves are moved into the paper's interleaved order; learned positions need no order.
+    learned = model_config.positional == "learned"
+    width = torch.arange(model_config.d_model) if learned else interleaving(model_config.d_model)
     state: dict[str, torch.Tensor] = {}
     for ours, (theirs, how) in weight_names(model_config).items():
         if theirs not in tensors:
             raise HubError(f"{folder}: the weights lack {theirs}")
         state[ours] = permute_width(tensors[theirs].float(), how, width)
+    for ours, theirs in position_names(model_config).items():
+        state[ours] = tensors[theirs].float()[LEARNED_OFFSET:]
     state["embedding.weight"] = shared.float().index_select(0, order).index_select(1, width)
     bias = bias.index_select(0, order)
     if vocabulary.added is not None:

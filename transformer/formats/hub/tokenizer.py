@@ -28,6 +28,8 @@ class HubTokenizer(Tokenizer):
         self.to_hub = vocabulary.order
         specials = set(getattr(tokenizer, "all_special_ids", []))
         self.special = {self.from_hub[i] for i in specials if i in self.from_hub} | {PAD_ID, UNK_ID, BOS_ID, EOS_ID}
+        # GPT-2's byte-level BPE (BART's): a space is "Ġ" and é "Ã©" in its pieces, shown as SentencePiece's
+        self.byte_level = "Ġ" in getattr(tokenizer, "get_vocab", dict)()
 
     @property
     def vocab_size(self) -> int:
@@ -50,10 +52,36 @@ class HubTokenizer(Tokenizer):
         return clean(self.hub.decode(kept, skip_special_tokens=True))
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
-        return [str(piece) for piece in self.hub.convert_ids_to_tokens([self.to_hub[int(i)] for i in ids])]
+        pieces = [str(piece) for piece in self.hub.convert_ids_to_tokens([self.to_hub[int(i)] for i in ids])]
+        return [byte_level_piece(piece) for piece in pieces] if self.byte_level else pieces
 
     def save(self, path: str | Path) -> None:
         raise HubError("a Hugging Face model's tokenizer stays in its folder")
+
+
+def byte_level_piece(piece: str) -> str:
+    """A byte-level BPE piece as SentencePiece writes one: "Ġthe" → "▁the", "Ã©" → "é" (a byte of a longer
+    character, alone, stays as it is)."""
+    try:
+        text = bytearray(BYTE_OF[character] for character in piece).decode("utf-8")
+    except (KeyError, UnicodeDecodeError):
+        return piece
+    return "▁" + text[1:] if text.startswith(" ") else text
+
+
+def _bytes_to_unicode() -> dict[str, int]:
+    """GPT-2's printable character of every byte, reversed: character → byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    characters, extra = list(printable), 0
+    for byte in range(256):
+        if byte not in printable:
+            printable.append(byte)
+            characters.append(256 + extra)
+            extra += 1
+    return {chr(character): byte for byte, character in zip(printable, characters, strict=True)}
+
+
+BYTE_OF = _bytes_to_unicode()
 
 
 def open_hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):

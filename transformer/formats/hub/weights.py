@@ -53,11 +53,20 @@ def weight_names(config: ModelConfig) -> dict[str, tuple[str, str]]:
         names.update(_layer_names("encoder", index))
     for index in range(config.decoder_layers):
         names.update(_layer_names("decoder", index))
-    if config.norm_first:
-        for kind in ("encoder", "decoder"):
-            for part in ("weight", "bias"):
+    for kind in ("encoder", "decoder"):
+        for part in ("weight", "bias"):
+            if config.norm_first:
                 names[f"{kind}_norm.{part}"] = (f"model.{kind}.layer_norm.{part}", "rows")
+            if config.embedding_norm:
+                names[f"{kind}_embedding_norm.{part}"] = (f"model.{kind}.layernorm_embedding.{part}", "rows")
     return names
+
+
+def position_names(config: ModelConfig) -> dict[str, str]:
+    """A model's learned positional tables → their Hugging Face names (none for sinusoids, which are computed)."""
+    if config.positional != "learned":
+        return {}
+    return {f"{kind}_positions": f"model.{kind}.embed_positions.weight" for kind in ("encoder", "decoder")}
 
 
 def permute_width(tensor: torch.Tensor, how: str, order: torch.Tensor) -> torch.Tensor:
