@@ -230,38 +230,8 @@ needs_browser = pytest.mark.skipif(bool(BROWSER_MISSING), reason=BROWSER_MISSING
 HEAVY = ("browser", "server", "training", "slow")
 
 
-# Each module runs whole on one worker (pytest-xdist's `--dist loadscope`, pyproject.toml: its module-scoped
-# fixtures are made once), and a worker that is done takes the next module of this order: the longest first (their
-# total times on the 2-core machine, docs/testing.md), so that the two workers end on short modules together rather
-# than one waiting while the other runs a long test alone. The rest follow in alphabetical order.
-LONGEST_FIRST = (
-    "test_browser.py",
-    "test_load.py",
-    "test_lessons.py",
-    "test_accessibility.py",
-    "test_korean.py",
-    "test_web.py",
-    "test_keyboard.py",
-    "test_hub.py",
-    "test_what_if_page.py",
-    "test_toy.py",
-    "test_bounds.py",
-    "test_app.py",
-    "test_translation_process.py",
-    "test_decode.py",
-    "test_train.py",
-    "test_ablation.py",
-    "test_jobs.py",
-    "test_fuzz.py",
-    "test_faults.py",
-    "test_health.py",
-)
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
     for item in items:
         uses_browser = "browser" in getattr(item, "fixturenames", ()) or any(
             mark == needs_browser.mark for mark in item.iter_markers("skipif")

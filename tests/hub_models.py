@@ -20,11 +20,21 @@ import sentencepiece as spm
 import torch
 
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
+# fairseq's special tokens, kept by M2M100 and BART: <s> 0, <pad> 1, </s> 2, decoding from </s>
+FAIRSEQ_IDS = {"pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 2}
 
 
 def _pieces(spm_path: Path) -> list[str]:
     processor = spm.SentencePieceProcessor(model_file=str(spm_path))
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+
+
+def _random(model_class, config, seed: int) -> torch.nn.Module:
+    """A network of ``config`` with random weights of a trained model's scale (:func:`_randomise`)."""
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    _randomise(model, seed)
+    return model
 
 
 def _randomise(model: torch.nn.Module, seed: int) -> None:
@@ -38,6 +48,19 @@ def _randomise(model: torch.nn.Module, seed: int) -> None:
                 parameter.copy_(0.3 * torch.randn(parameter.shape, generator=generator))
 
 
+def _shape(d_model: int, heads: int, layers: int) -> dict[str, int]:
+    """The configuration entries of a network's size, the same for both stacks (the FFN twice as wide)."""
+    return {
+        "d_model": d_model,
+        "encoder_layers": layers,
+        "decoder_layers": layers,
+        "encoder_attention_heads": heads,
+        "decoder_attention_heads": heads,
+        "encoder_ffn_dim": 2 * d_model,
+        "decoder_ffn_dim": 2 * d_model,
+    }
+
+
 def make_marian(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, seed: int = 0) -> Path:
     import transformers
 
@@ -48,13 +71,7 @@ def make_marian(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, la
     config = transformers.MarianConfig(
         vocab_size=len(vocab),
         decoder_vocab_size=len(vocab),
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=heads,
-        decoder_attention_heads=heads,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
+        **_shape(d_model, heads, layers),
         activation_function="swish",
         max_position_embeddings=128,
         pad_token_id=vocab["<pad>"],
@@ -64,9 +81,7 @@ def make_marian(spm_path: Path, out: Path, d_model: int = 16, heads: int = 4, la
         bad_words_ids=[[vocab["<pad>"]]],
         scale_embedding=True,
     )
-    torch.manual_seed(seed)
-    model = transformers.MarianMTModel(config).eval()
-    _randomise(model, seed)
+    model = _random(transformers.MarianMTModel, config, seed)
     with torch.no_grad():
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape))
     shutil.rmtree(out, ignore_errors=True)
@@ -114,24 +129,13 @@ def _save_m2m100(transformers, vocab_size: int, out: Path, d_model: int, heads: 
     """A random M2M100 network of that vocabulary, saved at ``out`` (its tokenizer saved beside it by the caller)."""
     config = transformers.M2M100Config(
         vocab_size=vocab_size,
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=heads,
-        decoder_attention_heads=heads,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
+        **_shape(d_model, heads, layers),
         activation_function="relu",
         max_position_embeddings=256,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
+        **FAIRSEQ_IDS,
         scale_embedding=True,
     )
-    torch.manual_seed(seed)
-    model = transformers.M2M100ForConditionalGeneration(config).eval()
-    _randomise(model, seed)
+    model = _random(transformers.M2M100ForConditionalGeneration, config, seed)
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out, safe_serialization=True)
 
@@ -189,24 +193,13 @@ def make_bart(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, see
     tokenizer = transformers.BartTokenizer(vocab=vocab, merges=merges)
     config = transformers.BartConfig(
         vocab_size=len(vocab),
-        d_model=d_model,
-        encoder_layers=layers,
-        decoder_layers=layers,
-        encoder_attention_heads=heads,
-        decoder_attention_heads=heads,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
+        **_shape(d_model, heads, layers),
         activation_function="gelu",
         max_position_embeddings=128,
-        pad_token_id=1,
-        bos_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=2,
+        **FAIRSEQ_IDS,
         scale_embedding=False,
     )
-    torch.manual_seed(seed)
-    model = transformers.BartForConditionalGeneration(config).eval()
-    _randomise(model, seed)
+    model = _random(transformers.BartForConditionalGeneration, config, seed)
     with torch.no_grad():
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape))
     model.generation_config.forced_bos_token_id = 0

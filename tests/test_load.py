@@ -128,13 +128,13 @@ def test_a_reading_session_pauses_between_half_and_one_and_a_half_times_the_paus
 
 @pytest.mark.slow
 def test_a_small_class_on_the_paper_tour_meets_no_error_and_its_training_finishes():
-    """Eight sessions follow the paper tour at a reading pace (protocol client): every step, a sentence of their own,
+    """Six sessions follow the paper tour at a reading pace (protocol client): every step, a sentence of their own,
     one tiny model trained in the job queue while the others read on, one atlas card; no error, the job finished."""
     command = [
         sys.executable,
         "benchmarks/load.py",
         "--class",
-        "8",
+        "6",
         "--trainers",
         "1",
         "--cards",
@@ -150,7 +150,7 @@ def test_a_small_class_on_the_paper_tour_meets_no_error_and_its_training_finishe
     result = json.loads(finished.stdout)
     assert result["errors"] == 0, result["error_messages"]
     assert result["jobs_finished"] == 1 and len(result["job_s"]) == 1
-    assert result["short_actions"] >= 8 * 17  # every tour step and a translation, per session
+    assert result["short_actions"] >= 6 * 17  # every tour step and a translation, per session
 
 
 def two_free_ports() -> int:
@@ -189,7 +189,7 @@ def class_behind_a_proxy(tmp_path: Path):
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("haproxy") is None, reason="needs HAProxy (apt-get install haproxy)")
 def test_behind_the_proxy_a_class_meets_no_error_and_a_student_coming_back_finds_their_training(tmp_path):
-    """Two copies of the app behind HAProxy: a class of 6 (one training) reaches both copies without an error; a
+    """Two copies of the app behind HAProxy: a class of 4 (one training) reaches both copies without an error; a
     student who starts a training, leaves and comes back three times with the job's address finds it every time.
     Each copy holds its own jobs, so without the sticky cookie about every other return would land on the copy that
     has never heard of the job ("Press Train")."""
@@ -197,14 +197,14 @@ def test_behind_the_proxy_a_class_meets_no_error_and_a_student_coming_back_finds
 
     load = load_benchmark()
     with class_behind_a_proxy(tmp_path) as origin:
-        command = [sys.executable, "benchmarks/load.py", "--class", "6", "--trainers", "1", "--cards", "0"]
+        command = [sys.executable, "benchmarks/load.py", "--class", "4", "--trainers", "1", "--cards", "0"]
         command += ["--train-seconds", "10", "--pause", "1", "--origin", origin, "--json"]
         finished = subprocess.run(command, cwd=REPOSITORY, capture_output=True, text=True, timeout=900)
         assert finished.returncode == 0, finished.stderr[-2000:]
         result = json.loads(finished.stdout)
         assert result["errors"] == 0, result["error_messages"]
         assert result["jobs_finished"] == 1
-        assert len(result["sessions_per_copy"]) == 2 and sum(result["sessions_per_copy"].values()) == 6, result
+        assert len(result["sessions_per_copy"]) == 2 and sum(result["sessions_per_copy"].values()) == 4, result
 
         async def leave_and_come_back() -> list[list[tuple[int, str]]]:
             cookie = await asyncio.to_thread(load.first_page, origin)

@@ -161,13 +161,13 @@ def test_the_file_holds_everything_and_asks_for_nothing(explorer):
 @needs_browser
 @needs_npm
 def test_the_file_translates_as_the_python_model_does(browser, explorer, shipped):
-    """50 tatoeba_new sentences (benchmarks/web_explorer.py measures 200): greedy ≥ 49 and beam 4 ≥ 48 identical,
+    """30 tatoeba_new sentences (benchmarks/web_explorer.py measures 200): greedy ≥ 29 and beam 4 ≥ 28 identical,
     attention within 1e-3; nothing fetched."""
     page, _, refused = open_explorer(browser, explorer)
-    result = measure(shipped, page, sentences("tatoeba_new", 50))
-    assert result["same_source_ids"] == 50
-    assert result["same_greedy"] >= 49, result["mismatches"]
-    assert result["same_beam"] >= 48, result["mismatches"]
+    result = measure(shipped, page, sentences("tatoeba_new", 30))
+    assert result["same_source_ids"] == 30
+    assert result["same_greedy"] >= 29, result["mismatches"]
+    assert result["same_beam"] >= 28, result["mismatches"]
     assert result["largest_attention_difference"] < 1e-3
     assert refused == []
     page.context.close()

@@ -156,7 +156,8 @@ def head_steps(
     steps = _recomputed(attention, norm, x, x if memory is None else memory, mask, head, stream)
     ids = list(source_ids) if kind == "encoder" else [BOS_ID, *output_ids]
     embedding = positional = None
-    if layer == 0 and kind != "cross" and not norm_first:
+    # The first layer's input as embedding + PE, where it is that sum (a LayerNorm of it, BART's, is not)
+    if layer == 0 and kind != "cross" and not norm_first and not model.config.embedding_norm:
         embedding = model.embedding.weight[ids].float() * model.embedding_scale
         positional = model.positions("encoder" if kind == "encoder" else "decoder")[: len(ids)].detach().float()
     # Labels as a reader sees them (no SentencePiece ▁; · before a piece that continues a word).
