@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
+# Under the suite both cores are always busy (two workers, browsers, app servers, translation processes), and an
+# OpenMP thread that spins while it waits for the next piece of work burns a core another process needs (3.4× the
+# CPU of the work itself for short bursts, measured): waiting threads sleep instead. Set before torch loads OpenMP;
+# the servers and translation processes the tests start inherit it (docs/testing.md).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import base64
 import importlib.util
 import json
-import os
 import random
 import shutil
 from collections.abc import Iterator
