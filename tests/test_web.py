@@ -42,10 +42,31 @@ def shipped():
     return load_checkpoint(None)
 
 
-def test_the_graphs_compute_what_the_model_computes(tmp_path):
+# The paper's network, and one with every way BART departs from it (learned positions per stack, a LayerNorm of the
+# embedded input, GELU, no √d_model, an output bias).
+ARCHITECTURES = {
+    "paper": {},
+    "bart": {
+        "positional": "learned",
+        "embedding_norm": True,
+        "activation": "gelu",
+        "scale_embedding": False,
+        "output_bias": True,
+    },
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_the_graphs_compute_what_the_model_computes(tmp_path, architecture: str):
     """Encoder and decoder graphs in onnxruntime against the torch model, for lengths other than the ones traced."""
     torch.manual_seed(5)
-    model = Transformer(preset("tiny")).eval()
+    model = Transformer(preset("tiny", **ARCHITECTURES[architecture])).eval()
+    if architecture == "bart":
+        with torch.no_grad():  # an output bias and embedding LayerNorms that are not the identity
+            model.output_bias.copy_(torch.randn_like(model.output_bias))
+            for norm in (model.encoder_embedding_norm, model.decoder_embedding_norm):
+                norm.weight.copy_(1 + 0.3 * torch.randn_like(norm.weight))
+                norm.bias.copy_(0.3 * torch.randn_like(norm.bias))
     loaded = SimpleNamespace(model=model)  # what write_graphs reads of a checkpoint
     folder = write_graphs(loaded, tmp_path / "graphs", cache=tmp_path / "cache")  # an empty cache: exported here
     encoder = onnxruntime.InferenceSession(str(folder / "encoder.onnx"))
