@@ -162,15 +162,15 @@ def make_nllb(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, see
 def byte_level_vocabulary(words: list[str]) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """GPT-2's byte-level BPE over every byte, with merges that make whole pieces of ``words`` (each with its
     leading space, "Ġ"): BART's tokenizer files, small."""
-    from transformer.formats.hub.tokenizer import BYTE_OF
+    from tokenizers.pre_tokenizers import ByteLevel
 
-    character_of = {byte: character for character, byte in BYTE_OF.items()}
     vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
-    for byte in range(256):
-        vocab.setdefault(character_of[byte], len(vocab))
+    for character in sorted(ByteLevel.alphabet()):
+        vocab.setdefault(character, len(vocab))
     merges = []
+    to_bytes = ByteLevel(add_prefix_space=False, use_regex=False)
     for word in words:
-        piece = "".join(character_of[byte] for byte in f" {word}".encode())
+        piece = to_bytes.pre_tokenize_str(f" {word}")[0][0]
         for end in range(2, len(piece) + 1):  # Ġt + h, Ġth + e, …
             pair = (piece[: end - 1], piece[end - 1])
             if piece[:end] not in vocab:
@@ -203,6 +203,7 @@ def make_bart(out: Path, d_model: int = 16, heads: int = 4, layers: int = 2, see
     with torch.no_grad():
         model.final_logits_bias.copy_(0.5 * torch.randn(model.final_logits_bias.shape))
     model.generation_config.forced_bos_token_id = 0
+    model.generation_config.bad_words_ids = [[1]]  # no <pad> written, as this project's search (and Marian's config)
     shutil.rmtree(out, ignore_errors=True)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)

@@ -52,8 +52,6 @@ from transformer.formats.hub.families import (
     FAMILIES,
     HIDDEN_LOGIT,
     LEARNED_OFFSET,
-    LEARNED_POSITIONS,
-    PRE_NORM,
     HubError,
 )
 from transformer.formats.hub.tokenizer import HubTokenizer, language_code, language_token_id, open_hub_tokenizer, our_id
@@ -195,11 +193,11 @@ def hub_model_config(
             source_language=languages[0],
             target_language=languages[1],
             activation=activation,
-            norm_first=family in PRE_NORM,
+            norm_first=family == "m2m_100",
             positional={"marian": "paper", "m2m_100": "tensor2tensor"}.get(family, "learned"),
             position_offset=int(config["pad_token_id"]) + 1 if family == "m2m_100" else 0,
             scale_embedding=bool(config.get("scale_embedding", family == "marian")),
-            embedding_norm=family in LEARNED_POSITIONS,
+            embedding_norm=family == "bart",
             output_bias=output_bias,
             forced_first_id=forced,
         )

@@ -9,12 +9,9 @@ from pathlib import Path
 
 from transformer.formats.checkpoint_files import CheckpointError, read_json
 
-FAMILIES = {"marian": "Marian (OPUS-MT)", "m2m_100": "M2M100 / NLLB", "bart": "BART", "mbart": "mBART / mBART-50"}
-# The families whose positions are a learned table per stack, stored from row LEARNED_OFFSET (BART numbers the
-# first token 2), with a LayerNorm of the embedded input.
-LEARNED_POSITIONS = ("bart", "mbart")
+FAMILIES = {"marian": "Marian (OPUS-MT)", "m2m_100": "M2M100 / NLLB", "bart": "BART"}
+# BART's positions are a learned table per stack, stored from row LEARNED_OFFSET (BART numbers the first token 2).
 LEARNED_OFFSET = 2
-PRE_NORM = ("m2m_100", "mbart")  # x + Sublayer(LayerNorm(x)), and a final LayerNorm per stack
 HIDDEN_LOGIT = -1e9  # the logit of a row added for the start token: exp(-1e9 - any logit) is 0 in float32
 
 

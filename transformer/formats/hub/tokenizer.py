@@ -53,35 +53,18 @@ class HubTokenizer(Tokenizer):
 
     def pieces(self, ids: Iterable[int]) -> list[str]:
         pieces = [str(piece) for piece in self.hub.convert_ids_to_tokens([self.to_hub[int(i)] for i in ids])]
-        return [byte_level_piece(piece) for piece in pieces] if self.byte_level else pieces
+        return [self._as_sentencepiece(piece) for piece in pieces] if self.byte_level else pieces
+
+    def _as_sentencepiece(self, piece: str) -> str:
+        """A byte-level piece as SentencePiece writes one, its bytes decoded by the tokenizer: "Ġthe" → "▁the",
+        "Ã©" → "é" (a byte of a longer character, alone, stays as it is)."""
+        text = self.hub.convert_tokens_to_string([piece])
+        if "\ufffd" in text:
+            return piece
+        return "▁" + text[1:] if text.startswith(" ") else text
 
     def save(self, path: str | Path) -> None:
         raise HubError("a Hugging Face model's tokenizer stays in its folder")
-
-
-def byte_level_piece(piece: str) -> str:
-    """A byte-level BPE piece as SentencePiece writes one: "Ġthe" → "▁the", "Ã©" → "é" (a byte of a longer
-    character, alone, stays as it is)."""
-    try:
-        text = bytearray(BYTE_OF[character] for character in piece).decode("utf-8")
-    except (KeyError, UnicodeDecodeError):
-        return piece
-    return "▁" + text[1:] if text.startswith(" ") else text
-
-
-def _bytes_to_unicode() -> dict[str, int]:
-    """GPT-2's printable character of every byte, reversed: character → byte."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    characters, extra = list(printable), 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            characters.append(256 + extra)
-            extra += 1
-    return {chr(character): byte for byte, character in zip(printable, characters, strict=True)}
-
-
-BYTE_OF = _bytes_to_unicode()
 
 
 def open_hub_tokenizer(folder: Path, family: str, languages: tuple[str, str]):
